@@ -1,0 +1,12 @@
+#!/usr/bin/env python3
+"""rwo-failover: release ReadWriteOnce volumes held by pods on nodes that are proven down.
+
+Runs one pass and exits with a code that tells the truth; see README.md.
+"""
+
+import sys
+
+from rwo_failover.main import main
+
+if __name__ == "__main__":
+    sys.exit(main())

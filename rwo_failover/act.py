@@ -1,0 +1,176 @@
+"""Act: carry out a plan, node by node, after re-checking each node live.
+
+Order per node, because the attach-detach controller re-creates a
+VolumeAttachment whose pod still exists: force-delete the pods (with a UID
+precondition), then delete the VolumeAttachments whose pods are all gone, then
+record Events. Dry-run is checked here, at the point of change, and nowhere else.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Callable, Optional
+
+from .client import Api, ApiError, Forbidden
+from .config import Settings
+from .decide import AttachmentAction, NodePlan, NodeState, NodeVerdict, Plan, PodAction, judge_node, shutdown_taint
+from .model import Lease, Node
+
+log = logging.getLogger("rwo_failover")
+COMPONENT = "rwo-failover"
+NODE_EVENT_NAMESPACE = "default"  # where kubelet and the node controller put Node events
+
+
+@dataclass
+class Outcome:
+    pods_deleted: list[str] = field(default_factory=list)
+    pods_gone: list[str] = field(default_factory=list)
+    pods_replaced: list[str] = field(default_factory=list)
+    attachments_deleted: list[str] = field(default_factory=list)
+    attachments_gone: list[str] = field(default_factory=list)
+    attachments_held: list[str] = field(default_factory=list)
+    nodes_not_down_on_recheck: list[str] = field(default_factory=list)
+    split_brain: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    forbidden: list[str] = field(default_factory=list)
+    events: int = 0
+
+
+class Actor:
+    def __init__(self, api: Api, settings: Settings, now: Callable[[], datetime]) -> None:
+        self.api, self.settings, self.now = api, settings, now
+        self.outcome = Outcome()
+        self.instance = socket.gethostname()
+
+    def warn_split_brain(self, verdicts: tuple[NodeVerdict, ...]) -> None:
+        for verdict in verdicts:
+            self.outcome.split_brain.append(verdict.node)
+            log.error("refusing node: tainted for shutdown but alive", extra={"node": verdict.node,
+                      "taint": verdict.taint, "reason": verdict.reason})
+            self._node_event(verdict.node, "Warning", "ShutdownTaintOnLiveNode",
+                             f"{verdict.reason}; rwo-failover will not touch this node. Check the taint {verdict.taint}.")
+
+    def record_refusal(self, plan: Plan) -> None:
+        # One event per down node, capped, so a mass outage does not become an Event storm.
+        down = [v for v in plan.verdicts if v.state is NodeState.DOWN][: self.settings.max_nodes_per_pass]
+        for verdict in down:
+            self._node_event(verdict.node, "Warning", "FailoverRefused", f"{plan.refusal}; nothing was deleted")
+
+    def execute(self, plan: Plan) -> Outcome:
+        plan.raise_if_unsafe()
+        for node_plan in plan.nodes:
+            if node_plan.pods or node_plan.attachments:
+                self._act_on_node(node_plan)
+        return self.outcome
+
+    def _act_on_node(self, node_plan: NodePlan) -> None:
+        name = node_plan.verdict.node
+        verdict = self._recheck(name)
+        if verdict is None:
+            return
+        if verdict.state is not NodeState.DOWN:
+            self.outcome.nodes_not_down_on_recheck.append(name)
+            log.warning("node no longer proven down on live re-check; skipping it",
+                        extra={"node": name, "state": verdict.state.value, "reason": verdict.reason})
+            if verdict.state is NodeState.ALIVE:
+                self.warn_split_brain((verdict,))
+            return
+        gone = {p.key for p in node_plan.pods if self._delete_pod(p)}
+        released = [a for a in node_plan.attachments if self._release(a, gone)]
+        deleted = ", ".join(sorted(gone)) or "no pods"
+        volumes = ", ".join(a.name for a in released) or "no VolumeAttachments"
+        self._node_event(name, "Normal", "RWOVolumesReleased",
+                         f"node proven down ({verdict.reason}, taint {verdict.taint}); force-deleted {deleted}; "
+                         f"deleted {volumes}")
+
+    def _recheck(self, name: str) -> Optional[NodeVerdict]:
+        """Read the node and its Lease again, now, and judge them with the same rule as the plan."""
+        try:
+            raw = self.api.read_node(name)
+            lease_raw = self.api.read_lease(name) if raw else None
+        except ApiError as err:
+            self._fail(f"re-check of node {name} failed: {err}", err)
+            return None
+        if raw is None:
+            self._fail(f"node {name} disappeared before acting; skipped", None)
+            return None
+        node = Node.from_json(raw)
+        taint = shutdown_taint(node, self.settings.shutdown_taints)
+        if taint is None:
+            return NodeVerdict(name, NodeState.NOT_YET, "", "shutdown taint removed since the pass began")
+        lease = Lease.from_json(lease_raw) if lease_raw else None
+        return judge_node(node, lease, taint, self.settings.min_not_ready_seconds, self.now())
+
+    def _delete_pod(self, action: PodAction) -> bool:
+        """True when the pod we inspected is gone (or would be, in a dry run)."""
+        fields = {"pod": action.key, "uid": action.uid, "node": action.node, "reason": action.reason,
+                  "claims": list(action.claims)}
+        if self.settings.dry_run:
+            log.info("dry-run: would force-delete pod", extra=fields)
+            return True
+        try:
+            found = self.api.delete_pod(action.namespace, action.name, action.uid)
+        except ApiError as err:
+            if err.status == 409:
+                self.outcome.pods_replaced.append(action.key)
+                log.warning("pod was replaced since it was inspected (UID differs); left alone", extra=fields)
+                return False
+            self._fail(f"force-delete of pod {action.key} failed: {err}", err)
+            return False
+        (self.outcome.pods_deleted if found is not None else self.outcome.pods_gone).append(action.key)
+        log.info("force-deleted pod" if found is not None else "pod already gone", extra=fields)
+        self._event(action.namespace, "Pod", action.name, action.uid, "Normal", "ForceDeletedFromDeadNode",
+                    f"{action.reason}; force-deleted by rwo-failover to release {', '.join(action.claims)}")
+        return True
+
+    def _release(self, action: AttachmentAction, gone: set[str]) -> bool:
+        fields = {"volumeattachment": action.name, "node": action.node, "pv": action.volume, "claim": action.claim}
+        waiting = sorted(set(action.after_pods) - gone)
+        if waiting:
+            self.outcome.attachments_held.append(action.name)
+            log.warning("VolumeAttachment kept: its pod is not gone, and the controller would re-create it",
+                        extra=dict(fields, waiting_for=waiting))
+            return False
+        if self.settings.dry_run:
+            log.info("dry-run: would delete VolumeAttachment", extra=fields)
+            return True
+        try:
+            found = self.api.delete_attachment(action.name)
+        except ApiError as err:
+            self._fail(f"delete of VolumeAttachment {action.name} failed: {err}", err)
+            return False
+        (self.outcome.attachments_deleted if found is not None else self.outcome.attachments_gone).append(action.name)
+        log.info("deleted VolumeAttachment" if found is not None else "VolumeAttachment already gone", extra=fields)
+        namespace, _, claim = action.claim.partition("/")
+        self._event(namespace, "PersistentVolumeClaim", claim, None, "Normal", "VolumeReleasedFromDeadNode",
+                    f"deleted VolumeAttachment {action.name} of PV {action.volume} on dead node {action.node}")
+        return True
+
+    def _node_event(self, node: str, kind: str, reason: str, message: str) -> None:
+        self._event(NODE_EVENT_NAMESPACE, "Node", node, None, kind, reason, message, cluster_scoped=True)
+
+    def _event(self, namespace: str, kind: str, name: str, uid: Optional[str], event_type: str, reason: str,
+               message: str, cluster_scoped: bool = False) -> None:
+        if self.settings.dry_run:
+            return
+        stamp = self.now().strftime("%Y-%m-%dT%H:%M:%SZ")
+        involved = {"apiVersion": "v1", "kind": kind, "name": name, "uid": uid,
+                    "namespace": None if cluster_scoped else namespace}
+        event = {"metadata": {"generateName": f"{name}.", "namespace": namespace},
+                 "involvedObject": {k: v for k, v in involved.items() if v},
+                 "type": event_type, "reason": reason, "message": message[:1024], "count": 1,
+                 "firstTimestamp": stamp, "lastTimestamp": stamp,
+                 "source": {"component": COMPONENT}, "reportingComponent": COMPONENT,
+                 "reportingInstance": self.instance}
+        try:
+            self.api.create_event(namespace, event)
+            self.outcome.events += 1
+        except ApiError as err:
+            self._fail(f"could not record {reason} Event on {kind} {name}: {err}", err)
+
+    def _fail(self, message: str, err: Optional[ApiError]) -> None:
+        (self.outcome.forbidden if isinstance(err, Forbidden) else self.outcome.failures).append(message)
+        log.error(message)

@@ -1,0 +1,230 @@
+"""The Kubernetes API, as this tool uses it: raw JSON, bounded retries, one pass deadline.
+
+Lists skip the client's model layer (`_preload_content=False` then a JSON
+parse), which is several times faster and smaller on big clusters. Every call
+goes through `Api.call`, the one place that retries: on 429 (honouring
+Retry-After), 5xx, connection errors and truncated bodies, for at most
+API_MAX_ATTEMPTS attempts and never past the pass deadline.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from typing import Any, Callable, Iterator, Optional
+
+import urllib3
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes.client.exceptions import ApiException
+from kubernetes.config.config_exception import ConfigException
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+
+from .config import ConfigError, Settings
+
+log = logging.getLogger("rwo_failover")
+LEASE_NAMESPACE = "kube-node-lease"
+MAX_RETRY_AFTER_SECONDS = 30.0
+MAX_LIST_RESTARTS = 3
+
+
+class ApiError(Exception):
+    """A call that did not succeed; `transient` ones were retried until the bound."""
+
+    def __init__(self, message: str, status: int = 0) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class Forbidden(ApiError):
+    """RBAC denied a verb; the message names it."""
+
+
+class Unavailable(ApiError):
+    """The API server did not answer usefully within the attempts or the deadline."""
+
+
+def load_api_client(settings: Settings) -> k8s.ApiClient:
+    """Kubeconfig when one is given or present, else in-cluster config; ConfigError when neither works."""
+    cfg = k8s.Configuration()
+    path = settings.kubeconfig or os.path.expanduser("~/.kube/config")
+    in_cluster = "KUBERNETES_SERVICE_HOST" in os.environ and not settings.kubeconfig
+    try:
+        if in_cluster and not os.path.exists(path):
+            k8s_config.load_incluster_config(client_configuration=cfg)
+        else:
+            _check_readable(path, settings.kubeconfig is not None)
+            k8s_config.load_kube_config(config_file=path, context=settings.kube_context,
+                                        client_configuration=cfg, persist_config=False)
+    except (ConfigException, OSError, ValueError, TypeError) as err:
+        raise ConfigError(f"cannot load cluster credentials: {err}") from None
+    cfg.retries = False  # tenacity owns every retry, so attempts are bounded and logged in one place
+    return k8s.ApiClient(cfg)
+
+
+def _check_readable(path_list: str, given: bool) -> None:
+    source = "KUBECONFIG" if given else "default kubeconfig"
+    for path in path_list.split(os.pathsep):
+        if not os.path.exists(path):
+            raise ConfigError(f"{source} {path!r} does not exist (and this is not running in a pod)")
+        if not os.access(path, os.R_OK):
+            raise ConfigError(f"{source} {path!r} is not readable")
+
+
+def _retry_after(err: BaseException) -> Optional[float]:
+    headers = getattr(err, "headers", None) or {}
+    value = headers.get("Retry-After") if hasattr(headers, "get") else None
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None
+
+
+def is_transient(err: BaseException) -> bool:
+    if isinstance(err, ApiException):
+        return err.status == 429 or 500 <= (err.status or 0) <= 599
+    return isinstance(err, (urllib3.exceptions.HTTPError, json.JSONDecodeError, ConnectionError))
+
+
+def describe(err: BaseException) -> str:
+    if isinstance(err, ApiException):
+        return f"HTTP {err.status} {err.reason or ''}".strip()
+    return f"{type(err).__name__}: {err}"
+
+
+def _message(err: ApiException) -> str:
+    try:
+        return json.loads(err.body or "{}").get("message") or describe(err)
+    except (ValueError, AttributeError):
+        return describe(err)
+
+
+class Api:
+    """The calls a pass makes, each retried within bounds and charged to one deadline."""
+
+    def __init__(self, api_client: k8s.ApiClient, settings: Settings,
+                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> None:
+        self.core = k8s.CoreV1Api(api_client)
+        self.storage = k8s.StorageV1Api(api_client)
+        self.coordination = k8s.CoordinationV1Api(api_client)
+        self.version_api = k8s.VersionApi(api_client)
+        self.settings = settings
+        self.clock, self.sleep = clock, sleep
+        self.deadline = clock() + settings.pass_timeout_seconds
+        self.attempts = 0  # every HTTP attempt, retries included, for the summary
+
+    def remaining(self) -> float:
+        return self.deadline - self.clock()
+
+    def _wait(self, state: RetryCallState) -> float:
+        err = state.outcome.exception() if state.outcome else None
+        hinted = _retry_after(err) if err else None
+        if hinted is not None:
+            return min(hinted, MAX_RETRY_AFTER_SECONDS)
+        return wait_exponential_jitter(initial=0.2, max=5.0)(state)
+
+    def _past_deadline(self, state: RetryCallState) -> bool:
+        return self.clock() + state.upcoming_sleep >= self.deadline
+
+    def _log_retry(self, verb: str, what: str) -> Callable[[RetryCallState], None]:
+        def before_sleep(state: RetryCallState) -> None:
+            err = state.outcome.exception() if state.outcome else None
+            log.warning("retrying API call", extra={"verb": verb, "resource": what, "attempt": state.attempt_number,
+                                                    "error": describe(err) if err else "",
+                                                    "sleep_seconds": round(state.upcoming_sleep, 3)})
+        return before_sleep
+
+    def call(self, verb: str, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run one API call and return its parsed JSON body; 404 returns None."""
+        retrying = Retrying(
+            stop=stop_after_attempt(self.settings.api_max_attempts) | self._past_deadline,
+            wait=self._wait, retry=retry_if_exception(is_transient), sleep=self.sleep,
+            before_sleep=self._log_retry(verb, what), reraise=True)
+        try:
+            return retrying(self._attempt, fn, *args, **kwargs)
+        except ApiException as err:
+            if err.status == 404:
+                return None
+            if err.status == 403:
+                raise Forbidden(f"RBAC denies verb {verb!r} on {what}: {_message(err)}", 403) from None
+            if is_transient(err):
+                raise Unavailable(f"{verb} {what}: {describe(err)} after {self._bound_text()}", err.status) from None
+            raise ApiError(f"{verb} {what}: {_message(err)}", err.status or 0) from None
+        except (urllib3.exceptions.HTTPError, json.JSONDecodeError, ConnectionError) as err:
+            raise Unavailable(f"{verb} {what}: {describe(err)} after {self._bound_text()}") from None
+
+    def _bound_text(self) -> str:
+        if self.remaining() <= 0:
+            return f"the pass deadline (PASS_TIMEOUT_SECONDS={self.settings.pass_timeout_seconds:g})"
+        return f"{self.settings.api_max_attempts} attempt(s) (API_MAX_ATTEMPTS)"
+
+    def _attempt(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        self.attempts += 1
+        timeout = max(0.05, min(self.settings.request_timeout_seconds, self.remaining()))
+        response = fn(*args, _preload_content=False, _request_timeout=(timeout, timeout), **kwargs)
+        try:
+            data = response.data  # reading the body can fail mid-way, so it stays inside the attempt
+        finally:
+            response.release_conn()
+        return json.loads(data) if data else {}
+
+    def list_all(self, verb_what: str, fn: Callable[..., Any], **query: Any) -> Iterator[dict]:
+        """Every item of a paginated list, page by page; restarts (bounded) when a continue token expires."""
+        for restart in range(MAX_LIST_RESTARTS + 1):
+            try:
+                yield from self._pages(verb_what, fn, restarted=restart > 0, **query)
+                return
+            except ApiError as err:
+                if err.status != 410 or restart == MAX_LIST_RESTARTS:
+                    raise
+                log.warning("list continue token expired; restarting the list", extra={"resource": verb_what})
+
+    def _pages(self, what: str, fn: Callable[..., Any], restarted: bool, **query: Any) -> Iterator[dict]:
+        token = None
+        # resourceVersion=0 lets the API server answer the first page from its watch cache instead of
+        # etcd; a slightly stale list is fine because every node is re-read live before we act.
+        first: dict[str, Any] = {"resource_version": "0"}
+        while True:
+            page_query = dict(query, limit=self.settings.page_size, **({"_continue": token} if token else first))
+            body = self.call("list", what, fn, **page_query)
+            if body is None:
+                return
+            yield from body.get("items") or ()
+            token = (body.get("metadata") or {}).get("continue")
+            if not token:
+                return
+
+    # The calls a pass makes. Each names its RBAC verb and resource, which the RBAC test checks.
+    def list_nodes(self) -> Iterator[dict]:
+        return self.list_all("nodes", self.core.list_node)
+
+    def read_node(self, name: str) -> Optional[dict]:
+        return self.call("get", "nodes", self.core.read_node, name)
+
+    def read_lease(self, node: str) -> Optional[dict]:
+        return self.call("get", f"leases in {LEASE_NAMESPACE}", self.coordination.read_namespaced_lease,
+                         node, LEASE_NAMESPACE)
+
+    def list_pods_on(self, node: str) -> Iterator[dict]:
+        return self.list_all("pods", self.core.list_pod_for_all_namespaces, field_selector=f"spec.nodeName={node}")
+
+    def read_claim(self, namespace: str, name: str) -> Optional[dict]:
+        return self.call("get", "persistentvolumeclaims", self.core.read_namespaced_persistent_volume_claim,
+                         name, namespace)
+
+    def list_attachments(self) -> Iterator[dict]:
+        return self.list_all("volumeattachments", self.storage.list_volume_attachment)
+
+    def delete_pod(self, namespace: str, name: str, uid: str) -> Optional[dict]:
+        body = k8s.V1DeleteOptions(grace_period_seconds=0, preconditions=k8s.V1Preconditions(uid=uid))
+        return self.call("delete", "pods", self.core.delete_namespaced_pod, name, namespace,
+                         body=body, grace_period_seconds=0)
+
+    def delete_attachment(self, name: str) -> Optional[dict]:
+        return self.call("delete", "volumeattachments", self.storage.delete_volume_attachment, name)
+
+    def create_event(self, namespace: str, event: dict) -> Optional[dict]:
+        return self.call("create", "events", self.core.create_namespaced_event, namespace,
+                         k8s.CoreV1Event.model_validate(event))

@@ -1,0 +1,256 @@
+"""Settings: one table, one flag<->environment rule, validated up front.
+
+The rule is mechanical: a setting named ``MAX_NODES_PER_PASS`` is the flag
+``--max-nodes-per-pass`` and the environment variable ``MAX_NODES_PER_PASS``.
+A flag beats the environment, which beats the default. This module is the only
+place that reads the environment, so a bad value fails before any API call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Optional, Sequence
+
+from .matchers import LabelSelector, MatcherError, TaintSpec
+
+STUCK_STATES = ("Terminating", "Unknown", "NodeLost", "NotReady")
+LOG_FORMATS = ("auto", "json", "text")
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+OUT_OF_SERVICE_TAINT = "node.kubernetes.io/out-of-service"
+CLOUD_SHUTDOWN_TAINT = "node.cloudprovider.kubernetes.io/shutdown"
+
+
+class ConfigError(ValueError):
+    """A setting with a value we refuse; the message names the variable."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    dry_run: bool
+    shutdown_taints: tuple[TaintSpec, ...]
+    min_not_ready_seconds: int
+    max_unhealthy_fraction: float
+    max_nodes_per_pass: int
+    max_pods_per_pass: int
+    stuck_pod_states: frozenset[str]
+    include_namespaces: frozenset[str]
+    exclude_namespaces: frozenset[str]
+    pod_selector: LabelSelector
+    pass_timeout_seconds: float
+    request_timeout_seconds: float
+    api_max_attempts: int
+    page_size: int
+    log_format: str
+    log_level: str
+    kubeconfig: Optional[str]
+    kube_context: Optional[str]
+
+
+def _bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("true", "1", "yes", "on"):
+        return True
+    if lowered in ("false", "0", "no", "off"):
+        return False
+    raise ValueError()
+
+
+def _int_at_least(low: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text.strip())
+        except ValueError:
+            raise ValueError("not a whole number") from None
+        if value < low:
+            raise ValueError("out of range")
+        return value
+    return parse
+
+
+def _number_in(low: float, high: float) -> Callable[[str], float]:
+    """A float in the half-open range (low, high]."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text.strip())
+        except ValueError:
+            raise ValueError("not a number") from None
+        if not low < value <= high:  # also rejects nan
+            raise ValueError("out of range")
+        return value
+    return parse
+
+
+def _choice(options: Sequence[str], fold: Callable[[str], str] = str.lower) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        value = fold(text.strip())
+        if value not in options:
+            raise ValueError()
+        return value
+    return parse
+
+
+def _items(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def _taints(text: str) -> tuple[TaintSpec, ...]:
+    items = _items(text)
+    if not items:
+        raise ValueError("no taint given")
+    try:
+        return tuple(TaintSpec.parse(item) for item in items)
+    except MatcherError as err:
+        raise ValueError(str(err)) from None
+
+
+def _states(text: str) -> frozenset[str]:
+    by_fold = {state.lower(): state for state in STUCK_STATES}
+    items = _items(text)
+    unknown = [item for item in items if item.lower() not in by_fold]
+    if unknown:
+        raise ValueError(f"unknown state {unknown[0]!r}")
+    if not items:
+        raise ValueError("no state given")
+    return frozenset(by_fold[item.lower()] for item in items)
+
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+
+
+def _namespaces(text: str) -> frozenset[str]:
+    items = _items(text)
+    bad = [item for item in items if not _DNS_LABEL.match(item)]
+    if bad:
+        raise ValueError(f"{bad[0]!r} is not a namespace name")
+    return frozenset(items)
+
+
+def _selector(text: str) -> LabelSelector:
+    try:
+        return LabelSelector.parse(text)
+    except MatcherError as err:
+        raise ValueError(str(err)) from None
+
+
+def _optional_text(text: str) -> Optional[str]:
+    return text.strip() or None
+
+
+@dataclass(frozen=True)
+class Spec:
+    name: str
+    parse: Callable[[str], Any]
+    default: str
+    help: str
+    allowed: str
+    empty_ok: bool = False
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.lower().replace("_", "-")
+
+    @property
+    def field(self) -> str:
+        return self.name.lower()
+
+
+_WHOLE = "a whole number >= {}"
+SPECS: tuple[Spec, ...] = (
+    Spec("DRY_RUN", _bool, "false", "Print the plan and the calls it would make; change nothing.",
+         "true or false"),
+    Spec("SHUTDOWN_TAINTS", _taints, f"{OUT_OF_SERVICE_TAINT},{CLOUD_SHUTDOWN_TAINT}",
+         "Comma-separated taints; a node carrying any of them is a candidate.",
+         "a comma-separated list of key[=value][:effect], effect one of NoSchedule, PreferNoSchedule, NoExecute"),
+    Spec("MIN_NOT_READY_SECONDS", _int_at_least(0), "60",
+         "How long Ready must have been not True, and the Lease unrenewed, before a node counts as down.",
+         _WHOLE.format(0)),
+    Spec("MAX_UNHEALTHY_FRACTION", _number_in(0, 1), "0.5",
+         "Brake: act on nothing when more than this fraction of all nodes is not Ready.",
+         "a number in (0, 1]"),
+    Spec("MAX_NODES_PER_PASS", _int_at_least(1), "5",
+         "Brake: act on nothing when more nodes than this are proven down.", _WHOLE.format(1)),
+    Spec("MAX_PODS_PER_PASS", _int_at_least(1), "50",
+         "Brake: act on nothing when more pods than this are selected for deletion.", _WHOLE.format(1)),
+    Spec("STUCK_POD_STATES", _states, ",".join(STUCK_STATES),
+         "Pod states that count as stuck: Terminating (deletionTimestamp set), Unknown (phase), "
+         "NodeLost (status reason), NotReady (Ready condition False or Unknown).",
+         f"a non-empty comma-separated subset of {', '.join(STUCK_STATES)}"),
+    Spec("INCLUDE_NAMESPACES", _namespaces, "", "Only pods in these namespaces; empty means all.",
+         "a comma-separated list of namespace names, or empty", empty_ok=True),
+    Spec("EXCLUDE_NAMESPACES", _namespaces, "kube-system", "Never pods in these namespaces.",
+         "a comma-separated list of namespace names, or empty", empty_ok=True),
+    Spec("POD_SELECTOR", _selector, "", "Only pods matching this label selector; empty means all.",
+         "a label selector such as app=db,tier in (a,b), or empty", empty_ok=True),
+    Spec("PASS_TIMEOUT_SECONDS", _number_in(0, 3600), "45",
+         "Deadline for the whole pass, retries included; keep it below the CronJob interval.",
+         "a number of seconds in (0, 3600]"),
+    Spec("REQUEST_TIMEOUT_SECONDS", _number_in(0, 300), "10", "Connect and read timeout of each API request.",
+         "a number of seconds in (0, 300]"),
+    Spec("API_MAX_ATTEMPTS", _int_at_least(1), "5",
+         "Attempts per API call on 429, 5xx and connection errors; 1 means no retry.", _WHOLE.format(1)),
+    Spec("PAGE_SIZE", _int_at_least(1), "500", "Items per page when listing nodes, pods and VolumeAttachments.",
+         _WHOLE.format(1)),
+    Spec("LOG_FORMAT", _choice(LOG_FORMATS), "auto", "json, text, or auto (text on a TTY, else json).",
+         f"one of {', '.join(LOG_FORMATS)}"),
+    Spec("LOG_LEVEL", _choice(LOG_LEVELS, str.upper), "INFO", "Least severe level logged.",
+         f"one of {', '.join(LOG_LEVELS)}"),
+    Spec("KUBECONFIG", _optional_text, "",
+         "Kubeconfig path(s); empty means ~/.kube/config, or in-cluster config inside a pod.",
+         "a path, or empty", empty_ok=True),
+    Spec("KUBE_CONTEXT", _optional_text, "", "Kubeconfig context; empty means the current context.",
+         "a context name, or empty", empty_ok=True),
+)
+
+BY_NAME = {spec.name: spec for spec in SPECS}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="reconcile.py",
+        description="Release ReadWriteOnce volumes held by pods on nodes that are proven down.",
+        epilog="Every setting is also an environment variable: --max-nodes-per-pass is MAX_NODES_PER_PASS.",
+    )
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--once", action="store_true", help="Run one pass and exit (the default).")
+    mode.add_argument("--demo", action="store_true",
+                      help="Start a built-in fake cluster, run a dry-run pass then a real one, and show the result.")
+    for spec in SPECS:
+        parser.add_argument(spec.flag, dest=spec.field, metavar=spec.name, default=None,
+                            help=f"{spec.help} (default: {spec.default!r})")
+    return parser
+
+
+def _resolve(spec: Spec, flag_value: Optional[str], environ: Mapping[str, str]) -> Any:
+    source, raw = (spec.flag, flag_value) if flag_value is not None else (spec.name, environ.get(spec.name))
+    if raw is None:
+        return spec.parse(spec.default)
+    if not raw.strip() and not spec.empty_ok:
+        raise ConfigError(f"{source}: empty value is invalid; allowed: {spec.allowed}")
+    try:
+        return spec.parse(raw)
+    except ValueError as err:
+        detail = f" ({err})" if str(err) else ""
+        raise ConfigError(f"{source}={raw!r} is invalid{detail}; allowed: {spec.allowed}") from None
+
+
+def load(argv: Sequence[str], environ: Mapping[str, str]) -> tuple[argparse.Namespace, Settings]:
+    """Parse flags and environment into Settings; raise ConfigError on any bad value."""
+    args = build_parser().parse_args(list(argv))
+    values = {spec.field: _resolve(spec, getattr(args, spec.field), environ) for spec in SPECS}
+    settings = Settings(**values)
+    _check_consistent(settings)
+    return args, settings
+
+
+def _check_consistent(settings: Settings) -> None:
+    both = settings.include_namespaces & settings.exclude_namespaces
+    if both:
+        raise ConfigError(
+            f"INCLUDE_NAMESPACES and EXCLUDE_NAMESPACES both name {', '.join(sorted(both))}; "
+            "allowed: disjoint lists")
+    if settings.request_timeout_seconds > settings.pass_timeout_seconds:
+        raise ConfigError(
+            f"REQUEST_TIMEOUT_SECONDS={settings.request_timeout_seconds:g} exceeds "
+            f"PASS_TIMEOUT_SECONDS={settings.pass_timeout_seconds:g}; allowed: a request timeout <= the pass timeout")

@@ -1,0 +1,457 @@
+"""A small in-process Kubernetes API server for tests, the demo and the benchmark.
+
+It speaks enough of the real API over HTTP for the official client, and it
+enforces the semantics rwo-failover relies on, so tests fail for real reasons:
+field and label selectors, limit/continue pagination (no resourceVersion with
+continue), DELETE with gracePeriodSeconds and a UID precondition (409 on a
+mismatch), finalizers and kubelet-confirmed pod deletion (a graceful delete of
+a scheduled pod only marks it Terminating), Event namespace validation, bearer
+token auth and per-verb RBAC denials. Every request is logged.
+
+kmock was evaluated first; its emulator has no field selectors, label
+selectors, pagination or delete preconditions, so this is our own.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Optional
+from urllib.parse import parse_qs, urlsplit
+
+from .matchers import LabelSelector, MatcherError
+
+TOKEN = "fake-apiserver-token"
+
+
+@dataclass(frozen=True)
+class Kind:
+    plural: str
+    kind: str
+    api_version: str
+    namespaced: bool
+    field_labels: tuple[str, ...] = ("metadata.name", "metadata.namespace")
+
+
+KINDS = {k.plural: k for k in (
+    Kind("nodes", "Node", "v1", False),
+    Kind("pods", "Pod", "v1", True, ("metadata.name", "metadata.namespace", "spec.nodeName", "status.phase")),
+    Kind("persistentvolumeclaims", "PersistentVolumeClaim", "v1", True),
+    Kind("persistentvolumes", "PersistentVolume", "v1", False),
+    Kind("events", "Event", "v1", True),
+    Kind("leases", "Lease", "coordination.k8s.io/v1", True),
+    Kind("volumeattachments", "VolumeAttachment", "storage.k8s.io/v1", False),
+)}
+_BY_KIND = {(k.api_version, k.kind): k for k in KINDS.values()}
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    query: dict[str, str]
+    verb: str
+    resource: str
+    namespace: str = ""
+    name: str = ""
+    body: Any = None
+    status: int = 0
+    response_bytes: int = 0
+
+
+@dataclass
+class Response:
+    status: int
+    body: bytes = b""
+    headers: dict[str, str] = field(default_factory=dict)
+    # Set by a fault: close the connection after sending this many body bytes.
+    cut_after: Optional[int] = None
+    delay: float = 0.0
+
+
+class ApiStatus(Exception):
+    def __init__(self, code: int, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.code, self.reason, self.message = code, reason, message
+
+
+def now_text() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _status_body(code: int, reason: str, message: str) -> bytes:
+    return json.dumps({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                       "message": message, "reason": reason, "code": code}).encode()
+
+
+Hook = Callable[[Request], Optional[Response]]
+
+
+class FakeApiServer:
+    """Start with `with FakeApiServer() as api:`; seed with `add`; inspect `requests`."""
+
+    def __init__(self, version: str = "v1.36.0") -> None:
+        self.version = version
+        self.lock = threading.RLock()
+        self.store: dict[str, dict[str, dict]] = {plural: {} for plural in KINDS}
+        self._encoded: dict[tuple[str, str], bytes] = {}
+        self._pods_by_node: dict[str, set[str]] = {}
+        self.resource_version = 1000
+        self.requests: list[Request] = []
+        self.denied: set[tuple[str, str]] = set()
+        self.hooks: list[Hook] = []
+        self._server: Optional[ThreadingHTTPServer] = None
+
+    # --- lifecycle -------------------------------------------------------------------------
+    def __enter__(self) -> "FakeApiServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> "FakeApiServer":
+        handler = type("Handler", (_Handler,), {"api": self})
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    @property
+    def url(self) -> str:
+        assert self._server, "server not started"
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def write_kubeconfig(self, path: str, context: str = "fake") -> str:
+        config = {"apiVersion": "v1", "kind": "Config", "current-context": context,
+                  "clusters": [{"name": "fake", "cluster": {"server": self.url}}],
+                  "users": [{"name": "fake", "user": {"token": TOKEN}}],
+                  "contexts": [{"name": context, "context": {"cluster": "fake", "user": "fake"}}]}
+        with open(path, "w", encoding="utf-8") as handle:
+            json.dump(config, handle)  # JSON is valid YAML
+        return path
+
+    # --- store ------------------------------------------------------------------------------
+    def _next_rv(self) -> str:
+        self.resource_version += 1
+        return str(self.resource_version)
+
+    @staticmethod
+    def _key(kind: Kind, namespace: str, name: str) -> str:
+        return f"{namespace}/{name}" if kind.namespaced else name
+
+    def add(self, obj: dict) -> dict:
+        """Store an object as the API server would, filling uid, resourceVersion and timestamps."""
+        kind = _BY_KIND[(obj.get("apiVersion", "v1"), obj["kind"])]
+        meta = obj.setdefault("metadata", {})
+        meta.setdefault("uid", str(uuid.uuid4()))
+        meta.setdefault("creationTimestamp", now_text())
+        if kind.namespaced:
+            meta.setdefault("namespace", "default")
+        with self.lock:
+            self._put(kind, obj)
+        return obj
+
+    def _put(self, kind: Kind, obj: dict) -> None:
+        meta = obj["metadata"]
+        meta["resourceVersion"] = self._next_rv()
+        key = self._key(kind, meta.get("namespace", ""), meta["name"])
+        self.store[kind.plural][key] = obj
+        self._encoded[(kind.plural, key)] = json.dumps(obj, separators=(",", ":")).encode()
+        if kind.plural == "pods":
+            self._pods_by_node.setdefault((obj.get("spec") or {}).get("nodeName", ""), set()).add(key)
+
+    def _remove(self, kind: Kind, key: str) -> dict:
+        obj = self.store[kind.plural].pop(key)
+        self._encoded.pop((kind.plural, key), None)
+        if kind.plural == "pods":
+            self._pods_by_node.get((obj.get("spec") or {}).get("nodeName", ""), set()).discard(key)
+        return obj
+
+    def get(self, plural: str, name: str, namespace: str = "") -> Optional[dict]:
+        with self.lock:
+            return self.store[plural].get(self._key(KINDS[plural], namespace, name))
+
+    def objects(self, plural: str) -> list[dict]:
+        with self.lock:
+            return list(self.store[plural].values())
+
+    def replace(self, obj: dict) -> dict:
+        """Swap an object for a new one under the same name (a new UID), as a StatefulSet does."""
+        kind = _BY_KIND[(obj.get("apiVersion", "v1"), obj["kind"])]
+        with self.lock:
+            key = self._key(kind, obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
+            if key in self.store[kind.plural]:
+                self._remove(kind, key)
+            obj["metadata"]["uid"] = str(uuid.uuid4())
+            self._put(kind, obj)
+        return obj
+
+    def deny(self, verb: str, plural: str) -> None:
+        self.denied.add((verb, plural))
+
+    def mutations(self) -> list[Request]:
+        return [r for r in self.requests if r.method in ("POST", "PUT", "PATCH", "DELETE")]
+
+    def calls(self, verb: Optional[str] = None, resource: Optional[str] = None) -> list[Request]:
+        return [r for r in self.requests
+                if (verb is None or r.verb == verb) and (resource is None or r.resource == resource)]
+
+    # --- request handling ----------------------------------------------------------------
+    def handle(self, req: Request, auth: str) -> Response:
+        for hook in list(self.hooks):
+            found = hook(req)
+            if found is not None:
+                return found
+        try:
+            if auth != f"Bearer {TOKEN}":
+                raise ApiStatus(401, "Unauthorized", "Unauthorized")
+            if req.verb == "version":
+                return self._json(200, {"major": "1", "minor": self.version.split(".")[1],
+                                        "gitVersion": self.version})
+            if (req.verb, req.resource) in self.denied:
+                raise ApiStatus(403, "Forbidden",
+                                f'{req.resource} is forbidden: User "system:serviceaccount:rwo-failover:rwo-failover" '
+                                f'cannot {req.verb} resource "{req.resource}"')
+            with self.lock:
+                return getattr(self, f"_do_{req.verb}")(req)
+        except ApiStatus as err:
+            return Response(err.code, _status_body(err.code, err.reason, err.message),
+                            {"Content-Type": "application/json"})
+
+    @staticmethod
+    def _json(status: int, obj: Any) -> Response:
+        return Response(status, json.dumps(obj, separators=(",", ":")).encode(),
+                        {"Content-Type": "application/json"})
+
+    def _find(self, req: Request) -> tuple[Kind, str, dict]:
+        kind = KINDS[req.resource]
+        key = self._key(kind, req.namespace, req.name)
+        obj = self.store[kind.plural].get(key)
+        if obj is None:
+            raise ApiStatus(404, "NotFound", f'{req.resource} "{req.name}" not found')
+        return kind, key, obj
+
+    def _do_get(self, req: Request) -> Response:
+        kind, key, _obj = self._find(req)
+        return Response(200, self._encoded[(kind.plural, key)], {"Content-Type": "application/json"})
+
+    def _do_list(self, req: Request) -> Response:
+        kind = KINDS[req.resource]
+        keys = self._candidate_keys(kind, req)
+        matches = _selector_filter(kind, self.store[kind.plural], keys, req)
+        limit = int(req.query.get("limit") or 0)
+        start = _decode_continue(req.query) if "continue" in req.query else None
+        if start is not None:
+            matches = [k for k in matches if k > start]
+        page, rest = (matches[:limit], matches[limit:]) if limit else (matches, [])
+        meta: dict[str, Any] = {"resourceVersion": str(self.resource_version)}
+        if rest:
+            meta["continue"] = base64.urlsafe_b64encode(json.dumps({"start": page[-1]}).encode()).decode()
+            meta["remainingItemCount"] = len(rest)
+        head = json.dumps({"kind": kind.kind + "List", "apiVersion": kind.api_version, "metadata": meta})
+        items = b",".join(self._encoded[(kind.plural, k)] for k in page)
+        body = head[:-1].encode() + b',"items":[' + items + b"]}"
+        return Response(200, body, {"Content-Type": "application/json"})
+
+    def _candidate_keys(self, kind: Kind, req: Request) -> list[str]:
+        selected = _field_terms(kind, req.query.get("fieldSelector", ""))
+        node = next((v for f, op, v in selected if f == "spec.nodeName" and op == "="), None)
+        if kind.plural == "pods" and node is not None:
+            keys = set(self._pods_by_node.get(node, ()))  # the real API server indexes pods by node too
+        else:
+            keys = set(self.store[kind.plural])
+        if kind.namespaced and req.namespace:
+            keys = {k for k in keys if k.startswith(req.namespace + "/")}
+        return sorted(keys)
+
+    def _do_create(self, req: Request) -> Response:
+        kind = KINDS[req.resource]
+        obj = req.body if isinstance(req.body, dict) else {}
+        meta = obj.setdefault("metadata", {})
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = meta["generateName"] + uuid.uuid4().hex[:10]
+        if not meta.get("name"):
+            raise ApiStatus(422, "Invalid", "metadata.name: Required value")
+        if kind.namespaced:
+            if meta.get("namespace", req.namespace) != req.namespace:
+                raise ApiStatus(400, "BadRequest", "the namespace of the object does not match the request")
+            meta["namespace"] = req.namespace
+        if kind.plural == "events":
+            _validate_event(obj, req.namespace)
+        if self._key(kind, req.namespace, meta["name"]) in self.store[kind.plural]:
+            raise ApiStatus(409, "AlreadyExists", f'{req.resource} "{meta["name"]}" already exists')
+        obj.setdefault("apiVersion", kind.api_version)
+        obj.setdefault("kind", kind.kind)
+        meta["uid"] = str(uuid.uuid4())
+        meta["creationTimestamp"] = now_text()
+        self._put(kind, obj)
+        return self._json(201, obj)
+
+    def _do_delete(self, req: Request) -> Response:
+        kind, key, obj = self._find(req)
+        options = req.body if isinstance(req.body, dict) else {}
+        wanted_uid = (options.get("preconditions") or {}).get("uid")
+        meta = obj["metadata"]
+        if wanted_uid and wanted_uid != meta["uid"]:
+            raise ApiStatus(409, "Conflict",
+                            f"Precondition failed: UID in precondition: {wanted_uid}, UID in object meta: {meta['uid']}")
+        grace = _grace_seconds(options, req.query, obj, kind)
+        if meta.get("finalizers") or (grace > 0 and _needs_kubelet(kind, obj)):
+            # Kept, marked Terminating: a finalizer, or a kubelet that must confirm, still holds it.
+            if not meta.get("deletionTimestamp"):
+                meta["deletionTimestamp"] = now_text()
+                meta["deletionGracePeriodSeconds"] = grace
+                self._put(kind, obj)
+            return self._json(200, obj)
+        return self._json(200, self._remove(kind, key))
+
+
+def _grace_seconds(options: dict, query: dict[str, str], obj: dict, kind: Kind) -> int:
+    for source in (options.get("gracePeriodSeconds"), query.get("gracePeriodSeconds")):
+        if source is not None and source != "":
+            return int(source)
+    if kind.plural == "pods":
+        return int((obj.get("spec") or {}).get("terminationGracePeriodSeconds", 30))
+    return 0
+
+
+def _needs_kubelet(kind: Kind, obj: dict) -> bool:
+    scheduled = bool((obj.get("spec") or {}).get("nodeName"))
+    terminal = (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+    return kind.plural == "pods" and scheduled and not terminal
+
+
+def _validate_event(obj: dict, namespace: str) -> None:
+    involved = obj.get("involvedObject") or {}
+    if not involved.get("kind") or not involved.get("name"):
+        raise ApiStatus(422, "Invalid", "involvedObject: kind and name are required")
+    if involved.get("namespace") and involved["namespace"] != namespace:
+        raise ApiStatus(422, "Invalid", "involvedObject.namespace: does not match event.namespace")
+    if not obj.get("reason") or not obj.get("type") in ("Normal", "Warning"):
+        raise ApiStatus(422, "Invalid", "reason is required and type must be Normal or Warning")
+
+
+def _decode_continue(query: dict[str, str]) -> str:
+    if query.get("resourceVersion"):
+        raise ApiStatus(400, "BadRequest", "specifying resource version is not allowed when using continue")
+    try:
+        return json.loads(base64.urlsafe_b64decode(query["continue"].encode()))["start"]
+    except (ValueError, KeyError, TypeError):
+        raise ApiStatus(400, "BadRequest", "continue key is not valid") from None
+
+
+def _field_terms(kind: Kind, text: str) -> list[tuple[str, str, str]]:
+    terms = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        op = "!=" if "!=" in part else "=="if "==" in part else "="
+        name, _, value = part.partition(op)
+        if name not in kind.field_labels:
+            raise ApiStatus(400, "BadRequest", f'field label not supported: "{name}"')
+        terms.append((name, "=" if op == "==" else op, value))
+    return terms
+
+
+def _field_value(obj: dict, path: str) -> str:
+    value: Any = obj
+    for part in path.split("."):
+        value = (value or {}).get(part) if isinstance(value, dict) else None
+    return "" if value is None else str(value)
+
+
+def _selector_filter(kind: Kind, objects: dict[str, dict], keys: list[str], req: Request) -> list[str]:
+    terms = _field_terms(kind, req.query.get("fieldSelector", ""))
+    try:
+        labels = LabelSelector.parse(req.query.get("labelSelector", ""))
+    except MatcherError as err:
+        raise ApiStatus(400, "BadRequest", f"unable to parse requirement: {err}") from None
+    if not terms and not labels:
+        return keys
+    kept = []
+    for key in keys:
+        obj = objects[key]
+        fields_ok = all((_field_value(obj, f) == v) == (op == "=") for f, op, v in terms)
+        if fields_ok and labels.matches((obj.get("metadata") or {}).get("labels") or {}):
+            kept.append(key)
+    return kept
+
+
+def route(method: str, path: str, query: dict[str, str]) -> Request:
+    """Map an HTTP request onto (verb, resource, namespace, name), as the API server's router does."""
+    parts = [p for p in path.split("/") if p]
+    if parts == ["version"]:
+        return Request(method, path, query, "version", "")
+    if parts[:2] == ["api", "v1"]:
+        rest = parts[2:]
+    elif len(parts) >= 3 and parts[0] == "apis":
+        rest = parts[3:]
+    else:
+        raise ApiStatus(404, "NotFound", f"the server could not find the requested resource {path}")
+    namespace = ""
+    if len(rest) >= 2 and rest[0] == "namespaces":
+        namespace, rest = rest[1], rest[2:]
+    if not rest or rest[0] not in KINDS or len(rest) > 2:
+        raise ApiStatus(404, "NotFound", f"the server could not find the requested resource {path}")
+    name = rest[1] if len(rest) == 2 else ""
+    verbs = {("GET", True): "get", ("GET", False): "list", ("POST", False): "create",
+             ("DELETE", True): "delete", ("PATCH", True): "patch", ("PUT", True): "update"}
+    verb = verbs.get((method, bool(name)))
+    if verb is None:
+        raise ApiStatus(405, "MethodNotAllowed", f"{method} is not supported on {path}")
+    return Request(method, path, query, verb, rest[0], namespace, name)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    api: FakeApiServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet; the request log is the record
+        pass
+
+    def _serve(self) -> None:
+        split = urlsplit(self.path)
+        query = {k: v[-1] for k, v in parse_qs(split.query, keep_blank_values=True).items()}
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            req = route(self.command, split.path, query)
+            req.body = json.loads(raw) if raw else None
+            response = self.api.handle(req, self.headers.get("Authorization", ""))
+        except ApiStatus as err:
+            req = Request(self.command, split.path, query, "", "")
+            response = Response(err.code, _status_body(err.code, err.reason, err.message),
+                                {"Content-Type": "application/json"})
+        except ValueError:
+            req = Request(self.command, split.path, query, "", "")
+            response = Response(400, _status_body(400, "BadRequest", "request body is not JSON"))
+        req.status, req.response_bytes = response.status, len(response.body)
+        with self.api.lock:
+            self.api.requests.append(req)
+        self._send(response)
+
+    def _send(self, response: Response) -> None:
+        if response.delay:
+            threading.Event().wait(response.delay)
+        self.send_response(response.status)
+        for name, value in response.headers.items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(response.body)))
+        self.end_headers()
+        if response.cut_after is not None:
+            self.wfile.write(response.body[: response.cut_after])
+            self.wfile.flush()
+            self.close_connection = True
+            return
+        self.wfile.write(response.body)
+
+    do_GET = do_POST = do_DELETE = do_PATCH = do_PUT = _serve

@@ -1,0 +1,154 @@
+"""Builders for realistic cluster objects, shared by the tests, the demo and the benchmark."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime, timedelta, timezone
+from typing import Any, Iterable, Optional, Sequence
+
+from .config import CLOUD_SHUTDOWN_TAINT, OUT_OF_SERVICE_TAINT
+from .fake_apiserver import FakeApiServer
+
+SHUTDOWN = {"key": CLOUD_SHUTDOWN_TAINT, "effect": "NoSchedule"}
+OUT_OF_SERVICE = {"key": OUT_OF_SERVICE_TAINT, "value": "nodeshutdown", "effect": "NoExecute"}
+UNREACHABLE = {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"}
+
+
+def stamp(seconds_ago: float, now: Optional[datetime] = None) -> str:
+    moment = (now or datetime.now(timezone.utc)) - timedelta(seconds=seconds_ago)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def micro_stamp(seconds_ago: float, now: Optional[datetime] = None) -> str:
+    moment = (now or datetime.now(timezone.utc)) - timedelta(seconds=seconds_ago)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def node(name: str, ready: str = "True", since: float = 3600, taints: Sequence[dict] = (),
+         images: int = 0) -> dict:
+    conditions = [{"type": t, "status": "False", "reason": f"Kubelet{t}", "message": f"kubelet reports {t}",
+                   "lastHeartbeatTime": stamp(since), "lastTransitionTime": stamp(86400)}
+                  for t in ("MemoryPressure", "DiskPressure", "PIDPressure", "NetworkUnavailable")]
+    conditions.append({"type": "Ready", "status": ready, "reason": "KubeletReady" if ready == "True"
+                       else "NodeStatusUnknown", "message": "kubelet status", "lastHeartbeatTime": stamp(since),
+                       "lastTransitionTime": stamp(since)})
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+                                                  "node.kubernetes.io/instance-type": "m6i.2xlarge",
+                                                  "topology.kubernetes.io/zone": "eu-west-1a"},
+                         "annotations": {"node.alpha.kubernetes.io/ttl": "0",
+                                         "volumes.kubernetes.io/controller-managed-attach-detach": "true"}},
+            "spec": {"podCIDR": "10.244.0.0/24", "providerID": f"aws:///eu-west-1a/i-{_hex(name, 17)}",
+                     "taints": list(taints)},
+            "status": {"conditions": conditions,
+                       "capacity": {"cpu": "8", "memory": "32386524Ki", "pods": "110"},
+                       "allocatable": {"cpu": "7910m", "memory": "31371740Ki", "pods": "110"},
+                       "addresses": [{"type": "InternalIP", "address": "10.0.0.1"},
+                                     {"type": "Hostname", "address": name}],
+                       "nodeInfo": {"kubeletVersion": "v1.36.0", "containerRuntimeVersion": "containerd://2.1.0",
+                                    "kernelVersion": "6.8.0", "osImage": "Ubuntu 24.04 LTS",
+                                    "architecture": "amd64", "operatingSystem": "linux",
+                                    "machineID": _hex(name, 32), "systemUUID": _hex(name + "u", 32),
+                                    "bootID": _hex(name + "b", 32), "kubeProxyVersion": "v1.36.0"},
+                       "images": [{"names": [f"registry.example.com/team/app-{i}@sha256:{_hex(name + str(i), 64)}",
+                                             f"registry.example.com/team/app-{i}:v{i}.2.3"],
+                                   "sizeBytes": 123456789 + i} for i in range(images)]}}
+
+
+def _hex(seed: str, length: int) -> str:
+    return hashlib.sha256(seed.encode()).hexdigest()[:length]
+
+
+def lease(node_name: str, renewed_ago: Optional[float]) -> dict:
+    spec: dict[str, Any] = {"holderIdentity": node_name, "leaseDurationSeconds": 40}
+    if renewed_ago is not None:
+        spec["renewTime"] = micro_stamp(renewed_ago)
+    return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": node_name, "namespace": "kube-node-lease"}, "spec": spec}
+
+
+def pod(name: str, node_name: str, namespace: str = "default", claims: Iterable[str] = (),
+        ephemeral: Iterable[str] = (), owner: Optional[str] = "StatefulSet", terminating: bool = False,
+        phase: str = "Running", ready: str = "False", reason: Optional[str] = None,
+        labels: Optional[dict] = None, annotations: Optional[dict] = None) -> dict:
+    volumes: list[dict] = [{"name": f"vol-{c}", "persistentVolumeClaim": {"claimName": c}} for c in claims]
+    volumes += [{"name": v, "ephemeral": {"volumeClaimTemplate": {"spec": {
+        "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}}} for v in ephemeral]
+    volumes.append({"name": "kube-api-access", "projected": {"sources": [{"serviceAccountToken": {"path": "token"}}]}})
+    meta: dict[str, Any] = {"name": name, "namespace": namespace, "labels": labels or {"app": name.rsplit("-", 1)[0]},
+                            "annotations": annotations or {}}
+    if owner:
+        meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": owner, "name": name.rsplit("-", 1)[0],
+                                    "uid": _hex(name, 32), "controller": True, "blockOwnerDeletion": True}]
+    if terminating:
+        meta["deletionTimestamp"] = stamp(120)
+        meta["deletionGracePeriodSeconds"] = 30
+    status: dict[str, Any] = {"phase": phase, "conditions": [
+        {"type": "PodScheduled", "status": "True", "lastTransitionTime": stamp(7200)},
+        {"type": "Ready", "status": ready, "lastTransitionTime": stamp(300)}],
+        "hostIP": "10.0.0.1", "podIP": "10.244.1.7", "startTime": stamp(7200),
+        "containerStatuses": [{"name": "main", "ready": ready == "True", "restartCount": 0,
+                               "image": "registry.example.com/team/app:v1", "imageID": "sha256:" + _hex(name, 64),
+                               "state": {"running": {"startedAt": stamp(7200)}}}]}
+    if reason:
+        status["reason"] = reason
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
+            "spec": {"nodeName": node_name, "volumes": volumes, "terminationGracePeriodSeconds": 30,
+                     "serviceAccountName": "default", "restartPolicy": "Always",
+                     "containers": [{"name": "main", "image": "registry.example.com/team/app:v1",
+                                     "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
+                                     "volumeMounts": [{"name": v["name"], "mountPath": f"/data/{v['name']}"}
+                                                      for v in volumes]}]},
+            "status": status}
+
+
+def claim(name: str, namespace: str = "default", modes: Sequence[str] = ("ReadWriteOnce",),
+          volume: Optional[str] = None, annotations: Optional[dict] = None) -> dict:
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": name, "namespace": namespace, "annotations": annotations or {}},
+            "spec": {"accessModes": list(modes), "resources": {"requests": {"storage": "10Gi"}},
+                     "storageClassName": "standard", "volumeName": volume or f"pv-{namespace}-{name}"},
+            "status": {"phase": "Bound", "accessModes": list(modes), "capacity": {"storage": "10Gi"}}}
+
+
+def volume(name: str, claim_name: str, namespace: str = "default", modes: Sequence[str] = ("ReadWriteOnce",),
+           csi: bool = True) -> dict:
+    source: dict[str, Any] = ({"csi": {"driver": "ebs.csi.aws.com", "volumeHandle": f"vol-{_hex(name, 17)}"}}
+                              if csi else {"nfs": {"server": "nfs.example.com", "path": f"/exports/{name}"}})
+    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name},
+            "spec": dict(source, accessModes=list(modes), capacity={"storage": "10Gi"},
+                         claimRef={"kind": "PersistentVolumeClaim", "namespace": namespace, "name": claim_name},
+                         persistentVolumeReclaimPolicy="Delete"),
+            "status": {"phase": "Bound"}}
+
+
+def attachment(pv_name: str, node_name: str, attached: bool = True) -> dict:
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment",
+            "metadata": {"name": "csi-" + _hex(pv_name + node_name, 64)},
+            "spec": {"attacher": "ebs.csi.aws.com", "nodeName": node_name,
+                     "source": {"persistentVolumeName": pv_name}},
+            "status": {"attached": attached}}
+
+
+def add_volume(api: FakeApiServer, claim_name: str, namespace: str = "default",
+               modes: Sequence[str] = ("ReadWriteOnce",), attached_to: Optional[str] = None, csi: bool = True,
+               annotations: Optional[dict] = None) -> tuple[dict, dict, Optional[dict]]:
+    """A bound PVC, its PV, and (for CSI volumes on a node) its VolumeAttachment."""
+    pv_name = f"pv-{namespace}-{claim_name}"
+    pvc = api.add(claim(claim_name, namespace, modes, pv_name, annotations))
+    pv = api.add(volume(pv_name, claim_name, namespace, modes, csi))
+    va = api.add(attachment(pv_name, attached_to)) if attached_to and csi else None
+    return pvc, pv, va
+
+
+def dead_node(api: FakeApiServer, name: str, down_for: float = 600, taints: Sequence[dict] = (SHUTDOWN,)) -> dict:
+    """A node that has been NotReady, with an unrenewed Lease, for `down_for` seconds, and carries a taint."""
+    created = api.add(node(name, ready="Unknown", since=down_for, taints=list(taints) + [UNREACHABLE]))
+    api.add(lease(name, down_for + 40))
+    return created
+
+
+def live_node(api: FakeApiServer, name: str, taints: Sequence[dict] = ()) -> dict:
+    created = api.add(node(name, ready="True", since=86400, taints=taints))
+    api.add(lease(name, 3))
+    return created

@@ -1,0 +1,33 @@
+"""Structured logs: JSON lines for machines, a readable line for people at a TTY."""
+
+from __future__ import annotations
+
+import logging
+from typing import IO
+
+from pythonjsonlogger.json import JsonFormatter
+
+LOGGER = "rwo_failover"
+_STANDARD = set(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
+
+
+class TextFormatter(logging.Formatter):
+    """`time LEVEL message key=value ...`, the extras in the order they were given."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        base = f"{self.formatTime(record, '%H:%M:%S')} {record.levelname:<7} {record.getMessage()}"
+        extras = " ".join(f"{k}={v}" for k, v in record.__dict__.items() if k not in _STANDARD)
+        return f"{base} {extras}" if extras else base
+
+
+def setup(log_format: str, level: str, stream: IO[str]) -> logging.Logger:
+    use_text = log_format == "text" or (log_format == "auto" and stream.isatty())
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(TextFormatter() if use_text else JsonFormatter(
+        "%(asctime)s %(levelname)s %(message)s",
+        rename_fields={"asctime": "time", "levelname": "level"}, timestamp=False))
+    logger = logging.getLogger(LOGGER)
+    logger.handlers[:] = [handler]
+    logger.setLevel(level)
+    logger.propagate = False
+    return logger

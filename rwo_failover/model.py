@@ -1,0 +1,167 @@
+"""The slim, immutable view of cluster objects that a pass works on.
+
+Observe turns raw API JSON into these, keeping only the fields the rules use,
+so a 5,000-node list does not stay in memory as full objects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Mapping, Optional
+
+OPT_OUT_ANNOTATION = "rwo-failover.io/opt-out"
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+RWO_MODES = frozenset({"ReadWriteOnce", "ReadWriteOncePod"})
+
+Json = Mapping[str, Any]
+
+
+def parse_time(text: Optional[str]) -> Optional[datetime]:
+    """RFC 3339 (and MicroTime) to an aware datetime; None stays None."""
+    if not text:
+        return None
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(timezone.utc)
+
+
+def _opted_out(meta: Json) -> bool:
+    # Any value but "false" opts out: when in doubt, leave the object alone.
+    value = (meta.get("annotations") or {}).get(OPT_OUT_ANNOTATION)
+    return value is not None and value.strip().lower() != "false"
+
+
+def _ready(conditions: Any) -> tuple[Optional[str], Optional[datetime]]:
+    for cond in conditions or ():
+        if cond.get("type") == "Ready":
+            return cond.get("status"), parse_time(cond.get("lastTransitionTime"))
+    return None, None
+
+
+@dataclass(frozen=True)
+class Taint:
+    key: str
+    value: str = ""
+    effect: str = ""
+
+    def as_dict(self) -> dict[str, str]:
+        return {"key": self.key, "value": self.value, "effect": self.effect}
+
+    def __str__(self) -> str:
+        return f"{self.key}={self.value}:{self.effect}" if self.value else f"{self.key}:{self.effect}"
+
+
+@dataclass(frozen=True)
+class Node:
+    name: str
+    uid: str
+    taints: tuple[Taint, ...] = ()
+    ready: Optional[str] = None  # "True", "False", "Unknown", or None when never reported
+    ready_since: Optional[datetime] = None
+
+    @classmethod
+    def from_json(cls, obj: Json) -> "Node":
+        meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
+        ready, since = _ready((obj.get("status") or {}).get("conditions"))
+        taints = tuple(Taint(t.get("key", ""), t.get("value", ""), t.get("effect", ""))
+                       for t in spec.get("taints") or ())
+        return cls(meta.get("name", ""), meta.get("uid", ""), taints, ready, since)
+
+
+@dataclass(frozen=True)
+class Lease:
+    node: str
+    renew_time: Optional[datetime]
+
+    @classmethod
+    def from_json(cls, obj: Json) -> "Lease":
+        spec = obj.get("spec") or {}
+        return cls((obj.get("metadata") or {}).get("name", ""), parse_time(spec.get("renewTime")))
+
+
+@dataclass(frozen=True)
+class Pod:
+    namespace: str
+    name: str
+    uid: str
+    node: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+    controller_kind: Optional[str] = None
+    mirror: bool = False
+    opted_out: bool = False
+    deleting: bool = False
+    phase: Optional[str] = None
+    reason: Optional[str] = None
+    ready: Optional[str] = None
+    claims: tuple[str, ...] = ()  # PVC names, generic ephemeral ones included
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @classmethod
+    def from_json(cls, obj: Json) -> "Pod":
+        meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
+        controller = next((ref.get("kind") for ref in meta.get("ownerReferences") or ()
+                           if ref.get("controller")), None)
+        return cls(
+            namespace=meta.get("namespace", ""), name=meta.get("name", ""), uid=meta.get("uid", ""),
+            node=spec.get("nodeName", ""), labels=dict(meta.get("labels") or {}),
+            controller_kind=controller,
+            mirror=MIRROR_ANNOTATION in (meta.get("annotations") or {}),
+            opted_out=_opted_out(meta), deleting=bool(meta.get("deletionTimestamp")),
+            phase=status.get("phase"), reason=status.get("reason"),
+            ready=_ready(status.get("conditions"))[0],
+            claims=_claim_names(meta.get("name", ""), spec.get("volumes") or ()),
+        )
+
+
+def _claim_names(pod_name: str, volumes: Any) -> tuple[str, ...]:
+    names = []
+    for vol in volumes:
+        if vol.get("persistentVolumeClaim"):
+            names.append(vol["persistentVolumeClaim"].get("claimName", ""))
+        elif vol.get("ephemeral"):
+            # A generic ephemeral volume's PVC is named <pod>-<volume> by the ephemeral controller.
+            names.append(f"{pod_name}-{vol.get('name', '')}")
+    return tuple(dict.fromkeys(n for n in names if n))
+
+
+@dataclass(frozen=True)
+class Claim:
+    namespace: str
+    name: str
+    uid: str
+    access_modes: frozenset[str]
+    volume: str  # the bound PV's name, "" while unbound
+    opted_out: bool = False
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def rwo(self) -> bool:
+        return bool(self.access_modes & RWO_MODES)
+
+    @classmethod
+    def from_json(cls, obj: Json) -> "Claim":
+        meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
+        # status.accessModes is what the bound PV grants; spec is what was asked. Either RWO counts.
+        modes = frozenset(spec.get("accessModes") or ()) | frozenset(status.get("accessModes") or ())
+        return cls(meta.get("namespace", ""), meta.get("name", ""), meta.get("uid", ""), modes,
+                   spec.get("volumeName") or "", _opted_out(meta))
+
+
+@dataclass(frozen=True)
+class Attachment:
+    name: str
+    node: str
+    volume: str  # spec.source.persistentVolumeName; "" for inline volumes
+    attached: bool = False
+
+    @classmethod
+    def from_json(cls, obj: Json) -> "Attachment":
+        spec = obj.get("spec") or {}
+        return cls((obj.get("metadata") or {}).get("name", ""), spec.get("nodeName", ""),
+                   (spec.get("source") or {}).get("persistentVolumeName") or "",
+                   bool((obj.get("status") or {}).get("attached")))
