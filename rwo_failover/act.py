@@ -120,6 +120,12 @@ class Actor:
                 return False
             self._fail(f"force-delete of pod {action.key} failed: {err}", err)
             return False
+        finalizers = ((found or {}).get("metadata") or {}).get("finalizers")
+        if finalizers:
+            # Still there: the attach-detach controller would re-create any attachment we delete now.
+            self._fail(f"pod {action.key} is held by finalizers {', '.join(finalizers)}; its volumes stay "
+                       "attached until they are removed", None)
+            return False
         (self.outcome.pods_deleted if found is not None else self.outcome.pods_gone).append(action.key)
         log.info("force-deleted pod" if found is not None else "pod already gone", extra=fields)
         self._event(action.namespace, "Pod", action.name, action.uid, "Normal", "ForceDeletedFromDeadNode",

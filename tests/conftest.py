@@ -1,0 +1,59 @@
+"""Shared fixtures: a fake API server over loopback, and a runner for one pass."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from rwo_failover.fake_apiserver import FakeApiServer  # noqa: E402
+from rwo_failover.main import main  # noqa: E402
+
+
+@dataclass
+class Run:
+    code: int
+    logs: list[dict]
+    stderr: str
+    requests: list = field(default_factory=list)
+
+    def lines(self, message: str) -> list[dict]:
+        return [line for line in self.logs if line.get("message") == message]
+
+    @property
+    def summary(self) -> dict:
+        found = self.lines("pass finished")
+        assert len(found) == 1, f"expected one summary line, got {len(found)}: {self.logs}"
+        return found[0]
+
+
+@pytest.fixture
+def api() -> Iterator[FakeApiServer]:
+    with FakeApiServer() as server:
+        yield server
+
+
+@pytest.fixture
+def kubeconfig(api: FakeApiServer, tmp_path: Path) -> str:
+    return api.write_kubeconfig(str(tmp_path / "kubeconfig"))
+
+
+@pytest.fixture
+def run_pass(api: FakeApiServer, kubeconfig: str):
+    """Run one pass in-process against the fixture; extra settings come as environment variables."""
+    def run(*argv: str, **env: str) -> Run:
+        environ = {"KUBECONFIG": kubeconfig, "LOG_FORMAT": "json", "PASS_TIMEOUT_SECONDS": "20", **env}
+        out, err = io.StringIO(), io.StringIO()
+        before = len(api.requests)
+        code = main(["--once", *argv], environ, out, err)
+        logs = [json.loads(line) for line in out.getvalue().splitlines() if line.strip()]
+        return Run(code, logs, err.getvalue(), api.requests[before:])
+    return run

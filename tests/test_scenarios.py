@@ -1,0 +1,202 @@
+"""The failure stories from shared/seeds, end to end: the real client, over HTTP, against the fixture."""
+
+from __future__ import annotations
+
+from rwo_failover import fake_cluster as fc
+from rwo_failover.main import EXIT_OK
+
+
+def healthy_cluster(api, count: int = 3) -> None:
+    for i in range(count):
+        fc.live_node(api, f"worker-{i}")
+
+
+def names(api, plural: str) -> set[str]:
+    return {o["metadata"]["name"] for o in api.objects(plural)}
+
+
+def test_statefulset_pod_stuck_terminating_is_force_deleted_and_its_volume_released(api, run_pass):
+    # Seeds 001/002: a StatefulSet pod Terminating forever on a dead, tainted node.
+    healthy_cluster(api)
+    fc.dead_node(api, "worker-dead")
+    _, _, va = fc.add_volume(api, "data-es-0", namespace="logging", attached_to="worker-dead")
+    api.add(fc.pod("es-0", "worker-dead", namespace="logging", claims=["data-es-0"], terminating=True))
+
+    result = run_pass()
+
+    assert result.code == EXIT_OK
+    assert "es-0" not in names(api, "pods")
+    assert va["metadata"]["name"] not in names(api, "volumeattachments")
+    deletes = [r for r in result.requests if r.verb == "delete"]
+    assert [r.resource for r in deletes] == ["pods", "volumeattachments"], "the pod must go before its attachment"
+    assert deletes[0].body["gracePeriodSeconds"] == 0
+    assert deletes[0].body["preconditions"]["uid"]
+    assert result.summary["pods_deleted"] == 1 and result.summary["attachments_deleted"] == 1
+
+
+def test_deployment_pod_unknown_with_blocked_replacement(api, run_pass):
+    # Seed 000: the old pod is Unknown, its replacement sits in ContainerCreating on a healthy node.
+    healthy_cluster(api)
+    fc.dead_node(api, "ip-10-0-12-219")
+    _, _, va = fc.add_volume(api, "postgresql", attached_to="ip-10-0-12-219")
+    api.add(fc.pod("postgresql-1-6ppzs", "ip-10-0-12-219", claims=["postgresql"], owner="ReplicaSet",
+                   phase="Unknown", reason="NodeLost"))
+    api.add(fc.pod("postgresql-1-4jtfz", "worker-0", claims=["postgresql"], owner="ReplicaSet",
+                   phase="Pending", ready="False"))
+
+    result = run_pass()
+
+    assert result.code == EXIT_OK
+    assert names(api, "pods") == {"postgresql-1-4jtfz"}, "only the pod on the dead node goes"
+    assert names(api, "volumeattachments") == set()
+    assert va["metadata"]["name"] in {r.name for r in result.requests if r.verb == "delete"}
+
+
+def test_nfs_style_rwo_volume_without_attachment_deletes_only_the_pod(api, run_pass):
+    # Seed 004: NFS-backed RWO claims have no VolumeAttachment; the pod still has to go.
+    healthy_cluster(api)
+    fc.dead_node(api, "acp-worker01")
+    fc.add_volume(api, "redis-data", namespace="kubeflow", csi=False, attached_to="acp-worker01")
+    api.add(fc.pod("redis-master-0", "acp-worker01", namespace="kubeflow", claims=["redis-data"], terminating=True))
+
+    result = run_pass()
+
+    assert result.code == EXIT_OK
+    assert "redis-master-0" not in names(api, "pods")
+    assert [r.resource for r in result.requests if r.verb == "delete"] == ["pods"]
+    assert result.summary["attachments_planned"] == 0
+
+
+def test_rwx_only_pod_is_left_alone(api, run_pass):
+    healthy_cluster(api)
+    fc.dead_node(api, "worker-dead")
+    fc.add_volume(api, "shared", modes=("ReadWriteMany",), attached_to="worker-dead")
+    api.add(fc.pod("uploader-0", "worker-dead", claims=["shared"], terminating=True))
+
+    result = run_pass()
+
+    assert result.code == EXIT_OK
+    assert "uploader-0" in names(api, "pods")
+    assert len(names(api, "volumeattachments")) == 1
+    assert api.mutations() == []
+    skip = [line for line in result.lines("skipped") if line["object"] == "default/uploader-0"]
+    assert skip and "ReadWriteOnce" in skip[0]["reason"]
+
+
+def test_generic_ephemeral_rwo_volume_counts(api, run_pass):
+    healthy_cluster(api)
+    fc.dead_node(api, "worker-dead")
+    # The ephemeral volume controller names the claim <pod>-<volume>.
+    _, _, va = fc.add_volume(api, "cache-0-scratch", attached_to="worker-dead")
+    api.add(fc.pod("cache-0", "worker-dead", ephemeral=["scratch"], terminating=True))
+
+    result = run_pass()
+
+    assert result.code == EXIT_OK
+    assert "cache-0" not in names(api, "pods")
+    assert va["metadata"]["name"] not in names(api, "volumeattachments")
+
+
+def test_running_but_not_ready_pod_on_proven_down_node_is_not_left_for_the_toleration(api, run_pass):
+    # Measured on v1.36: Running with Ready=False for the whole 300 s toleration before Terminating.
+    healthy_cluster(api)
+    fc.dead_node(api, "worker-dead", down_for=90)
+    fc.add_volume(api, "data-db-0", attached_to="worker-dead")
+    api.add(fc.pod("db-0", "worker-dead", claims=["data-db-0"], phase="Running", ready="False"))
+
+    result = run_pass()
+
+    assert result.code == EXIT_OK
+    assert "db-0" not in names(api, "pods")
+
+
+def test_stuck_states_setting_narrows_what_counts(api, run_pass):
+    healthy_cluster(api)
+    fc.dead_node(api, "worker-dead")
+    fc.add_volume(api, "data-db-0", attached_to="worker-dead")
+    api.add(fc.pod("db-0", "worker-dead", claims=["data-db-0"], phase="Running", ready="False"))
+
+    result = run_pass(STUCK_POD_STATES="Terminating,Unknown")
+
+    assert result.code == EXIT_OK
+    assert "db-0" in names(api, "pods")
+    assert not [r for r in api.mutations() if r.verb == "delete"]
+
+
+def test_shared_rwo_volume_is_released_once_after_both_pods_are_gone(api, run_pass):
+    healthy_cluster(api)
+    fc.dead_node(api, "worker-dead")
+    fc.add_volume(api, "shared-rwo", attached_to="worker-dead")
+    api.add(fc.pod("a-0", "worker-dead", claims=["shared-rwo"], terminating=True))
+    api.add(fc.pod("b-0", "worker-dead", claims=["shared-rwo"], terminating=True))
+
+    result = run_pass()
+
+    assert result.code == EXIT_OK
+    deletes = [(r.resource, r.name) for r in result.requests if r.verb == "delete"]
+    assert [d[0] for d in deletes] == ["pods", "pods", "volumeattachments"]
+
+
+def test_events_are_recorded_on_pod_claim_and_node(api, run_pass):
+    healthy_cluster(api)
+    fc.dead_node(api, "worker-dead")
+    fc.add_volume(api, "data-db-0", namespace="prod", attached_to="worker-dead")
+    api.add(fc.pod("db-0", "worker-dead", namespace="prod", claims=["data-db-0"], terminating=True))
+
+    assert run_pass().code == EXIT_OK
+
+    events = {(e["involvedObject"]["kind"], e["involvedObject"]["name"]): e for e in api.objects("events")}
+    assert set(events) == {("Pod", "db-0"), ("PersistentVolumeClaim", "data-db-0"), ("Node", "worker-dead")}
+    assert events[("Pod", "db-0")]["metadata"]["namespace"] == "prod"
+    assert events[("Node", "worker-dead")]["metadata"]["namespace"] == "default"
+    node_message = events[("Node", "worker-dead")]["message"]
+    assert "node.cloudprovider.kubernetes.io/shutdown" in node_message and "prod/db-0" in node_message
+
+
+def test_second_pass_finds_nothing_to_do(api, run_pass):
+    healthy_cluster(api)
+    fc.dead_node(api, "worker-dead")
+    fc.add_volume(api, "data-db-0", attached_to="worker-dead")
+    api.add(fc.pod("db-0", "worker-dead", claims=["data-db-0"], terminating=True))
+    assert run_pass().code == EXIT_OK
+
+    again = run_pass()
+
+    assert again.code == EXIT_OK
+    assert not [r for r in again.requests if r.method != "GET"]
+    assert again.summary["pods_planned"] == 0
+
+
+def test_dry_run_reads_and_prints_the_plan_but_changes_nothing(api, run_pass):
+    healthy_cluster(api)
+    fc.dead_node(api, "worker-dead")
+    _, _, va = fc.add_volume(api, "data-db-0", attached_to="worker-dead")
+    api.add(fc.pod("db-0", "worker-dead", claims=["data-db-0"], terminating=True))
+
+    result = run_pass(DRY_RUN="true")
+
+    assert result.code == EXIT_OK
+    assert not [r for r in result.requests if r.method != "GET"]
+    assert [line["pod"] for line in result.lines("dry-run: would force-delete pod")] == ["default/db-0"]
+    assert [line["volumeattachment"] for line in result.lines("dry-run: would delete VolumeAttachment")] == \
+        [va["metadata"]["name"]]
+    assert result.summary["dry_run"] is True and result.summary["pods_planned"] == 1
+
+
+def test_read_cost_is_bounded_by_down_nodes_not_by_cluster_size(api, run_pass):
+    for i in range(40):
+        fc.live_node(api, f"worker-{i:02d}")
+        for j in range(5):
+            api.add(fc.pod(f"app{i}-{j}", f"worker-{i:02d}", ready="True"))
+    fc.dead_node(api, "worker-dead")
+    fc.add_volume(api, "data-db-0", attached_to="worker-dead")
+    api.add(fc.pod("db-0", "worker-dead", claims=["data-db-0"], terminating=True))
+
+    result = run_pass(PAGE_SIZE="10")
+
+    pod_lists = [r for r in result.requests if r.verb == "list" and r.resource == "pods"]
+    assert [r.query.get("fieldSelector") for r in pod_lists] == ["spec.nodeName=worker-dead"]
+    node_pages = [r for r in result.requests if r.verb == "list" and r.resource == "nodes"]
+    assert len(node_pages) == 5, "41 nodes at 10 a page"
+    assert "resourceVersion" in node_pages[0].query and "resourceVersion" not in node_pages[1].query
+    assert result.code == EXIT_OK
