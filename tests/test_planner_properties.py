@@ -1,0 +1,198 @@
+"""Property tests on the pure planner: random snapshots never yield an unsafe action."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from hypothesis import Phase, find, given, settings as hsettings, strategies as st
+
+from rwo_failover import config, decide
+from rwo_failover.model import Attachment, Claim, Lease, Node, Pod, RWO_MODES, Taint
+
+NOW = datetime(2026, 11, 21, 12, 0, tzinfo=timezone.utc)
+BASE = config.load([], {})[1]
+TAINTS = [Taint("node.cloudprovider.kubernetes.io/shutdown", "", "NoSchedule"),
+          Taint("node.kubernetes.io/out-of-service", "nodeshutdown", "NoExecute"),
+          Taint("node.kubernetes.io/unreachable", "", "NoExecute")]
+NODE_NAMES = [f"n{i}" for i in range(6)]
+CLAIM_NAMES = [f"c{i}" for i in range(6)]
+NAMESPACES = ["default", "prod", "kube-system"]
+MODES = ["ReadWriteOnce", "ReadWriteOncePod", "ReadWriteMany", "ReadOnlyMany"]
+
+
+def ago(seconds: float) -> datetime:
+    return NOW - timedelta(seconds=seconds)
+
+
+def _node(name: str, ready, since, taints) -> Node:
+    return Node(name, f"uid-{name}", tuple(taints), ready, None if since is None else ago(since))
+
+
+shutdown_taints = st.lists(st.sampled_from(TAINTS[:2]), min_size=1, max_size=2, unique=True)
+any_taints = st.lists(st.sampled_from(TAINTS), max_size=2, unique=True)
+lease_age = st.one_of(st.none(), st.integers(-30, 900))
+
+
+@st.composite
+def node_and_lease(draw, name: str):
+    """Archetypes keep the interesting cases common: most nodes healthy, some dead, some anything."""
+    kind = draw(st.sampled_from(["healthy", "healthy", "dead", "dead", "random"]))
+    if kind == "healthy":
+        taints = draw(st.sampled_from([[], [], [], [TAINTS[2]], [TAINTS[0]]]))
+        node = _node(name, "True", draw(st.integers(0, 900)), taints)
+        return node, Lease(name, ago(draw(st.integers(0, 10))))
+    if kind == "dead":
+        node = _node(name, draw(st.sampled_from(["False", "Unknown"])), draw(st.integers(0, 900) | st.just(900)),
+                     draw(shutdown_taints))
+        age = draw(st.none() | st.integers(0, 900) | st.just(900))
+        return node, None if age is None else Lease(name, ago(age))
+    node = _node(name, draw(st.sampled_from(["True", "False", "Unknown", None])),
+                 draw(st.one_of(st.none(), st.integers(-30, 900))), draw(any_taints))
+    age = draw(lease_age)
+    return node, None if age is None else Lease(name, ago(age))
+
+
+@st.composite
+def pod_on(draw, i: int, nodes: list[str], claims: dict) -> Pod:
+    namespace = draw(st.sampled_from(NAMESPACES))
+    own = sorted(c.name for c in claims.values() if c.namespace == namespace) + ["missing"]
+    return Pod(
+        namespace, f"p{i}", f"uid-p{i}-{namespace}", draw(st.sampled_from(nodes)),
+        draw(st.sampled_from([{}, {"app": "db"}, {"app": "web"}])),
+        draw(st.sampled_from([None, "StatefulSet", "StatefulSet", "ReplicaSet", "ReplicaSet", "DaemonSet"])),
+        draw(st.sampled_from([False] * 7 + [True])), draw(st.sampled_from([False] * 7 + [True])),
+        draw(st.booleans()), draw(st.sampled_from(["Running", "Unknown", "Pending", "Failed"])),
+        draw(st.sampled_from([None, "NodeLost"])), draw(st.sampled_from(["True", "False", "Unknown", None])),
+        tuple(draw(st.lists(st.sampled_from(own), min_size=1, max_size=3, unique=True))))
+
+
+MODE_SETS = [{"ReadWriteOnce"}, {"ReadWriteOnce"}, {"ReadWriteOncePod"}, {"ReadWriteOnce", "ReadWriteMany"},
+             {"ReadWriteMany"}, {"ReadOnlyMany"}, set()]
+claims_st = st.builds(
+    lambda ns, name, modes, bound, opt: Claim(ns, name, f"uid-{ns}-{name}", frozenset(modes),
+                                              f"pv-{ns}-{name}" if bound else "", opt),
+    st.sampled_from(NAMESPACES), st.sampled_from(CLAIM_NAMES), st.sampled_from(MODE_SETS),
+    st.sampled_from([True] * 5 + [False]), st.sampled_from([False] * 7 + [True]))
+
+
+@st.composite
+def snapshots(draw):
+    names = draw(st.lists(st.sampled_from(NODE_NAMES), min_size=2, max_size=6, unique=True))
+    pairs = [draw(node_and_lease(name)) for name in names]
+    nodes = tuple(node for node, _ in pairs)
+    leases = {node.name: lease for node, lease in pairs}
+    claims = {c.key: c for c in draw(st.lists(claims_st, min_size=6, max_size=24))}
+    pods = {p.key: p for p in (draw(pod_on(i, names, claims)) for i in range(draw(st.integers(0, 14))))}
+    # Attachments mostly point at PVs of the drawn claims, on any node, so "another node's attachment
+    # of the same PV" and "another PV on the same node" both come up often.
+    volumes = sorted({c.volume for c in claims.values() if c.volume}) + ["pv-unrelated"]
+    placed = [(node, pv) for pv in volumes
+              for node in draw(st.lists(st.sampled_from(names), max_size=2, unique=True))]
+    atts = {f"va-{i}": Attachment(f"va-{i}", node, pv, True) for i, (node, pv) in enumerate(placed)}
+    return decide.Snapshot(NOW, nodes, leases, tuple(pods.values()), claims, tuple(atts.values()))
+
+
+settings_st = st.builds(
+    lambda fraction, max_nodes, max_pods, min_secs, states, exclude, selector: dataclasses.replace(
+        BASE, max_unhealthy_fraction=fraction, max_nodes_per_pass=max_nodes, max_pods_per_pass=max_pods,
+        min_not_ready_seconds=min_secs, stuck_pod_states=frozenset(states),
+        exclude_namespaces=frozenset(exclude), pod_selector=config._selector(selector)),
+    st.sampled_from([0.5, 1.0, 1.0, 1.0]), st.integers(1, 6) | st.just(6), st.integers(1, 20) | st.just(20),
+    st.sampled_from([0, 60, 60, 300]),
+    st.sets(st.sampled_from(config.STUCK_STATES), min_size=1) | st.just(set(config.STUCK_STATES)), st.sampled_from([set(), set(), {"kube-system"}, {"prod"}]),
+    st.sampled_from(["", "", "app=db", "app notin (web)"]))
+
+
+def proven_down(node: Node, lease, settings) -> bool:
+    """An independent restatement of the rule, to check the planner against."""
+    if node.ready in ("True", None) or node.ready_since is None:
+        return False
+    if (NOW - node.ready_since).total_seconds() < settings.min_not_ready_seconds:
+        return False
+    if lease is not None and (NOW - lease.renew_time).total_seconds() < settings.min_not_ready_seconds:
+        return False
+    return decide.shutdown_taint(node, settings.shutdown_taints) is not None
+
+
+def apply(snapshot: decide.Snapshot, plan: decide.Plan) -> decide.Snapshot:
+    gone_pods = {(a.namespace, a.name) for n in plan.nodes for a in n.pods}
+    gone_atts = {a.name for n in plan.nodes for a in n.attachments}
+    return dataclasses.replace(
+        snapshot, pods=tuple(p for p in snapshot.pods if (p.namespace, p.name) not in gone_pods),
+        attachments=tuple(a for a in snapshot.attachments if a.name not in gone_atts))
+
+
+@hsettings(max_examples=400, deadline=None)
+@given(snapshots(), settings_st)
+def test_actions_only_on_proven_down_nodes_rwo_pods_and_their_own_attachments(snapshot, settings):
+    plan = decide.plan(snapshot, settings)
+    nodes = {n.name: n for n in snapshot.nodes}
+    pods = {(p.namespace, p.name): p for p in snapshot.pods}
+    for node_plan in plan.nodes:
+        node = nodes[node_plan.verdict.node]
+        assert proven_down(node, snapshot.leases.get(node.name), settings), node
+        assert node.ready != "True"
+        rwo_volumes = set()
+        for action in node_plan.pods:
+            pod = pods[(action.namespace, action.name)]
+            assert pod.uid == action.uid and pod.node == node.name
+            assert not pod.mirror and pod.controller_kind != "DaemonSet" and not pod.opted_out
+            assert pod.namespace not in settings.exclude_namespaces
+            assert settings.pod_selector.matches(pod.labels)
+            assert set(decide.stuck_states(pod)) & settings.stuck_pod_states
+            claims = [snapshot.claims[f"{pod.namespace}/{c}"] for c in pod.claims
+                      if f"{pod.namespace}/{c}" in snapshot.claims]
+            assert not any(c.opted_out for c in claims)
+            rwo = [c for c in claims if c.access_modes & RWO_MODES]
+            assert rwo, "a selected pod must mount a RWO claim"
+            rwo_volumes |= {c.volume for c in rwo}
+        for att in node_plan.attachments:
+            original = next(a for a in snapshot.attachments if a.name == att.name)
+            assert original.node == node.name, "never another node's attachment"
+            assert original.volume in rwo_volumes, "never an attachment of another PV"
+
+
+@hsettings(max_examples=400, deadline=None)
+@given(snapshots(), settings_st)
+def test_caps_hold_or_the_plan_refuses(snapshot, settings):
+    plan = decide.plan(snapshot, settings)
+    if plan.refusal is None:
+        assert len(plan.nodes) <= settings.max_nodes_per_pass
+        assert plan.pod_count <= settings.max_pods_per_pass
+        assert plan.not_ready <= settings.max_unhealthy_fraction * max(plan.total_nodes, 1)
+    else:
+        with pytest.raises(decide.UnsafePlan):
+            plan.raise_if_unsafe()
+
+
+@hsettings(max_examples=400, deadline=None)
+@given(snapshots(), settings_st)
+def test_planning_again_after_the_actions_yields_nothing(snapshot, settings):
+    plan = decide.plan(snapshot, settings)
+    if plan.refusal:
+        return
+    again = decide.plan(apply(snapshot, plan), settings)
+    assert again.pod_count == 0 and again.attachment_count == 0
+
+
+@hsettings(max_examples=200, deadline=None)
+@given(snapshots(), settings_st)
+def test_planner_is_deterministic(snapshot, settings):
+    shuffled = dataclasses.replace(snapshot, nodes=snapshot.nodes[::-1], pods=snapshot.pods[::-1],
+                                   attachments=snapshot.attachments[::-1])
+    assert decide.plan(snapshot, settings) == decide.plan(shuffled, settings)
+
+
+@pytest.mark.parametrize("what, reached", [
+    ("a pod deletion", lambda p: p.pod_count > 0),
+    ("an attachment deletion", lambda p: p.attachment_count > 0),
+    ("an attachment kept for a pod left in place", lambda p: any(s.kind == "volumeattachment" for s in p.skips)),
+    ("a split-brain node beside an action", lambda p: p.split_brain and p.pod_count > 0),
+    ("a refusal by the pod cap", lambda p: p.refusal and "MAX_PODS_PER_PASS" in p.refusal),
+])
+def test_generator_reaches_the_interesting_cases(what, reached):
+    # Guards the properties above against going vacuous: each kind of plan must be reachable.
+    find(st.tuples(snapshots(), settings_st), lambda pair: bool(reached(decide.plan(*pair))),
+         settings=hsettings(max_examples=3000, deadline=None, database=None, phases=[Phase.generate]))
