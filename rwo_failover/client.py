@@ -16,6 +16,7 @@ import time
 from typing import Any, Callable, Iterator, Optional
 
 import urllib3
+import yaml
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
@@ -58,7 +59,7 @@ def load_api_client(settings: Settings) -> k8s.ApiClient:
             _check_readable(path, settings.kubeconfig is not None)
             k8s_config.load_kube_config(config_file=path, context=settings.kube_context,
                                         client_configuration=cfg, persist_config=False)
-    except (ConfigException, OSError, ValueError, TypeError) as err:
+    except (ConfigException, OSError, ValueError, TypeError, yaml.YAMLError) as err:
         raise ConfigError(f"cannot load cluster credentials: {err}") from None
     cfg.retries = False  # tenacity owns every retry, so attempts are bounded and logged in one place
     return k8s.ApiClient(cfg)
@@ -114,6 +115,7 @@ class Api:
         self.clock, self.sleep = clock, sleep
         self.deadline = clock() + settings.pass_timeout_seconds
         self.attempts = 0  # every HTTP attempt, retries included, for the summary
+        self._backoff = wait_exponential_jitter(multiplier=0.2, max=5.0, jitter=0.2)
 
     def remaining(self) -> float:
         return self.deadline - self.clock()
@@ -123,7 +125,7 @@ class Api:
         hinted = _retry_after(err) if err else None
         if hinted is not None:
             return min(hinted, MAX_RETRY_AFTER_SECONDS)
-        return wait_exponential_jitter(initial=0.2, max=5.0)(state)
+        return self._backoff(state)
 
     def _past_deadline(self, state: RetryCallState) -> bool:
         return self.clock() + state.upcoming_sleep >= self.deadline

@@ -1,0 +1,109 @@
+"""The entry point: credentials, reachability, RBAC denial, and the real `python reconcile.py` process."""
+
+from __future__ import annotations
+
+import io
+import json
+import socket
+import subprocess
+import sys
+
+from conftest import ROOT
+from rwo_failover import fake_cluster as fc
+from rwo_failover.main import EXIT_CONFIG, EXIT_FORBIDDEN, EXIT_OK, EXIT_UNAVAILABLE, main
+
+
+def run_main(env: dict) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["--once"], {"LOG_FORMAT": "json", **env}, out, err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_missing_kubeconfig_exits_2_naming_the_path(tmp_path):
+    missing = tmp_path / "nope.yaml"
+    code, _, err = run_main({"KUBECONFIG": str(missing)})
+    assert code == EXIT_CONFIG
+    assert str(missing) in err and "does not exist" in err
+
+
+def test_garbage_kubeconfig_exits_2(tmp_path):
+    bad = tmp_path / "kubeconfig"
+    bad.write_text("clusters: [this is: not, a kubeconfig\n")
+    code, _, err = run_main({"KUBECONFIG": str(bad)})
+    assert code == EXIT_CONFIG and "cannot load cluster credentials" in err
+
+
+def test_unknown_context_exits_2(kubeconfig, api):
+    code, _, err = run_main({"KUBECONFIG": kubeconfig, "KUBE_CONTEXT": "prod-eu"})
+    assert code == EXIT_CONFIG and "prod-eu" in err
+    assert api.requests == []
+
+
+def test_unreachable_api_server_exits_4_after_bounded_retries(tmp_path, api):
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    path = api.write_kubeconfig(str(tmp_path / "kc"))
+    text = open(path).read().replace(api.url, f"http://127.0.0.1:{port}")
+    open(path, "w").write(text)
+
+    code, out, _ = run_main({"KUBECONFIG": path, "API_MAX_ATTEMPTS": "3", "PASS_TIMEOUT_SECONDS": "10"})
+
+    assert code == EXIT_UNAVAILABLE
+    logs = [json.loads(line) for line in out.splitlines()]
+    retries = [line for line in logs if line["message"] == "retrying API call"]
+    assert [r["attempt"] for r in retries] == [1, 2]
+    [error] = [line for line in logs if line["message"] == "cannot read the cluster; nothing was changed"]
+    assert "list nodes" in error["error"] and "3 attempt(s)" in error["error"]
+
+
+def test_rbac_denial_while_reading_names_the_verb_and_exits_5(run_pass, api):
+    fc.dead_node(api, "dead")
+    api.deny("list", "nodes")
+
+    result = run_pass()
+
+    assert result.code == EXIT_FORBIDDEN
+    [error] = result.lines("cannot read the cluster; nothing was changed")
+    assert "RBAC denies verb 'list' on nodes" in error["error"]
+    assert len(result.requests) == 1, "a 403 is not retried"
+
+
+def test_rbac_denial_while_acting_exits_5_and_does_not_stop_other_work(run_pass, api):
+    for i in range(3):
+        fc.live_node(api, f"w{i}")
+    fc.dead_node(api, "dead")
+    fc.add_volume(api, "data-db-0", attached_to="dead")
+    api.add(fc.pod("db-0", "dead", claims=["data-db-0"], terminating=True))
+    api.deny("create", "events")
+
+    result = run_pass()
+
+    assert result.code == EXIT_FORBIDDEN
+    assert api.objects("pods") == [] and api.objects("volumeattachments") == []
+    errors = [line["message"] for line in result.logs if line["level"] == "ERROR"]
+    assert any("RBAC denies verb 'create' on events" in e for e in errors)
+
+
+def test_real_process_runs_one_pass_and_exits_0(api, kubeconfig):
+    for i in range(3):
+        fc.live_node(api, f"w{i}")
+    fc.dead_node(api, "dead")
+    fc.add_volume(api, "data-db-0", attached_to="dead")
+    api.add(fc.pod("db-0", "dead", claims=["data-db-0"], terminating=True))
+
+    proc = subprocess.run([sys.executable, str(ROOT / "reconcile.py"), "--once"], capture_output=True, text=True,
+                          env={"KUBECONFIG": kubeconfig, "PATH": "/usr/bin:/bin"}, timeout=60, cwd=ROOT)
+
+    assert proc.returncode == EXIT_OK, proc.stderr
+    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert summary["message"] == "pass finished" and summary["pods_deleted"] == 1
+    assert api.objects("pods") == []
+
+
+def test_help_lists_every_setting_with_its_env_name():
+    proc = subprocess.run([sys.executable, str(ROOT / "reconcile.py"), "--help"], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0
+    for name in ("MAX_NODES_PER_PASS", "--max-nodes-per-pass", "SHUTDOWN_TAINTS", "DRY_RUN"):
+        assert name in proc.stdout
