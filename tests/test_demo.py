@@ -1,0 +1,21 @@
+"""The demo a newcomer runs first must really work: a dry-run that changes nothing, then a real fix."""
+
+from __future__ import annotations
+
+import io
+
+from rwo_failover.main import EXIT_OK, main
+
+
+def test_demo_fixes_the_seeded_cluster_and_shows_before_and_after():
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["--demo"], {}, out, err) == EXIT_OK, err.getvalue()
+    text = out.getvalue()
+    before, rest = text.split("=== dry-run pass", 1)
+    dry, rest = rest.split("=== real pass ===", 1)
+    real, after = rest.split("=== after:", 1)
+    assert "shop/postgres-0" in before and "pv-shop-data-postgres-0" in before
+    assert dry.count("would force-delete pod") == 2 and "force-deleted pod" not in dry.replace("would force-delete", "")
+    assert real.count("force-deleted pod") == 2 and real.count("deleted VolumeAttachment") == 2
+    assert "shop/postgres-0" not in after and "pv-shop-data-postgres-0" not in after
+    assert "shop/legacy-0" in after and "pv-shop-data-legacy-0" in after, "the opted-out pod keeps its volume"

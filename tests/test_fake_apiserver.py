@@ -1,0 +1,112 @@
+"""The fixture enforces the API semantics we rely on; checked through the official client."""
+
+from __future__ import annotations
+
+import pytest
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes.client.exceptions import ApiException
+
+from rwo_failover import fake_cluster as fc
+
+
+@pytest.fixture
+def core(api, kubeconfig):
+    cfg = k8s.Configuration()
+    k8s_config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
+    return k8s.CoreV1Api(k8s.ApiClient(cfg))
+
+
+def test_field_selector_on_node_name(api, core):
+    api.add(fc.pod("a-0", "n1"))
+    api.add(fc.pod("b-0", "n2"))
+    found = core.list_pod_for_all_namespaces(field_selector="spec.nodeName=n1")
+    assert [p.metadata.name for p in found.items] == ["a-0"]
+    assert len(core.list_pod_for_all_namespaces(field_selector="spec.nodeName!=n1").items) == 1
+
+
+def test_unsupported_field_label_is_rejected(api, core):
+    with pytest.raises(ApiException) as err:
+        core.list_node(field_selector="spec.nodeName=n1")
+    assert err.value.status == 400
+
+
+def test_label_selector(api, core):
+    api.add(fc.pod("a-0", "n1", labels={"app": "db", "tier": "x"}))
+    api.add(fc.pod("b-0", "n1", labels={"app": "web"}))
+    assert [p.metadata.name for p in core.list_namespaced_pod("default", label_selector="app in (db),tier").items] \
+        == ["a-0"]
+    with pytest.raises(ApiException) as err:
+        core.list_namespaced_pod("default", label_selector="app in (db")
+    assert err.value.status == 400
+
+
+def test_pagination_with_limit_and_continue(api, core):
+    for i in range(7):
+        api.add(fc.node(f"n{i}"))
+    first = core.list_node(limit=3, resource_version="0")
+    assert len(first.items) == 3 and first.metadata._continue and first.metadata.remaining_item_count == 4
+    second = core.list_node(limit=3, _continue=first.metadata._continue)
+    third = core.list_node(limit=3, _continue=second.metadata._continue)
+    names = [n.metadata.name for page in (first, second, third) for n in page.items]
+    assert names == [f"n{i}" for i in range(7)] and not third.metadata._continue
+    with pytest.raises(ApiException) as err:
+        core.list_node(limit=3, _continue=first.metadata._continue, resource_version="0")
+    assert err.value.status == 400
+
+
+def test_delete_precondition_uid_mismatch_is_409(api, core):
+    api.add(fc.pod("db-0", "n1"))
+    options = k8s.V1DeleteOptions(grace_period_seconds=0, preconditions=k8s.V1Preconditions(uid="old-uid"))
+    with pytest.raises(ApiException) as err:
+        core.delete_namespaced_pod("db-0", "default", body=options)
+    assert err.value.status == 409 and "Precondition failed" in err.value.body
+    assert api.get("pods", "db-0", "default") is not None
+
+
+def test_graceful_delete_of_scheduled_pod_only_marks_it_terminating(api, core):
+    pod = api.add(fc.pod("db-0", "n1"))
+    core.delete_namespaced_pod("db-0", "default")
+    kept = api.get("pods", "db-0", "default")
+    assert kept["metadata"]["deletionTimestamp"] and kept["metadata"]["deletionGracePeriodSeconds"] == 30
+    options = k8s.V1DeleteOptions(grace_period_seconds=0, preconditions=k8s.V1Preconditions(uid=pod["metadata"]["uid"]))
+    core.delete_namespaced_pod("db-0", "default", body=options)
+    assert api.get("pods", "db-0", "default") is None
+
+
+def test_finalizers_keep_a_deleted_object(api, core):
+    pod = fc.pod("db-0", "n1")
+    pod["metadata"]["finalizers"] = ["example.com/hold"]
+    api.add(pod)
+    core.delete_namespaced_pod("db-0", "default", grace_period_seconds=0)
+    assert api.get("pods", "db-0", "default")["metadata"]["deletionTimestamp"]
+
+
+def test_missing_object_is_404(api, core):
+    with pytest.raises(ApiException) as err:
+        core.read_node("ghost")
+    assert err.value.status == 404
+
+
+def test_event_namespace_must_match_involved_object(api, core):
+    event = k8s.CoreV1Event.model_validate({"metadata": {"generateName": "x."},
+                                            "involvedObject": {"kind": "Pod", "name": "p", "namespace": "other"},
+                                            "reason": "R", "type": "Normal", "message": "m"})
+    with pytest.raises(ApiException) as err:
+        core.create_namespaced_event("default", event)
+    assert err.value.status == 422
+
+
+def test_bad_token_is_401(api):
+    cfg = k8s.Configuration(host=api.url, api_key={"authorization": "Bearer wrong"})
+    with pytest.raises(ApiException) as err:
+        k8s.CoreV1Api(k8s.ApiClient(cfg)).list_node()
+    assert err.value.status == 401
+
+
+def test_request_log_records_verb_resource_and_status(api, core):
+    api.add(fc.node("n1"))
+    core.read_node("n1")
+    core.list_node(limit=1)
+    assert [(r.verb, r.resource, r.name, r.status) for r in api.requests] == \
+        [("get", "nodes", "n1", 200), ("list", "nodes", "", 200)]
