@@ -63,6 +63,7 @@ class Request:
     body: Any = None
     status: int = 0
     response_bytes: int = 0
+    user_agent: str = ""
 
 
 @dataclass
@@ -106,6 +107,7 @@ class FakeApiServer:
         self.requests: list[Request] = []
         self.denied: set[tuple[str, str]] = set()
         self.hooks: list[Hook] = []
+        self.listeners: list[Callable[[Request], None]] = []  # told of every request, e.g. a suite-wide log
         self._server: Optional[ThreadingHTTPServer] = None
 
     # --- lifecycle -------------------------------------------------------------------------
@@ -441,8 +443,11 @@ class _Handler(BaseHTTPRequestHandler):
             req = Request(self.command, split.path, query, "", "")
             response = Response(400, _status_body(400, "BadRequest", "request body is not JSON"))
         req.status, req.response_bytes = response.status, len(response.body)
+        req.user_agent = self.headers.get("User-Agent", "")
         with self.api.lock:
             self.api.requests.append(req)
+            for listener in self.api.listeners:
+                listener(req)
         self._send(response)
 
     def _send(self, response: Response) -> None:

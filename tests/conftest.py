@@ -35,9 +35,23 @@ class Run:
         return found[0]
 
 
+# Every request any fixture server saw during the session, for the RBAC test that runs last.
+SESSION_REQUESTS: list = []
+
+
+def pytest_collection_modifyitems(items: list) -> None:
+    # The RBAC-usage test judges the whole suite's request log, so it must run after everything else.
+    items.sort(key=lambda item: item.get_closest_marker("after_all") is not None)
+
+
+def pytest_configure(config) -> None:
+    config.addinivalue_line("markers", "after_all: runs after every other test (reads the suite's request log)")
+
+
 @pytest.fixture
 def api() -> Iterator[FakeApiServer]:
     with FakeApiServer() as server:
+        server.listeners.append(SESSION_REQUESTS.append)
         yield server
 
 
