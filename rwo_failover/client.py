@@ -156,15 +156,18 @@ class Api:
             if err.status == 403:
                 raise Forbidden(f"RBAC denies verb {verb!r} on {what}: {_message(err)}", 403) from None
             if is_transient(err):
-                raise Unavailable(f"{verb} {what}: {describe(err)} after {self._bound_text()}", err.status) from None
+                raise Unavailable(f"{verb} {what}: {describe(err)} after {self._bound(retrying)}", err.status) from None
             raise ApiError(f"{verb} {what}: {_message(err)}", err.status or 0) from None
         except (urllib3.exceptions.HTTPError, json.JSONDecodeError, ConnectionError) as err:
-            raise Unavailable(f"{verb} {what}: {describe(err)} after {self._bound_text()}") from None
+            raise Unavailable(f"{verb} {what}: {describe(err)} after {self._bound(retrying)}") from None
 
-    def _bound_text(self) -> str:
-        if self.remaining() <= 0:
-            return f"the pass deadline (PASS_TIMEOUT_SECONDS={self.settings.pass_timeout_seconds:g})"
-        return f"{self.settings.api_max_attempts} attempt(s) (API_MAX_ATTEMPTS)"
+    def _bound(self, retrying: Retrying) -> str:
+        """Which bound ended the retries: the attempt count, or the pass deadline."""
+        made = retrying.statistics.get("attempt_number", 1)
+        if made < self.settings.api_max_attempts:
+            return (f"{made} attempt(s); the next would pass the deadline "
+                    f"(PASS_TIMEOUT_SECONDS={self.settings.pass_timeout_seconds:g})")
+        return f"{made} attempt(s) (API_MAX_ATTEMPTS)"
 
     def _attempt(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         self.attempts += 1
@@ -219,6 +222,9 @@ class Api:
     def read_claim(self, namespace: str, name: str) -> Optional[dict]:
         return self.call("get", "persistentvolumeclaims", self.core.read_namespaced_persistent_volume_claim,
                          name, namespace)
+
+    def read_volume(self, name: str) -> Optional[dict]:
+        return self.call("get", "persistentvolumes", self.core.read_persistent_volume, name)
 
     def list_attachments(self) -> Iterator[dict]:
         return self.list_all("volumeattachments", self.storage.list_volume_attachment)

@@ -14,7 +14,7 @@ from typing import Iterable, Mapping, Optional, Sequence
 
 from .config import Settings
 from .matchers import TaintSpec, any_taint_matches
-from .model import Attachment, Claim, Lease, Node, Pod
+from .model import Attachment, Claim, Lease, Node, Pod, Volume
 
 
 class NodeState(str, Enum):
@@ -41,6 +41,7 @@ class Snapshot:
     pods: tuple[Pod, ...] = ()
     claims: Mapping[str, Claim] = field(default_factory=dict)  # keyed "namespace/name"
     attachments: tuple[Attachment, ...] = ()
+    volumes: Mapping[str, Volume] = field(default_factory=dict)  # PVs of attachments no pod explains
 
 
 @dataclass(frozen=True)
@@ -230,19 +231,28 @@ def _select_pods(pods: Sequence[Pod], snapshot: Snapshot, settings: Settings,
     return selected
 
 
-def _attachments_for(node: str, selected: Sequence[tuple[Pod, list[Claim]]], kept: Sequence[Pod],
-                     snapshot: Snapshot, skips: list[Skip]) -> list[AttachmentAction]:
-    """VolumeAttachments on this node for PVs bound to the selected pods' RWO claims, and no others."""
+def _attachments_for(node: str, selected: Sequence[tuple[Pod, list[Claim]]], pods: Sequence[Pod],
+                     snapshot: Snapshot, settings: Settings, skips: list[Skip]) -> list[AttachmentAction]:
+    """VolumeAttachments on this node to release: those of the selected pods' RWO claims, and orphans."""
     by_volume: dict[str, tuple[str, list[str]]] = {}
     for pod, claims in selected:
         for claim in claims:
             if claim.volume:
                 by_volume.setdefault(claim.volume, (claim.key, []))[1].append(pod.key)
+    chosen = {pod.key for pod, _ in selected}
     # A volume still used by a pod we are not deleting stays attached, or it would be yanked from under it.
-    kept_claims = {f"{p.namespace}/{c}" for p in kept for c in p.claims}
+    kept_claims = {f"{p.namespace}/{c}" for p in pods if p.key not in chosen for c in p.claims}
+    used_claims = kept_claims | {c.key for _, claims in selected for c in claims}
     actions = []
     for att in sorted(snapshot.attachments, key=lambda a: a.name):
-        if att.node != node or att.volume not in by_volume:
+        if att.node != node:
+            continue
+        if att.volume not in by_volume:
+            action, reason = _orphan(att, snapshot, settings, used_claims)
+            if action:
+                actions.append(action)
+            elif reason:
+                skips.append(Skip("volumeattachment", att.name, reason))
             continue
         claim_key, pod_keys = by_volume[att.volume]
         if claim_key in kept_claims:
@@ -252,12 +262,33 @@ def _attachments_for(node: str, selected: Sequence[tuple[Pod, list[Claim]]], kep
     return actions
 
 
+def _orphan(att: Attachment, snapshot: Snapshot, settings: Settings,
+            used_claims: set[str]) -> tuple[Optional[AttachmentAction], Optional[str]]:
+    """An attachment on a proven-down node whose RWO claim no pod on that node uses any more.
+
+    It is what an earlier pass (or a human's force delete) leaves when the pod went but its
+    attachment could not be deleted; with no pod to find it by, only this rule releases it.
+    """
+    volume = snapshot.volumes.get(att.volume)
+    if volume is None or not volume.claim or volume.claim in used_claims:
+        return None, None  # not ours to judge: no PV read, unbound, or a pod on the node still uses it
+    claim = snapshot.claims.get(volume.claim)
+    if claim is None or claim.volume != volume.name or not claim.rwo:
+        return None, None
+    if claim.opted_out:
+        return None, f"orphaned, but PVC {claim.key} is annotated rwo-failover.io/opt-out"
+    if claim.namespace in settings.exclude_namespaces or (
+            settings.include_namespaces and claim.namespace not in settings.include_namespaces):
+        return None, f"orphaned, but PVC {claim.key} is in a namespace outside the filters"
+    if settings.pod_selector:
+        return None, "orphaned, but POD_SELECTOR is set and no pod is left to match it"
+    return AttachmentAction(att.name, att.node, att.volume, claim.key, ()), None
+
+
 def _plan_node(verdict: NodeVerdict, snapshot: Snapshot, settings: Settings, skips: list[Skip]) -> NodePlan:
     pods = sorted((p for p in snapshot.pods if p.node == verdict.node), key=lambda p: p.key)
     selected = _select_pods(pods, snapshot, settings, skips)
-    chosen = {pod.key for pod, _ in selected}
-    kept = [p for p in pods if p.key not in chosen]
-    attachments = _attachments_for(verdict.node, selected, kept, snapshot, skips)
+    attachments = _attachments_for(verdict.node, selected, pods, snapshot, settings, skips)
     actions = tuple(PodAction(pod.namespace, pod.name, pod.uid, pod.node,
                               "stuck: " + ",".join(s for s in stuck_states(pod) if s in settings.stuck_pod_states)
                               + f" on node {verdict.node} ({verdict.taint})",

@@ -153,6 +153,22 @@ class Claim:
 
 
 @dataclass(frozen=True)
+class Volume:
+    """A PersistentVolume: which claim it is bound to, and its access modes."""
+
+    name: str
+    claim: str  # "namespace/name" from spec.claimRef, "" when unbound
+    access_modes: frozenset[str]
+
+    @classmethod
+    def from_json(cls, obj: Json) -> "Volume":
+        spec = obj.get("spec") or {}
+        ref = spec.get("claimRef") or {}
+        claim = f"{ref.get('namespace', '')}/{ref.get('name', '')}" if ref.get("name") else ""
+        return cls((obj.get("metadata") or {}).get("name", ""), claim, frozenset(spec.get("accessModes") or ()))
+
+
+@dataclass(frozen=True)
 class Attachment:
     name: str
     node: str

@@ -1,9 +1,10 @@
 """Observe: read what one pass needs, and no more.
 
-Cost: one paginated node list, one GET per tainted node's Lease, one
-field-selected pod list per proven-down node, one GET per claim of an
-eligible pod, and one paginated VolumeAttachment list, only when there is a
-claim to release. All pods in the cluster are never listed.
+Cost: one paginated node list, one GET per tainted node's Lease, and, only
+when a node is proven down: one field-selected pod list per such node, one GET
+per claim of an eligible pod, one paginated VolumeAttachment list, and one GET
+per PV (and its claim) of an attachment on such a node that no pod explains.
+All pods in the cluster are never listed.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from datetime import datetime
 from .client import Api
 from .config import Settings
 from .decide import Snapshot, nodes_to_inspect, pod_exclusion, tainted_nodes
-from .model import Attachment, Claim, Lease, Node, Pod
+from .model import Attachment, Claim, Lease, Node, Pod, Volume
 
 
 def observe(api: Api, settings: Settings, now: datetime) -> Snapshot:
@@ -27,15 +28,25 @@ def observe(api: Api, settings: Settings, now: datetime) -> Snapshot:
     if not down:
         return snapshot
     pods = tuple(Pod.from_json(obj) for name in down for obj in api.list_pods_on(name))
-    claims = _read_claims(api, [p for p in pods if pod_exclusion(p, settings) is None])
-    attachments: tuple[Attachment, ...] = ()
-    if any(c.rwo and c.volume for c in claims.values()):
-        wanted = set(down)
-        attachments = tuple(a for a in (Attachment.from_json(o) for o in api.list_attachments()) if a.node in wanted)
-    return Snapshot(now, nodes, leases, pods, claims, attachments)
+    claims = _read_claims(api, [(p.namespace, c) for p in pods if pod_exclusion(p, settings) is None
+                                for c in p.claims])
+    wanted = set(down)
+    attachments = tuple(a for a in (Attachment.from_json(o) for o in api.list_attachments()) if a.node in wanted)
+    volumes = _read_unexplained_volumes(api, attachments, claims)
+    claims.update(_read_claims(api, [tuple(v.claim.split("/", 1)) for v in volumes.values()
+                                     if v.claim and v.claim not in claims]))
+    return Snapshot(now, nodes, leases, pods, claims, attachments, volumes)
 
 
-def _read_claims(api: Api, pods: list[Pod]) -> dict[str, Claim]:
-    wanted = dict.fromkeys((pod.namespace, name) for pod in pods for name in pod.claims)
-    claims = (api.read_claim(namespace, name) for namespace, name in wanted)
-    return {f"{c.namespace}/{c.name}": c for c in (Claim.from_json(obj) for obj in claims if obj)}
+def _read_claims(api: Api, keys: list) -> dict[str, Claim]:
+    found = (api.read_claim(namespace, name) for namespace, name in dict.fromkeys(keys))
+    return {f"{c.namespace}/{c.name}": c for c in (Claim.from_json(obj) for obj in found if obj)}
+
+
+def _read_unexplained_volumes(api: Api, attachments: tuple[Attachment, ...],
+                              claims: dict[str, Claim]) -> dict[str, Volume]:
+    """The PVs of attachments on down nodes that no claim we read is bound to: candidates for orphans."""
+    explained = {c.volume for c in claims.values()}
+    names = sorted({a.volume for a in attachments if a.volume and a.volume not in explained})
+    found = (api.read_volume(name) for name in names)
+    return {v.name: v for v in (Volume.from_json(obj) for obj in found if obj)}

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import Phase, find, given, settings as hsettings, strategies as st
 
 from rwo_failover import config, decide
-from rwo_failover.model import Attachment, Claim, Lease, Node, Pod, RWO_MODES, Taint
+from rwo_failover.model import Attachment, Claim, Lease, Node, Pod, RWO_MODES, Taint, Volume
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=timezone.utc)
 BASE = config.load([], {})[1]
@@ -91,7 +91,9 @@ def snapshots(draw):
     placed = [(node, pv) for pv in volumes
               for node in draw(st.lists(st.sampled_from(names), max_size=2, unique=True))]
     atts = {f"va-{i}": Attachment(f"va-{i}", node, pv, True) for i, (node, pv) in enumerate(placed)}
-    return decide.Snapshot(NOW, nodes, leases, tuple(pods.values()), claims, tuple(atts.values()))
+    # Observe reads the PV of every attachment no pod explains; here, of every bound claim's PV.
+    volumes = {c.volume: Volume(c.volume, c.key, c.access_modes) for c in claims.values() if c.volume}
+    return decide.Snapshot(NOW, nodes, leases, tuple(pods.values()), claims, tuple(atts.values()), volumes)
 
 
 settings_st = st.builds(
@@ -148,10 +150,19 @@ def test_actions_only_on_proven_down_nodes_rwo_pods_and_their_own_attachments(sn
             rwo = [c for c in claims if c.access_modes & RWO_MODES]
             assert rwo, "a selected pod must mount a RWO claim"
             rwo_volumes |= {c.volume for c in rwo}
+        used_on_node = {f"{p.namespace}/{c}" for p in snapshot.pods if p.node == node.name
+                        and (p.namespace, p.name) not in {(a.namespace, a.name) for a in node_plan.pods}
+                        for c in p.claims}
         for att in node_plan.attachments:
             original = next(a for a in snapshot.attachments if a.name == att.name)
             assert original.node == node.name, "never another node's attachment"
-            assert original.volume in rwo_volumes, "never an attachment of another PV"
+            if att.after_pods:
+                assert original.volume in rwo_volumes, "never an attachment of another PV"
+            else:  # an orphan: its RWO claim is used by no pod left on this node
+                claim = snapshot.claims[snapshot.volumes[original.volume].claim]
+                assert claim.rwo and not claim.opted_out and claim.volume == original.volume
+                assert claim.key not in used_on_node and not settings.pod_selector
+                assert claim.namespace not in settings.exclude_namespaces
 
 
 @hsettings(max_examples=400, deadline=None)
@@ -189,6 +200,7 @@ def test_planner_is_deterministic(snapshot, settings):
     ("a pod deletion", lambda p: p.pod_count > 0),
     ("an attachment deletion", lambda p: p.attachment_count > 0),
     ("an attachment kept for a pod left in place", lambda p: any(s.kind == "volumeattachment" for s in p.skips)),
+    ("an orphaned attachment released", lambda p: any(not a.after_pods for n in p.nodes for a in n.attachments)),
     ("a split-brain node beside an action", lambda p: p.split_brain and p.pod_count > 0),
     ("a refusal by the pod cap", lambda p: p.refusal and "MAX_PODS_PER_PASS" in p.refusal),
 ])

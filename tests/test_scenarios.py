@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from rwo_failover import fake_cluster as fc
 from rwo_failover.main import EXIT_OK
 
@@ -200,3 +202,42 @@ def test_read_cost_is_bounded_by_down_nodes_not_by_cluster_size(api, run_pass):
     assert len(node_pages) == 5, "41 nodes at 10 a page"
     assert "resourceVersion" in node_pages[0].query and "resourceVersion" not in node_pages[1].query
     assert result.code == EXIT_OK
+
+
+def test_attachment_left_behind_after_its_pod_was_force_deleted_is_released(api, run_pass):
+    # Seed 000's manual fix: someone force-deleted the pod, and the attachment still pins the volume to the
+    # dead node. Also what an earlier pass leaves when its attachment delete failed.
+    healthy_cluster(api)
+    fc.dead_node(api, "worker-dead")
+    _, _, orphan = fc.add_volume(api, "data-db-0", attached_to="worker-dead")
+    api.add(fc.pod("db-0", "worker-1", claims=["data-db-0"], phase="Pending"))  # the blocked replacement
+
+    result = run_pass()
+
+    assert result.code == EXIT_OK
+    assert [(r.resource, r.name) for r in result.requests if r.verb == "delete"] == \
+        [("volumeattachments", orphan["metadata"]["name"])]
+    assert [r.name for r in result.requests if r.resource == "persistentvolumes"] == ["pv-default-data-db-0"]
+    assert "db-0" in names(api, "pods"), "the replacement is untouched"
+
+
+@pytest.mark.parametrize("env, volume_kwargs, pod_on_node", [
+    ({}, {"modes": ("ReadWriteMany",)}, False),                                    # not RWO
+    ({}, {"annotations": {"rwo-failover.io/opt-out": "true"}}, False),             # opted out
+    ({"EXCLUDE_NAMESPACES": "default"}, {}, False),                                # namespace filtered
+    ({"POD_SELECTOR": "app=db"}, {}, False),                                       # no pod left to match
+    ({}, {}, True),                                                                # a kept pod still uses it
+])
+def test_orphan_like_attachments_that_must_stay(api, run_pass, env, volume_kwargs, pod_on_node):
+    healthy_cluster(api)
+    fc.dead_node(api, "worker-dead")
+    fc.add_volume(api, "data-db-0", attached_to="worker-dead", **volume_kwargs)
+    if pod_on_node:
+        api.add(fc.pod("db-0", "worker-dead", claims=["data-db-0"], terminating=True,
+                       annotations={"rwo-failover.io/opt-out": "true"}))
+
+    result = run_pass(**env)
+
+    assert result.code == EXIT_OK
+    assert api.mutations() == []
+    assert len(names(api, "volumeattachments")) == 1
