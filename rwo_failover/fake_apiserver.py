@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import json
+import random
 import socket
 import threading
 import uuid
@@ -64,6 +65,7 @@ class Request:
     status: int = 0
     response_bytes: int = 0
     user_agent: str = ""
+    fault: str = ""  # the injected fault that hit this call, if any
 
 
 @dataclass
@@ -92,12 +94,48 @@ def _status_body(code: int, reason: str, message: str) -> bytes:
 
 
 Hook = Callable[[Request], Optional[Response]]
+FAULT_KINDS = ("status", "reset", "timeout", "truncate", "expired-continue")
+
+
+@dataclass
+class Fault:
+    """A seeded, switchable failure: which calls it hits, and what happens to them.
+
+    kind "status" answers `status` (with Retry-After when given) instead of serving the call;
+    "reset" sends half the body and closes the connection; "timeout" answers after `delay`
+    seconds; "truncate" sends a cut JSON body with a matching Content-Length; "expired-continue"
+    answers 410 to list calls that carry a continue token. `first` limits it to the first N
+    matching calls; `fraction` to a seeded random share of them.
+    """
+
+    kind: str
+    verb: Optional[str] = None
+    resource: Optional[str] = None
+    name: Optional[str] = None
+    status: int = 503
+    retry_after: Optional[str] = None
+    delay: float = 1.0
+    first: Optional[int] = None
+    fraction: Optional[float] = None
+    matched: int = 0
+    fired: int = 0
+
+    def __post_init__(self) -> None:
+        if self.kind not in FAULT_KINDS:
+            raise ValueError(f"unknown fault kind {self.kind!r}")
+
+    def applies(self, req: Request) -> bool:
+        if (self.verb and req.verb != self.verb) or (self.resource and req.resource != self.resource):
+            return False
+        if self.name and req.name != self.name:
+            return False
+        return self.kind != "expired-continue" or "continue" in req.query
 
 
 class FakeApiServer:
     """Start with `with FakeApiServer() as api:`; seed with `add`; inspect `requests`."""
 
-    def __init__(self, version: str = "v1.36.0") -> None:
+    def __init__(self, version: str = "v1.36.0", seed: int = 0) -> None:
         self.version = version
         self.lock = threading.RLock()
         self.store: dict[str, dict[str, dict]] = {plural: {} for plural in KINDS}
@@ -107,6 +145,8 @@ class FakeApiServer:
         self.requests: list[Request] = []
         self.denied: set[tuple[str, str]] = set()
         self.hooks: list[Hook] = []
+        self.faults: list[Fault] = []
+        self.random = random.Random(seed)
         self.listeners: list[Callable[[Request], None]] = []  # told of every request, e.g. a suite-wide log
         self._server: Optional[ThreadingHTTPServer] = None
 
@@ -203,6 +243,41 @@ class FakeApiServer:
     def deny(self, verb: str, plural: str) -> None:
         self.denied.add((verb, plural))
 
+    def inject(self, fault: Fault) -> Fault:
+        with self.lock:
+            self.faults.append(fault)
+        return fault
+
+    def clear_faults(self) -> None:
+        with self.lock:
+            self.faults.clear()
+            self.hooks.clear()
+            self.denied.clear()
+
+    def reset(self) -> None:
+        """Empty the store, the log and every fault, keeping the server (and its port) running."""
+        with self.lock:
+            self.clear_faults()
+            for objects in self.store.values():
+                objects.clear()
+            self._encoded.clear()
+            self._pods_by_node.clear()
+            self.requests.clear()
+
+    def _fault_for(self, req: Request) -> Optional[Fault]:
+        with self.lock:
+            for fault in self.faults:
+                if not fault.applies(req):
+                    continue
+                fault.matched += 1
+                if fault.first is not None and fault.matched > fault.first:
+                    continue
+                if fault.fraction is not None and self.random.random() >= fault.fraction:
+                    continue
+                fault.fired += 1
+                return fault
+        return None
+
     def mutations(self) -> list[Request]:
         return [r for r in self.requests if r.method in ("POST", "PUT", "PATCH", "DELETE")]
 
@@ -216,6 +291,21 @@ class FakeApiServer:
             found = hook(req)
             if found is not None:
                 return found
+        fault = self._fault_for(req)
+        if fault is not None and fault.kind in ("status", "expired-continue"):
+            code = 410 if fault.kind == "expired-continue" else fault.status
+            headers = {"Content-Type": "application/json"}
+            if fault.retry_after is not None:
+                headers["Retry-After"] = fault.retry_after
+            req.fault = fault.kind
+            return Response(code, _status_body(code, "Injected", f"injected {fault.kind} {code}"), headers)
+        response = self._serve(req, auth)
+        if fault is not None:
+            req.fault = fault.kind
+            return _damage(response, fault)
+        return response
+
+    def _serve(self, req: Request, auth: str) -> Response:
         try:
             if auth != f"Bearer {TOKEN}":
                 raise ApiStatus(401, "Unauthorized", "Unauthorized")
@@ -318,6 +408,16 @@ class FakeApiServer:
                 self._put(kind, obj)
             return self._json(200, obj)
         return self._json(200, self._remove(kind, key))
+
+
+def _damage(response: Response, fault: Fault) -> Response:
+    if fault.kind == "reset":
+        response.cut_after = len(response.body) // 2
+    elif fault.kind == "timeout":
+        response.delay = fault.delay
+    elif fault.kind == "truncate":
+        response.body = response.body[: max(1, len(response.body) // 2)]
+    return response
 
 
 def _grace_seconds(options: dict, query: dict[str, str], obj: dict, kind: Kind) -> int:

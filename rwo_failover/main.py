@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import time
 from datetime import datetime, timezone
@@ -28,9 +29,9 @@ def utcnow() -> datetime:
 
 
 def main(argv: Optional[Sequence[str]] = None, environ: Optional[Mapping[str, str]] = None,
-         stdout: Optional[IO[str]] = None, stderr: Optional[IO[str]] = None) -> int:
-    import os
-
+         stdout: Optional[IO[str]] = None, stderr: Optional[IO[str]] = None,
+         sleep: Callable[[float], None] = time.sleep) -> int:
+    """The entry point; `sleep` is injectable so tests can check retry delays without waiting them out."""
     argv = sys.argv[1:] if argv is None else argv
     environ = os.environ if environ is None else environ
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
@@ -44,7 +45,7 @@ def main(argv: Optional[Sequence[str]] = None, environ: Optional[Mapping[str, st
         from .demo import run_demo
         return run_demo(settings, stdout)
     try:
-        api = Api(load_api_client(settings), settings)
+        api = Api(load_api_client(settings), settings, sleep=sleep)
     except config.ConfigError as err:
         print(f"rwo-failover: configuration error: {err}", file=stderr)
         return EXIT_CONFIG

@@ -24,6 +24,7 @@ class Run:
     logs: list[dict]
     stderr: str
     requests: list = field(default_factory=list)
+    sleeps: list = field(default_factory=list)  # delays the retry layer asked for; none were really slept
 
     def lines(self, message: str) -> list[dict]:
         return [line for line in self.logs if line.get("message") == message]
@@ -67,7 +68,8 @@ def run_pass(api: FakeApiServer, kubeconfig: str):
         environ = {"KUBECONFIG": kubeconfig, "LOG_FORMAT": "json", "PASS_TIMEOUT_SECONDS": "20", **env}
         out, err = io.StringIO(), io.StringIO()
         before = len(api.requests)
-        code = main(["--once", *argv], environ, out, err)
+        sleeps: list[float] = []
+        code = main(["--once", *argv], environ, out, err, sleep=sleeps.append)
         logs = [json.loads(line) for line in out.getvalue().splitlines() if line.strip()]
-        return Run(code, logs, err.getvalue(), api.requests[before:])
+        return Run(code, logs, err.getvalue(), api.requests[before:], sleeps)
     return run

@@ -107,3 +107,9 @@ def test_help_lists_every_setting_with_its_env_name():
     assert proc.returncode == 0
     for name in ("MAX_NODES_PER_PASS", "--max-nodes-per-pass", "SHUTDOWN_TAINTS", "DRY_RUN"):
         assert name in proc.stdout
+
+
+def test_kubeconfig_that_is_a_directory_exits_2(tmp_path):
+    # Tests run as root here, so file permissions cannot make it unreadable; a directory cannot be read either.
+    code, _, err = run_main({"KUBECONFIG": str(tmp_path)})
+    assert code == EXIT_CONFIG and "cannot load cluster credentials" in err

@@ -32,3 +32,11 @@ def test_readme_commands_exist_in_the_makefile():
     for command in re.findall(r"^make ([a-z-]+)", README, re.M) + re.findall(r"make ([a-z-]+)\s", README):
         assert command in targets, command
     assert "make test" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_reliability_table_matches_the_fault_suite():
+    from test_faults import RELIABILITY
+
+    table = README.split("<!-- reliability-table -->", 1)[1].split("<!-- /reliability-table -->", 1)[0]
+    rows = [line for line in table.splitlines() if line.startswith("| ") and not line.startswith("| Fault")]
+    assert rows == [f"| {fault} | {behaviour} |" for fault, behaviour in RELIABILITY]
