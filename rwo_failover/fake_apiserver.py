@@ -138,8 +138,9 @@ class FakeApiServer:
     def __init__(self, version: str = "v1.36.0", seed: int = 0) -> None:
         self.version = version
         self.lock = threading.RLock()
-        self.store: dict[str, dict[str, dict]] = {plural: {} for plural in KINDS}
-        self._encoded: dict[tuple[str, str], bytes] = {}
+        # Objects are kept only as encoded JSON and decoded on demand, so the benchmark's
+        # 150,000 pods fit in memory and list pages are served by joining bytes.
+        self.store: dict[str, dict[str, bytes]] = {plural: {} for plural in KINDS}
         self._pods_by_node: dict[str, set[str]] = {}
         self.resource_version = 1000
         self.requests: list[Request] = []
@@ -209,25 +210,24 @@ class FakeApiServer:
         meta = obj["metadata"]
         meta["resourceVersion"] = self._next_rv()
         key = self._key(kind, meta.get("namespace", ""), meta["name"])
-        self.store[kind.plural][key] = obj
-        self._encoded[(kind.plural, key)] = json.dumps(obj, separators=(",", ":")).encode()
+        self.store[kind.plural][key] = json.dumps(obj, separators=(",", ":")).encode()
         if kind.plural == "pods":
             self._pods_by_node.setdefault((obj.get("spec") or {}).get("nodeName", ""), set()).add(key)
 
     def _remove(self, kind: Kind, key: str) -> dict:
-        obj = self.store[kind.plural].pop(key)
-        self._encoded.pop((kind.plural, key), None)
+        obj = json.loads(self.store[kind.plural].pop(key))
         if kind.plural == "pods":
             self._pods_by_node.get((obj.get("spec") or {}).get("nodeName", ""), set()).discard(key)
         return obj
 
     def get(self, plural: str, name: str, namespace: str = "") -> Optional[dict]:
         with self.lock:
-            return self.store[plural].get(self._key(KINDS[plural], namespace, name))
+            raw = self.store[plural].get(self._key(KINDS[plural], namespace, name))
+            return None if raw is None else json.loads(raw)
 
     def objects(self, plural: str) -> list[dict]:
         with self.lock:
-            return list(self.store[plural].values())
+            return [json.loads(raw) for raw in self.store[plural].values()]
 
     def replace(self, obj: dict) -> dict:
         """Swap an object for a new one under the same name (a new UID), as a StatefulSet does."""
@@ -260,7 +260,6 @@ class FakeApiServer:
             self.clear_faults()
             for objects in self.store.values():
                 objects.clear()
-            self._encoded.clear()
             self._pods_by_node.clear()
             self.requests.clear()
 
@@ -330,14 +329,17 @@ class FakeApiServer:
     def _find(self, req: Request) -> tuple[Kind, str, dict]:
         kind = KINDS[req.resource]
         key = self._key(kind, req.namespace, req.name)
-        obj = self.store[kind.plural].get(key)
-        if obj is None:
+        raw = self.store[kind.plural].get(key)
+        if raw is None:
             raise ApiStatus(404, "NotFound", f'{req.resource} "{req.name}" not found')
-        return kind, key, obj
+        return kind, key, json.loads(raw)
 
     def _do_get(self, req: Request) -> Response:
-        kind, key, _obj = self._find(req)
-        return Response(200, self._encoded[(kind.plural, key)], {"Content-Type": "application/json"})
+        kind = KINDS[req.resource]
+        raw = self.store[kind.plural].get(self._key(kind, req.namespace, req.name))
+        if raw is None:
+            raise ApiStatus(404, "NotFound", f'{req.resource} "{req.name}" not found')
+        return Response(200, raw, {"Content-Type": "application/json"})
 
     def _do_list(self, req: Request) -> Response:
         kind = KINDS[req.resource]
@@ -353,7 +355,7 @@ class FakeApiServer:
             meta["continue"] = base64.urlsafe_b64encode(json.dumps({"start": page[-1]}).encode()).decode()
             meta["remainingItemCount"] = len(rest)
         head = json.dumps({"kind": kind.kind + "List", "apiVersion": kind.api_version, "metadata": meta})
-        items = b",".join(self._encoded[(kind.plural, k)] for k in page)
+        items = b",".join(self.store[kind.plural][k] for k in page)
         body = head[:-1].encode() + b',"items":[' + items + b"]}"
         return Response(200, body, {"Content-Type": "application/json"})
 
@@ -472,7 +474,7 @@ def _field_value(obj: dict, path: str) -> str:
     return "" if value is None else str(value)
 
 
-def _selector_filter(kind: Kind, objects: dict[str, dict], keys: list[str], req: Request) -> list[str]:
+def _selector_filter(kind: Kind, objects: dict[str, bytes], keys: list[str], req: Request) -> list[str]:
     terms = _field_terms(kind, req.query.get("fieldSelector", ""))
     try:
         labels = LabelSelector.parse(req.query.get("labelSelector", ""))
@@ -482,7 +484,7 @@ def _selector_filter(kind: Kind, objects: dict[str, dict], keys: list[str], req:
         return keys
     kept = []
     for key in keys:
-        obj = objects[key]
+        obj = json.loads(objects[key])
         fields_ok = all((_field_value(obj, f) == v) == (op == "=") for f, op, v in terms)
         if fields_ok and labels.matches((obj.get("metadata") or {}).get("labels") or {}):
             kept.append(key)

@@ -2,7 +2,8 @@
 
 Cost: one paginated node list, one GET per tainted node's Lease, and, only
 when a node is proven down: one field-selected pod list per such node, one GET
-per claim of an eligible pod, one paginated VolumeAttachment list, and one GET
+per claim of an eligible pod (or, past 20 claims, one paginated PVC list),
+one paginated VolumeAttachment list, and one GET
 per PV (and its claim) of an attachment on such a node that no pod explains.
 All pods in the cluster are never listed.
 """
@@ -15,6 +16,10 @@ from .client import Api
 from .config import Settings
 from .decide import Snapshot, nodes_to_inspect, pod_exclusion, tainted_nodes
 from .model import Attachment, Claim, Lease, Node, Pod, Volume
+
+
+# Beyond this many claims, one cluster-wide PVC list (at most a few pages) costs fewer requests than a GET each.
+CLAIM_GETS_BEFORE_LIST = 20
 
 
 def observe(api: Api, settings: Settings, now: datetime) -> Snapshot:
@@ -39,8 +44,13 @@ def observe(api: Api, settings: Settings, now: datetime) -> Snapshot:
 
 
 def _read_claims(api: Api, keys: list) -> dict[str, Claim]:
-    found = (api.read_claim(namespace, name) for namespace, name in dict.fromkeys(keys))
-    return {f"{c.namespace}/{c.name}": c for c in (Claim.from_json(obj) for obj in found if obj)}
+    """A GET per claim when few are needed; past that, one paginated cluster-wide list is cheaper."""
+    wanted = {f"{namespace}/{name}": (namespace, name) for namespace, name in keys}
+    if len(wanted) > CLAIM_GETS_BEFORE_LIST:
+        listed = (Claim.from_json(obj) for obj in api.list_claims())
+        return {c.key: c for c in listed if c.key in wanted}
+    found = (api.read_claim(namespace, name) for namespace, name in wanted.values())
+    return {c.key: c for c in (Claim.from_json(obj) for obj in found if obj)}
 
 
 def _read_unexplained_volumes(api: Api, attachments: tuple[Attachment, ...],

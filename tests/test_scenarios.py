@@ -241,3 +241,21 @@ def test_orphan_like_attachments_that_must_stay(api, run_pass, env, volume_kwarg
     assert result.code == EXIT_OK
     assert api.mutations() == []
     assert len(names(api, "volumeattachments")) == 1
+
+
+def test_many_claims_are_read_with_one_list_instead_of_a_get_each(api, run_pass):
+    healthy_cluster(api, 40)
+    fc.dead_node(api, "worker-dead")
+    for i in range(25):
+        fc.add_volume(api, f"data-db-{i}", namespace=f"team-{i % 3}", attached_to="worker-dead")
+        api.add(fc.pod(f"db-{i}", "worker-dead", namespace=f"team-{i % 3}", claims=[f"data-db-{i}"],
+                       terminating=True))
+    fc.add_volume(api, "unrelated", namespace="team-9")
+
+    result = run_pass(PAGE_SIZE="2")  # PVC and attachment pages are 10x longer: 20
+
+    claim_calls = [(r.verb, r.resource) for r in result.requests if r.resource == "persistentvolumeclaims"]
+    assert claim_calls == [("list", "persistentvolumeclaims")] * 2, "26 claims at 20 a page"
+    assert result.code == EXIT_OK
+    assert result.summary["pods_deleted"] == 25 and result.summary["attachments_deleted"] == 25
+    assert names(api, "persistentvolumeclaims") and len(names(api, "volumeattachments")) == 0
