@@ -1,10 +1,14 @@
 """The Kubernetes API, as this tool uses it: raw JSON, bounded retries, one pass deadline.
 
-Lists skip the client's model layer (`_preload_content=False` then a JSON
-parse), which is several times faster and smaller on big clusters. Every call
-goes through `Api.call`, the one place that retries: on 429 (honouring
-Retry-After), 5xx, connection errors and truncated bodies, for at most
-API_MAX_ATTEMPTS attempts and never past the pass deadline.
+Calls go through the official client's ApiClient (kubeconfig or in-cluster
+auth, TLS, the urllib3 pool) with `param_serialize` and `call_api`, and parse
+the JSON body themselves. That skips the generated API classes: their import
+builds a pydantic validator for every method (~0.9 s), each call validates its
+arguments (~1.4 ms), and default deserialization of a 5,000-node list takes
+seconds and hundreds of MB (see bench/). Every call goes through `Api.call`,
+the one place that retries: on 429 (honouring Retry-After), 5xx, connection
+errors and truncated bodies, for at most API_MAX_ATTEMPTS attempts and never
+past the pass deadline.
 """
 
 from __future__ import annotations
@@ -114,10 +118,7 @@ class Api:
 
     def __init__(self, api_client: k8s.ApiClient, settings: Settings,
                  clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> None:
-        self.core = k8s.CoreV1Api(api_client)
-        self.storage = k8s.StorageV1Api(api_client)
-        self.coordination = k8s.CoordinationV1Api(api_client)
-        self.version_api = k8s.VersionApi(api_client)
+        self.api_client = api_client
         self.settings = settings
         self.clock, self.sleep = clock, sleep
         self.deadline = clock() + settings.pass_timeout_seconds
@@ -145,14 +146,18 @@ class Api:
                                                     "sleep_seconds": round(state.upcoming_sleep, 3)})
         return before_sleep
 
-    def call(self, verb: str, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """Run one API call and return its parsed JSON body; 404 returns None."""
+    def call(self, verb: str, what: str, method: str, path: str, query: Optional[list] = None,
+             body: Optional[dict] = None) -> Optional[dict]:
+        """One API call, retried within bounds; its parsed JSON body, or None for 404.
+
+        `verb` and `what` name the RBAC verb and resource: they go in every error message.
+        """
         retrying = Retrying(
             stop=stop_after_attempt(self.settings.api_max_attempts) | self._past_deadline,
             wait=self._wait, retry=retry_if_exception(is_transient), sleep=self.sleep,
             before_sleep=self._log_retry(verb, what), reraise=True)
         try:
-            return retrying(self._attempt, fn, *args, **kwargs)
+            return retrying(self._attempt, method, path, query or [], body)
         except ApiException as err:
             if err.status == 404:
                 return None
@@ -172,35 +177,41 @@ class Api:
                     f"(PASS_TIMEOUT_SECONDS={self.settings.pass_timeout_seconds:g})")
         return f"{made} attempt(s) (API_MAX_ATTEMPTS)"
 
-    def _attempt(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    def _attempt(self, method: str, path: str, query: list, body: Optional[dict]) -> Any:
         self.attempts += 1
         timeout = max(0.05, min(self.settings.request_timeout_seconds, self.remaining()))
-        response = fn(*args, _preload_content=False, _request_timeout=(timeout, timeout), **kwargs)
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+        request = self.api_client.param_serialize(method=method, resource_path=path, query_params=query,
+                                                  header_params=headers, body=body, auth_settings=["BearerToken"])
+        response = self.api_client.call_api(*request, _request_timeout=(timeout, timeout))
         try:
-            data = response.data  # reading the body can fail mid-way, so it stays inside the attempt
+            data = response.read()  # reading the body can fail mid-way, so it stays inside the attempt
         finally:
-            response.release_conn()
+            response.response.release_conn()
+        if not 200 <= response.status <= 299:
+            raise ApiException.from_response(http_resp=response, body=data.decode("utf-8", "replace"), data=None)
         return json.loads(data) if data else {}
 
-    def list_all(self, verb_what: str, fn: Callable[..., Any], page_factor: int = 1, **query: Any) -> Iterator[dict]:
+    def list_all(self, what: str, path: str, page_factor: int = 1, query: Optional[list] = None) -> Iterator[dict]:
         """Every item of a paginated list, page by page; restarts (bounded) when a continue token expires."""
         for restart in range(MAX_LIST_RESTARTS + 1):
             try:
-                yield from self._pages(verb_what, fn, self.settings.page_size * page_factor, **query)
+                yield from self._pages(what, path, self.settings.page_size * page_factor, query or [])
                 return
             except ApiError as err:
                 if err.status != 410 or restart == MAX_LIST_RESTARTS:
                     raise
-                log.warning("list continue token expired; restarting the list", extra={"resource": verb_what})
+                log.warning("list continue token expired; restarting the list", extra={"resource": what})
 
-    def _pages(self, what: str, fn: Callable[..., Any], limit: int, **query: Any) -> Iterator[dict]:
+    def _pages(self, what: str, path: str, limit: int, query: list) -> Iterator[dict]:
         token = None
-        # resourceVersion=0 lets the API server answer the first page from its watch cache instead of
-        # etcd; a slightly stale list is fine because every node is re-read live before we act.
-        first: dict[str, Any] = {"resource_version": "0"}
         while True:
-            page_query = dict(query, limit=limit, **({"_continue": token} if token else first))
-            body = self.call("list", what, fn, **page_query)
+            # resourceVersion=0 lets the API server answer the first page from its watch cache instead of
+            # etcd; a slightly stale list is fine because every node is re-read live before we act.
+            position = [("continue", token)] if token else [("resourceVersion", "0")]
+            body = self.call("list", what, "GET", path, query + [("limit", limit)] + position)
             if body is None:
                 return
             yield from body.get("items") or ()
@@ -208,43 +219,43 @@ class Api:
             if not token:
                 return
 
-    # The calls a pass makes. Each names its RBAC verb and resource, which the RBAC test checks.
+    # The calls a pass makes. Each names its RBAC verb and resource, which tests/test_rbac.py checks.
     def list_nodes(self) -> Iterator[dict]:
-        return self.list_all("nodes", self.core.list_node)
+        return self.list_all("nodes", "/api/v1/nodes")
 
     def read_node(self, name: str) -> Optional[dict]:
-        return self.call("get", "nodes", self.core.read_node, name)
+        return self.call("get", "nodes", "GET", f"/api/v1/nodes/{name}")
 
     def read_lease(self, node: str) -> Optional[dict]:
-        return self.call("get", f"leases in {LEASE_NAMESPACE}", self.coordination.read_namespaced_lease,
-                         node, LEASE_NAMESPACE)
+        return self.call("get", f"leases in {LEASE_NAMESPACE}", "GET",
+                         f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases/{node}")
 
     def list_pods_on(self, node: str) -> Iterator[dict]:
-        return self.list_all("pods", self.core.list_pod_for_all_namespaces, field_selector=f"spec.nodeName={node}")
+        return self.list_all("pods", "/api/v1/pods", query=[("fieldSelector", f"spec.nodeName={node}")])
 
     def read_claim(self, namespace: str, name: str) -> Optional[dict]:
-        return self.call("get", "persistentvolumeclaims", self.core.read_namespaced_persistent_volume_claim,
-                         name, namespace)
-
-    def read_volume(self, name: str) -> Optional[dict]:
-        return self.call("get", "persistentvolumes", self.core.read_persistent_volume, name)
+        return self.call("get", "persistentvolumeclaims", "GET",
+                         f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/{name}")
 
     def list_claims(self) -> Iterator[dict]:
-        return self.list_all("persistentvolumeclaims", self.core.list_persistent_volume_claim_for_all_namespaces,
+        return self.list_all("persistentvolumeclaims", "/api/v1/persistentvolumeclaims",
                              page_factor=SMALL_OBJECT_PAGE_FACTOR)
 
+    def read_volume(self, name: str) -> Optional[dict]:
+        return self.call("get", "persistentvolumes", "GET", f"/api/v1/persistentvolumes/{name}")
+
     def list_attachments(self) -> Iterator[dict]:
-        return self.list_all("volumeattachments", self.storage.list_volume_attachment,
+        return self.list_all("volumeattachments", "/apis/storage.k8s.io/v1/volumeattachments",
                              page_factor=SMALL_OBJECT_PAGE_FACTOR)
 
     def delete_pod(self, namespace: str, name: str, uid: str) -> Optional[dict]:
-        body = k8s.V1DeleteOptions(grace_period_seconds=0, preconditions=k8s.V1Preconditions(uid=uid))
-        return self.call("delete", "pods", self.core.delete_namespaced_pod, name, namespace,
-                         body=body, grace_period_seconds=0)
+        body = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0, "preconditions": {"uid": uid}}
+        return self.call("delete", "pods", "DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}",
+                         [("gracePeriodSeconds", 0)], body)
 
     def delete_attachment(self, name: str) -> Optional[dict]:
-        return self.call("delete", "volumeattachments", self.storage.delete_volume_attachment, name)
+        return self.call("delete", "volumeattachments", "DELETE", f"/apis/storage.k8s.io/v1/volumeattachments/{name}")
 
     def create_event(self, namespace: str, event: dict) -> Optional[dict]:
-        return self.call("create", "events", self.core.create_namespaced_event, namespace,
-                         k8s.CoreV1Event.model_validate(event))
+        return self.call("create", "events", "POST", f"/api/v1/namespaces/{namespace}/events",
+                         body=dict(event, apiVersion="v1", kind="Event"))
