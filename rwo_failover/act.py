@@ -16,12 +16,15 @@ from typing import Callable, Optional
 
 from .client import Api, ApiError, Forbidden
 from .config import Settings
-from .decide import AttachmentAction, NodePlan, NodeState, NodeVerdict, Plan, PodAction, judge_node, shutdown_taint
-from .model import Lease, Node
+from .decide import (AttachmentAction, NodePlan, NodeState, NodeVerdict, Plan, PodAction, judge, only_our_taint,
+                     recovered, shutdown_taint)
+from .model import OOS_ANNOTATION, OOS_KEY, Lease, Node
 
 log = logging.getLogger("rwo_failover")
 COMPONENT = "rwo-failover"
 NODE_EVENT_NAMESPACE = "default"  # where kubelet and the node controller put Node events
+OUT_OF_SERVICE = {"key": OOS_KEY, "value": "nodeshutdown", "effect": "NoExecute"}
+PATCH_ATTEMPTS = 5  # read-modify-write rounds before giving up on a node that keeps changing under us
 
 
 @dataclass
@@ -36,6 +39,8 @@ class Outcome:
     split_brain: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     forbidden: list[str] = field(default_factory=list)
+    taints_added: list[str] = field(default_factory=list)
+    taints_removed: list[str] = field(default_factory=list)
     events: int = 0
 
 
@@ -44,6 +49,7 @@ class Actor:
         self.api, self.settings, self.now = api, settings, now
         self.outcome = Outcome()
         self.instance = socket.gethostname()
+        self._gave_up: set[str] = set()  # nodes whose patch failed for a reason other than a conflict
 
     def warn_split_brain(self, verdicts: tuple[NodeVerdict, ...]) -> None:
         for verdict in verdicts:
@@ -62,21 +68,29 @@ class Actor:
     def execute(self, plan: Plan) -> Outcome:
         plan.raise_if_unsafe()
         for node_plan in plan.nodes:
-            if node_plan.pods or node_plan.attachments:
+            if node_plan.has_work:
                 self._act_on_node(node_plan)
+        for name in plan.untaint:
+            self._remove_taint(name)
         return self.outcome
 
     def _act_on_node(self, node_plan: NodePlan) -> None:
         name = node_plan.verdict.node
-        verdict = self._recheck(name)
-        if verdict is None:
+        checked = self._recheck(name)
+        if checked is None:
             return
+        verdict, raw = checked
         if verdict.state is not NodeState.DOWN:
             self.outcome.nodes_not_down_on_recheck.append(name)
             log.warning("node no longer proven down on live re-check; skipping it",
                         extra={"node": name, "state": verdict.state.value, "reason": verdict.reason})
             if verdict.state is NodeState.ALIVE:
                 self.warn_split_brain((verdict,))
+            return
+        if node_plan.add_taint:
+            # First, so the attach-detach controller force-detaches the moment each pod is gone.
+            self._add_taint(name, raw)
+        if not (node_plan.pods or node_plan.attachments):
             return
         gone = {p.key for p in node_plan.pods if self._delete_pod(p)}
         released = [a for a in node_plan.attachments if self._release(a, gone)]
@@ -86,7 +100,7 @@ class Actor:
                          f"node proven down ({verdict.reason}, taint {verdict.taint}); force-deleted {deleted}; "
                          f"deleted {volumes}")
 
-    def _recheck(self, name: str) -> Optional[NodeVerdict]:
+    def _recheck(self, name: str) -> Optional[tuple[NodeVerdict, dict]]:
         """Read the node and its Lease again, now, and judge them with the same rule as the plan."""
         try:
             raw = self.api.read_node(name)
@@ -98,11 +112,92 @@ class Actor:
             self._fail(f"node {name} disappeared before acting; skipped", None)
             return None
         node = Node.from_json(raw)
+        lease = Lease.from_json(lease_raw) if lease_raw else None
         taint = shutdown_taint(node, self.settings.shutdown_taints)
         if taint is None:
-            return NodeVerdict(name, NodeState.NOT_YET, "", "shutdown taint removed since the pass began")
-        lease = Lease.from_json(lease_raw) if lease_raw else None
-        return judge_node(node, lease, taint, self.settings.min_not_ready_seconds, self.now())
+            return NodeVerdict(name, NodeState.NOT_YET, "", "shutdown taint removed since the pass began"), raw
+        return judge(node, lease, taint, self.settings, self.now()), raw
+
+    def _add_taint(self, name: str, raw: dict) -> None:
+        if self.settings.dry_run:
+            log.info("dry-run: would add the out-of-service taint", extra={"node": name, "taint": OUT_OF_SERVICE})
+            return
+        for attempt in range(PATCH_ATTEMPTS):
+            if attempt:  # a 409: someone changed the node; read and judge it again from scratch
+                checked = self._recheck(name)
+                if checked is None or checked[0].state is not NodeState.DOWN:
+                    log.warning("node changed and is no longer proven down; out-of-service taint not added",
+                                extra={"node": name})
+                    return
+                raw = checked[1]
+            taints = (raw.get("spec") or {}).get("taints") or []
+            if any(t.get("key") == OOS_KEY for t in taints):
+                log.info("out-of-service taint already present; not ours to manage", extra={"node": name})
+                return
+            patch = {"metadata": {"annotations": {OOS_ANNOTATION: self._stamp()}},
+                     "spec": {"taints": taints + [dict(OUT_OF_SERVICE, timeAdded=self._stamp())]}}
+            if self._patch_node(name, raw, patch):
+                self.outcome.taints_added.append(name)
+                log.info("added the out-of-service taint", extra={"node": name})
+                self._node_event(name, "Normal", "OutOfServiceTaintAdded",
+                                 f"node proven down; added {OOS_KEY}=nodeshutdown:NoExecute so Kubernetes "
+                                 "force-detaches its volumes; rwo-failover removes it once the node is back")
+                return
+            if name in self._gave_up:
+                return
+        self._fail(f"adding the out-of-service taint to {name}: still conflicting after {PATCH_ATTEMPTS} "
+                   "read-modify-write rounds", None)
+
+    def _remove_taint(self, name: str) -> None:
+        """Take our out-of-service taint (and annotation) off a node that is back, and only ours."""
+        for _ in range(PATCH_ATTEMPTS):
+            try:
+                raw = self.api.read_node(name)
+                lease_raw = self.api.read_lease(name) if raw else None
+            except ApiError as err:
+                self._fail(f"re-check of recovered node {name} failed: {err}", err)
+                return
+            node = Node.from_json(raw) if raw else None
+            lease = Lease.from_json(lease_raw) if lease_raw else None
+            if node is None or not only_our_taint(node, self.settings.shutdown_taints) or \
+                    not recovered(node, lease, self.settings, self.now()):
+                log.info("out-of-service taint left in place: not ours, or the node is not back for long enough",
+                         extra={"node": name})
+                return
+            if self.settings.dry_run:
+                log.info("dry-run: would remove our out-of-service taint", extra={"node": name})
+                return
+            kept = [t for t in (raw.get("spec") or {}).get("taints") or () if t.get("key") != OOS_KEY]
+            if self._patch_node(name, raw, {"metadata": {"annotations": {OOS_ANNOTATION: None}},
+                                            "spec": {"taints": kept}}):
+                self.outcome.taints_removed.append(name)
+                log.info("removed our out-of-service taint from a recovered node", extra={"node": name})
+                self._node_event(name, "Normal", "OutOfServiceTaintRemoved",
+                                 f"node Ready for {self.settings.recovery_seconds}s or more with a fresh Lease; "
+                                 f"removed the {OOS_KEY} taint rwo-failover added at {node.oos_added_at}")
+                return
+            if name in self._gave_up:
+                return
+        self._fail(f"removing the out-of-service taint from {name}: still conflicting after {PATCH_ATTEMPTS} "
+                   "read-modify-write rounds", None)
+
+    def _patch_node(self, name: str, raw: dict, patch: dict) -> bool:
+        """Patch with the read's resourceVersion as a precondition: a stale read gets 409, never overwrites.
+
+        False on a conflict (the caller reads again); on any other error, records it and gives up on the node.
+        """
+        patch["metadata"]["resourceVersion"] = raw["metadata"]["resourceVersion"]
+        try:
+            self.api.patch_node(name, patch)
+            return True
+        except ApiError as err:
+            if err.status != 409:
+                self._fail(f"patching node {name} failed: {err}", err)
+                self._gave_up.add(name)
+            return False
+
+    def _stamp(self) -> str:
+        return self.now().strftime("%Y-%m-%dT%H:%M:%SZ")
 
     def _delete_pod(self, action: PodAction) -> bool:
         """True when the pod we inspected is gone (or would be, in a dry run)."""
@@ -162,7 +257,7 @@ class Actor:
                message: str, cluster_scoped: bool = False) -> None:
         if self.settings.dry_run:
             return
-        stamp = self.now().strftime("%Y-%m-%dT%H:%M:%SZ")
+        stamp = self._stamp()
         involved = {"apiVersion": "v1", "kind": kind, "name": name, "uid": uid,
                     "namespace": None if cluster_scoped else namespace}
         event = {"metadata": {"generateName": f"{name}.", "namespace": namespace},

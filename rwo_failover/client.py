@@ -147,7 +147,7 @@ class Api:
         return before_sleep
 
     def call(self, verb: str, what: str, method: str, path: str, query: Optional[list] = None,
-             body: Optional[dict] = None) -> Optional[dict]:
+             body: Optional[dict] = None, content_type: str = "application/json") -> Optional[dict]:
         """One API call, retried within bounds; its parsed JSON body, or None for 404.
 
         `verb` and `what` name the RBAC verb and resource: they go in every error message.
@@ -157,7 +157,7 @@ class Api:
             wait=self._wait, retry=retry_if_exception(is_transient), sleep=self.sleep,
             before_sleep=self._log_retry(verb, what), reraise=True)
         try:
-            return retrying(self._attempt, method, path, query or [], body)
+            return retrying(self._attempt, method, path, query or [], body, content_type)
         except ApiException as err:
             if err.status == 404:
                 return None
@@ -177,12 +177,12 @@ class Api:
                     f"(PASS_TIMEOUT_SECONDS={self.settings.pass_timeout_seconds:g})")
         return f"{made} attempt(s) (API_MAX_ATTEMPTS)"
 
-    def _attempt(self, method: str, path: str, query: list, body: Optional[dict]) -> Any:
+    def _attempt(self, method: str, path: str, query: list, body: Optional[dict], content_type: str) -> Any:
         self.attempts += 1
         timeout = max(0.05, min(self.settings.request_timeout_seconds, self.remaining()))
         headers = {"Accept": "application/json"}
         if body is not None:
-            headers["Content-Type"] = "application/json"
+            headers["Content-Type"] = content_type
         request = self.api_client.param_serialize(method=method, resource_path=path, query_params=query,
                                                   header_params=headers, body=body, auth_settings=["BearerToken"])
         response = self.api_client.call_api(*request, _request_timeout=(timeout, timeout))
@@ -255,6 +255,18 @@ class Api:
 
     def delete_attachment(self, name: str) -> Optional[dict]:
         return self.call("delete", "volumeattachments", "DELETE", f"/apis/storage.k8s.io/v1/volumeattachments/{name}")
+
+    def patch_node(self, name: str, patch: dict) -> Optional[dict]:
+        """A JSON merge patch; put metadata.resourceVersion in it to make it fail (409) on a stale read."""
+        return self.call("patch", "nodes", "PATCH", f"/api/v1/nodes/{name}", body=patch,
+                         content_type="application/merge-patch+json")
+
+    def server_version(self) -> Optional[tuple[int, int]]:
+        """(major, minor) from /version, a non-resource URL every authenticated client may read."""
+        found = self.call("get", "/version", "GET", "/version") or {}
+        numbers = [int("".join(ch for ch in part if ch.isdigit()) or 0)
+                   for part in str(found.get("gitVersion", "")).lstrip("v").split(".")[:2]]
+        return (numbers[0], numbers[1]) if len(numbers) == 2 else None
 
     def create_event(self, namespace: str, event: dict) -> Optional[dict]:
         return self.call("create", "events", "POST", f"/api/v1/namespaces/{namespace}/events",

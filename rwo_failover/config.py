@@ -17,6 +17,7 @@ from .matchers import LabelSelector, MatcherError, TaintSpec
 
 STUCK_STATES = ("Terminating", "Unknown", "NodeLost", "NotReady")
 LOG_FORMATS = ("auto", "json", "text")
+OUT_OF_SERVICE_MODES = ("auto", "always", "never")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 OUT_OF_SERVICE_TAINT = "node.kubernetes.io/out-of-service"
 CLOUD_SHUTDOWN_TAINT = "node.cloudprovider.kubernetes.io/shutdown"
@@ -44,6 +45,9 @@ class Settings:
     page_size: int
     log_format: str
     log_level: str
+    out_of_service_taint: str
+    recovery_seconds: int
+    interval: float
     kubeconfig: Optional[str]
     kube_context: Optional[str]
 
@@ -80,6 +84,11 @@ def _number_in(low: float, high: float) -> Callable[[str], float]:
             raise ValueError("out of range")
         return value
     return parse
+
+
+def _interval(text: str) -> float:
+    """0 (one pass), or seconds between passes."""
+    return 0.0 if text.strip() in ("0", "0.0") else _number_in(0, 86400)(text)
 
 
 def _choice(options: Sequence[str], fold: Callable[[str], str] = str.lower) -> Callable[[str], str]:
@@ -183,6 +192,16 @@ SPECS: tuple[Spec, ...] = (
          "a comma-separated list of namespace names, or empty", empty_ok=True),
     Spec("POD_SELECTOR", _selector, "", "Only pods matching this label selector; empty means all.",
          "a label selector such as app=db,tier in (a,b), or empty", empty_ok=True),
+    Spec("OUT_OF_SERVICE_TAINT", _choice(OUT_OF_SERVICE_MODES), "auto",
+         "Add node.kubernetes.io/out-of-service=nodeshutdown:NoExecute to proven-down nodes: auto (when the "
+         "server is 1.28 or newer), always, or never.",
+         f"one of {', '.join(OUT_OF_SERVICE_MODES)}"),
+    Spec("RECOVERY_SECONDS", _int_at_least(0), "60",
+         "Remove our out-of-service taint once the node has been Ready this long with a fresh Lease.",
+         _WHOLE.format(0)),
+    Spec("INTERVAL", _interval, "0",
+         "Seconds between passes in continuous mode (until SIGTERM); 0 runs one pass. --once forces one pass.",
+         "0, or a number of seconds in (0, 86400]"),
     Spec("PASS_TIMEOUT_SECONDS", _number_in(0, 3600), "45",
          "Deadline for the whole pass, retries included; keep it below the CronJob interval.",
          "a number of seconds in (0, 3600]"),

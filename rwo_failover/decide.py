@@ -14,13 +14,17 @@ from typing import Iterable, Mapping, Optional, Sequence
 
 from .config import Settings
 from .matchers import TaintSpec, any_taint_matches
-from .model import Attachment, Claim, Lease, Node, Pod, Volume
+from .model import OOS_KEY, Attachment, Claim, Lease, Node, Pod, Volume
+
+OUT_OF_SERVICE_SINCE = (1, 28)  # the out-of-service taint's force-detach is GA from Kubernetes 1.28
+LEASE_FRESH_SECONDS = 40  # kubelet's default node lease duration: renewed within it means heartbeating
 
 
 class NodeState(str, Enum):
     DOWN = "down"          # proven down: safe to act on
     NOT_YET = "not-yet"    # NotReady, but not for long enough; exit 0
     ALIVE = "alive"        # tainted for shutdown yet Ready or heartbeating; exit 3
+    RECOVERING = "recovering"  # alive again, and the only shutdown taint is the one we added; exit 0
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,7 @@ class Snapshot:
     claims: Mapping[str, Claim] = field(default_factory=dict)  # keyed "namespace/name"
     attachments: tuple[Attachment, ...] = ()
     volumes: Mapping[str, Volume] = field(default_factory=dict)  # PVs of attachments no pod explains
+    server_version: Optional[tuple[int, int]] = None  # read only when OUT_OF_SERVICE_TAINT=auto needs it
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,11 @@ class NodePlan:
     verdict: NodeVerdict
     pods: tuple[PodAction, ...] = ()
     attachments: tuple[AttachmentAction, ...] = ()
+    add_taint: bool = False  # add node.kubernetes.io/out-of-service before deleting anything
+
+    @property
+    def has_work(self) -> bool:
+        return bool(self.pods or self.attachments or self.add_taint)
 
 
 @dataclass(frozen=True)
@@ -93,6 +103,7 @@ class Plan:
     refusal: Optional[str] = None
     not_ready: int = 0
     total_nodes: int = 0
+    untaint: tuple[str, ...] = ()  # recovered nodes whose out-of-service taint (ours) comes off
 
     @property
     def pod_count(self) -> int:
@@ -141,14 +152,42 @@ def judge_node(node: Node, lease: Optional[Lease], taint: TaintSpec, min_seconds
     return verdict(NodeState.DOWN, f"Ready={node.ready} for {age:.0f}s, {lease_text}")
 
 
+def only_our_taint(node: Node, specs: Sequence[TaintSpec]) -> bool:
+    """The node's only shutdown taint is the out-of-service taint that we added (and annotated)."""
+    matching = [t for t in node.taints if any(spec.matches(t.as_dict()) for spec in specs)]
+    return node.oos_added_at is not None and bool(matching) and all(t.key == OOS_KEY for t in matching)
+
+
+def judge(node: Node, lease: Optional[Lease], taint: TaintSpec, settings: Settings, now: datetime) -> NodeVerdict:
+    """judge_node, plus: an alive node whose only shutdown taint is ours is recovering, not split-brain."""
+    verdict = judge_node(node, lease, taint, settings.min_not_ready_seconds, now)
+    if verdict.state is NodeState.ALIVE and only_our_taint(node, settings.shutdown_taints):
+        return NodeVerdict(node.name, NodeState.RECOVERING, verdict.taint,
+                           "alive again and carries only the out-of-service taint rwo-failover added")
+    return verdict
+
+
+def recovered(node: Node, lease: Optional[Lease], settings: Settings, now: datetime) -> bool:
+    """Ready for RECOVERY_SECONDS with a fresh Lease: our out-of-service taint may come off."""
+    return (node.ready == "True" and node.ready_since is not None
+            and _age(now, node.ready_since) >= settings.recovery_seconds
+            and lease is not None and lease.renew_time is not None
+            and _age(now, lease.renew_time) < LEASE_FRESH_SECONDS)
+
+
+def wants_out_of_service(snapshot: Snapshot, settings: Settings) -> bool:
+    if settings.out_of_service_taint == "auto":
+        return snapshot.server_version is not None and snapshot.server_version >= OUT_OF_SERVICE_SINCE
+    return settings.out_of_service_taint == "always"
+
+
 def tainted_nodes(nodes: Iterable[Node], settings: Settings) -> list[tuple[Node, TaintSpec]]:
     found = ((node, shutdown_taint(node, settings.shutdown_taints)) for node in nodes)
     return sorted(((n, t) for n, t in found if t is not None), key=lambda pair: pair[0].name)
 
 
 def judge_nodes(snapshot: Snapshot, settings: Settings) -> list[NodeVerdict]:
-    return [judge_node(node, snapshot.leases.get(node.name), taint, settings.min_not_ready_seconds,
-                       snapshot.now)
+    return [judge(node, snapshot.leases.get(node.name), taint, settings, snapshot.now)
             for node, taint in tainted_nodes(snapshot.nodes, settings)]
 
 
@@ -285,6 +324,17 @@ def _orphan(att: Attachment, snapshot: Snapshot, settings: Settings,
     return AttachmentAction(att.name, att.node, att.volume, claim.key, ()), None
 
 
+def _taint_blocker(node: Node, pods: Sequence[Pod], claims: Mapping[str, Claim]) -> Optional[str]:
+    """Why the out-of-service taint must not go on: Kubernetes would then force-delete an opted-out pod."""
+    for pod in pods:
+        opted = pod.opted_out or any(claims[k].opted_out for k in (f"{pod.namespace}/{c}" for c in pod.claims)
+                                     if k in claims)
+        if opted:
+            return f"out-of-service taint not added: {pod.key} is opted out, and the taint would let " \
+                   "Kubernetes force-delete it"
+    return None
+
+
 def _plan_node(verdict: NodeVerdict, snapshot: Snapshot, settings: Settings, skips: list[Skip]) -> NodePlan:
     pods = sorted((p for p in snapshot.pods if p.node == verdict.node), key=lambda p: p.key)
     selected = _select_pods(pods, snapshot, settings, skips)
@@ -294,7 +344,25 @@ def _plan_node(verdict: NodeVerdict, snapshot: Snapshot, settings: Settings, ski
                               + f" on node {verdict.node} ({verdict.taint})",
                               tuple(c.key for c in claims))
                     for pod, claims in selected)
-    return NodePlan(verdict, actions, tuple(attachments))
+    node = next(n for n in snapshot.nodes if n.name == verdict.node)
+    add_taint = wants_out_of_service(snapshot, settings) and not node.has_oos_taint
+    blocker = _taint_blocker(node, pods, snapshot.claims) if add_taint else None
+    if blocker:
+        skips.append(Skip("node", node.name, blocker))
+    return NodePlan(verdict, actions, tuple(attachments), add_taint and blocker is None)
+
+
+def _untaint(verdicts: Sequence[NodeVerdict], snapshot: Snapshot, settings: Settings,
+             skips: list[Skip]) -> tuple[str, ...]:
+    nodes = {n.name: n for n in snapshot.nodes}
+    ready = []
+    for verdict in (v for v in verdicts if v.state is NodeState.RECOVERING):
+        if recovered(nodes[verdict.node], snapshot.leases.get(verdict.node), settings, snapshot.now):
+            ready.append(verdict.node)
+        else:
+            skips.append(Skip("node", verdict.node, f"our out-of-service taint stays until Ready for "
+                                                    f"RECOVERY_SECONDS={settings.recovery_seconds} with a fresh Lease"))
+    return tuple(ready)
 
 
 def plan(snapshot: Snapshot, settings: Settings) -> Plan:
@@ -302,7 +370,7 @@ def plan(snapshot: Snapshot, settings: Settings) -> Plan:
     verdicts = judge_nodes(snapshot, settings)
     skips = [Skip("node", v.node, v.reason) for v in verdicts if v.state is not NodeState.DOWN]
     totals = {"not_ready": sum(1 for n in snapshot.nodes if n.ready != "True"),
-              "total_nodes": len(snapshot.nodes)}
+              "total_nodes": len(snapshot.nodes), "untaint": _untaint(verdicts, snapshot, settings, skips)}
     refusal = node_brake(snapshot, settings, verdicts)
     if refusal:
         return Plan(tuple(verdicts), (), tuple(skips), refusal, **totals)

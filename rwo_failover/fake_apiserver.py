@@ -65,6 +65,7 @@ class Request:
     status: int = 0
     response_bytes: int = 0
     user_agent: str = ""
+    content_type: str = ""
     fault: str = ""  # the injected fault that hit this call, if any
 
 
@@ -393,6 +394,21 @@ class FakeApiServer:
         self._put(kind, obj)
         return self._json(201, obj)
 
+    def _do_patch(self, req: Request) -> Response:
+        """JSON merge patch (RFC 7386); a metadata.resourceVersion in it is a precondition, as in the real API."""
+        if not req.content_type.startswith("application/merge-patch+json"):
+            raise ApiStatus(415, "UnsupportedMediaType", f"the fixture serves merge patches, not {req.content_type!r}")
+        kind, _key, obj = self._find(req)
+        patch = req.body if isinstance(req.body, dict) else {}
+        wanted = (patch.get("metadata") or {}).get("resourceVersion")
+        if wanted is not None and wanted != obj["metadata"]["resourceVersion"]:
+            raise ApiStatus(409, "Conflict", f'Operation cannot be fulfilled on {req.resource} "{req.name}": the object '
+                                             "has been modified; please apply your changes to the latest version")
+        merged = _merge_patch(obj, patch)
+        merged["metadata"]["uid"] = obj["metadata"]["uid"]
+        self._put(kind, merged)
+        return self._json(200, merged)
+
     def _do_delete(self, req: Request) -> Response:
         kind, key, obj = self._find(req)
         options = req.body if isinstance(req.body, dict) else {}
@@ -410,6 +426,18 @@ class FakeApiServer:
                 self._put(kind, obj)
             return self._json(200, obj)
         return self._json(200, self._remove(kind, key))
+
+
+def _merge_patch(target: Any, patch: Any) -> Any:
+    if not isinstance(patch, dict):
+        return patch
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = _merge_patch(result.get(key), value)
+    return result
 
 
 def _damage(response: Response, fault: Fault) -> Response:
@@ -536,6 +564,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             req = route(self.command, split.path, query)
             req.body = json.loads(raw) if raw else None
+            req.content_type = self.headers.get("Content-Type", "")
             response = self.api.handle(req, self.headers.get("Authorization", ""))
         except ApiStatus as err:
             req = Request(self.command, split.path, query, "", "")

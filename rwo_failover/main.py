@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
+import threading
 import time
 from datetime import datetime, timezone
 from typing import Callable, IO, Mapping, Optional, Sequence
@@ -45,11 +47,34 @@ def main(argv: Optional[Sequence[str]] = None, environ: Optional[Mapping[str, st
         from .demo import run_demo
         return run_demo(settings, stdout)
     try:
-        api = Api(load_api_client(settings), settings, sleep=sleep)
+        api_client = load_api_client(settings)
     except config.ConfigError as err:
         print(f"rwo-failover: configuration error: {err}", file=stderr)
         return EXIT_CONFIG
-    return run_pass(api, settings)
+    if settings.interval and not args.once:
+        return run_loop(lambda: Api(api_client, settings, sleep=sleep), settings)
+    return run_pass(Api(api_client, settings, sleep=sleep), settings)
+
+
+def run_loop(new_api: Callable[[], Api], settings: config.Settings) -> int:
+    """Continuous mode: a pass every INTERVAL seconds until SIGTERM or SIGINT, then exit 0.
+
+    A signal never interrupts a pass: it is finished (within PASS_TIMEOUT_SECONDS), so no
+    pod is left deleted with its attachment still in place. Each pass has its own deadline.
+    """
+    stop = threading.Event()
+
+    def request_stop(signum: int, _frame: object) -> None:
+        log.info("stop requested; finishing the pass in flight", extra={"signal": signal.Signals(signum).name})
+        stop.set()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, request_stop)
+    log.info("continuous mode", extra={"interval_seconds": settings.interval})
+    while not stop.is_set():
+        run_pass(new_api(), settings)
+        stop.wait(settings.interval)
+    log.info("stopped cleanly")
+    return EXIT_OK
 
 
 def run_pass(api: Api, settings: config.Settings, now: Callable[[], datetime] = utcnow) -> int:
@@ -102,7 +127,8 @@ def _summary(settings: config.Settings, plan: Optional[decide.Plan], outcome: Op
         states = [v.state for v in plan.verdicts]
         fields.update(nodes=plan.total_nodes, nodes_not_ready=plan.not_ready, tainted=len(states),
                       down=states.count(decide.NodeState.DOWN), not_yet=states.count(decide.NodeState.NOT_YET),
-                      split_brain=states.count(decide.NodeState.ALIVE), pods_planned=plan.pod_count,
+                      split_brain=states.count(decide.NodeState.ALIVE),
+                      recovering=states.count(decide.NodeState.RECOVERING), pods_planned=plan.pod_count,
                       attachments_planned=plan.attachment_count, skips=len(plan.skips), refusal=plan.refusal or "")
     if outcome is not None:
         fields.update(pods_deleted=len(outcome.pods_deleted), pods_already_gone=len(outcome.pods_gone),
@@ -111,5 +137,6 @@ def _summary(settings: config.Settings, plan: Optional[decide.Plan], outcome: Op
                       attachments_already_gone=len(outcome.attachments_gone),
                       attachments_held=len(outcome.attachments_held),
                       nodes_not_down_on_recheck=len(outcome.nodes_not_down_on_recheck),
+                      taints_added=len(outcome.taints_added), taints_removed=len(outcome.taints_removed),
                       events=outcome.events, failures=len(outcome.failures) + len(outcome.forbidden))
     log.log(logging.INFO if code == EXIT_OK else logging.ERROR, "pass finished", extra=fields)

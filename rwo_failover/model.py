@@ -11,6 +11,9 @@ from datetime import datetime, timezone
 from typing import Any, Mapping, Optional
 
 OPT_OUT_ANNOTATION = "rwo-failover.io/opt-out"
+# Set by us when we add the out-of-service taint; its presence is what makes the taint ours to remove.
+OOS_ANNOTATION = "rwo-failover.io/out-of-service-added-at"
+OOS_KEY = "node.kubernetes.io/out-of-service"
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 RWO_MODES = frozenset({"ReadWriteOnce", "ReadWriteOncePod"})
 
@@ -57,6 +60,11 @@ class Node:
     taints: tuple[Taint, ...] = ()
     ready: Optional[str] = None  # "True", "False", "Unknown", or None when never reported
     ready_since: Optional[datetime] = None
+    oos_added_at: Optional[str] = None  # our OOS_ANNOTATION: we added the out-of-service taint
+
+    @property
+    def has_oos_taint(self) -> bool:
+        return any(t.key == OOS_KEY for t in self.taints)
 
     @classmethod
     def from_json(cls, obj: Json) -> "Node":
@@ -64,7 +72,8 @@ class Node:
         ready, since = _ready((obj.get("status") or {}).get("conditions"))
         taints = tuple(Taint(t.get("key", ""), t.get("value", ""), t.get("effect", ""))
                        for t in spec.get("taints") or ())
-        return cls(meta.get("name", ""), meta.get("uid", ""), taints, ready, since)
+        return cls(meta.get("name", ""), meta.get("uid", ""), taints, ready, since,
+                   (meta.get("annotations") or {}).get(OOS_ANNOTATION))
 
 
 @dataclass(frozen=True)

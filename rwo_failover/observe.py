@@ -40,7 +40,8 @@ def observe(api: Api, settings: Settings, now: datetime) -> Snapshot:
     volumes = _read_unexplained_volumes(api, attachments, claims)
     claims.update(_read_claims(api, [tuple(v.claim.split("/", 1)) for v in volumes.values()
                                      if v.claim and v.claim not in claims]))
-    return Snapshot(now, nodes, leases, pods, claims, attachments, volumes)
+    version = api.server_version() if settings.out_of_service_taint == "auto" else None
+    return Snapshot(now, nodes, leases, pods, claims, attachments, volumes, version)
 
 
 def _read_claims(api: Api, keys: list) -> dict[str, Claim]:

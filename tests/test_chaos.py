@@ -27,7 +27,7 @@ from rwo_failover.main import EXIT_OK, EXIT_REFUSED, main
 
 CALLS = [("list", "nodes"), ("get", "leases"), ("list", "pods"), ("get", "persistentvolumeclaims"),
          ("list", "volumeattachments"), ("get", "nodes"), ("delete", "pods"), ("delete", "volumeattachments"),
-         ("create", "events")]
+         ("create", "events"), ("patch", "nodes")]
 
 
 def build(api: FakeApiServer, rng: random.Random, split_brain: bool) -> dict:
@@ -122,6 +122,12 @@ def check_invariants(api: FakeApiServer, targets: dict, replaced: dict, code: in
             owner = targets["attachments"][req.name]
             assert owner in replaced or (owner in gone_at and gone_at[owner] < index), \
                 "attachment deleted before its pod was gone"
+    patched = {r.name for r in api.requests if r.verb == "patch"}
+    assert patched <= {"dead-0", "dead-1"}, f"patched a node that is not proven down: {patched}"
+    for node in ("live-0", "live-1", "live-2", "live-3", "notyet", "flapping"):
+        found = api.get("nodes", node)
+        assert found is None or not [t for t in found["spec"].get("taints") or ()
+                                     if t["key"] == "node.kubernetes.io/out-of-service"]
     untouched = {"busy-0", "early-0", "flap-0", "rwx-0", "rwx-1"}
     assert untouched & {r.name for r in pod_deletes} == set()
     expected_gone = set(targets["pods"]) - set(replaced)

@@ -25,6 +25,9 @@ BAD_VALUES = {
     "PAGE_SIZE": ["", "0", "-1"],
     "LOG_FORMAT": ["", "xml"],
     "LOG_LEVEL": ["", "LOUD"],
+    "OUT_OF_SERVICE_TAINT": ["", "sometimes", "yes"],
+    "RECOVERY_SECONDS": ["", "-1", "soon", "2.5"],
+    "INTERVAL": ["", "-5", "fast", "100000"],
 }
 
 

@@ -21,21 +21,28 @@ FORBIDDEN_TOLERATIONS = ("node.kubernetes.io/out-of-service", "node.cloudprovide
                          "node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready")
 
 
+def manifest(name: str, kind: str) -> dict:
+    docs = [d for d in yaml.safe_load_all((ROOT / name).read_text()) if d]
+    [found] = [d for d in docs if d["kind"] == kind]
+    return found
+
+
 def cronjob() -> dict:
-    docs = [d for d in yaml.safe_load_all((ROOT / "cronjob.yaml").read_text()) if d]
-    [job] = [d for d in docs if d["kind"] == "CronJob"]
-    return job
+    return manifest("cronjob.yaml", "CronJob")
 
 
-def pod_spec() -> dict:
+def pod_spec(which: str = "cronjob") -> dict:
+    if which == "deployment":
+        return manifest("deployment.yaml", "Deployment")["spec"]["template"]["spec"]
     return cronjob()["spec"]["jobTemplate"]["spec"]["template"]["spec"]
 
 
-def test_every_cronjob_env_var_is_a_setting_and_every_setting_is_there_with_its_default():
-    [container] = pod_spec()["containers"]
+@pytest.mark.parametrize("which, overrides", [("cronjob", {}), ("deployment", {"INTERVAL": "15"})])
+def test_every_env_var_is_a_setting_and_every_setting_is_there_with_its_default(which, overrides):
+    [container] = pod_spec(which)["containers"]
     env = {e["name"]: e["value"] for e in container["env"]}
     assert list(env) == [s.name for s in config.SPECS]
-    assert env == {s.name: s.default for s in config.SPECS}
+    assert env == {s.name: overrides.get(s.name, s.default) for s in config.SPECS}
 
 
 def test_cronjob_schedule_and_job_limits():
@@ -50,8 +57,9 @@ def test_cronjob_schedule_and_job_limits():
     assert pod_spec()["restartPolicy"] == "Never"
 
 
-def test_cronjob_hardening():
-    spec = pod_spec()
+@pytest.mark.parametrize("which", ["cronjob", "deployment"])
+def test_hardening(which):
+    spec = pod_spec(which)
     assert spec["securityContext"]["runAsNonRoot"] is True
     assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
     [container] = spec["containers"]
@@ -62,10 +70,18 @@ def test_cronjob_hardening():
     assert spec["serviceAccountName"] == "rwo-failover"
 
 
-def test_cronjob_never_tolerates_the_taints_of_a_dead_node():
-    tolerated = {t.get("key") for t in pod_spec().get("tolerations") or ()}
-    assert not tolerated & set(FORBIDDEN_TOLERATIONS)
-    assert not any(t.get("operator") == "Exists" and not t.get("key") for t in pod_spec().get("tolerations") or ())
+@pytest.mark.parametrize("which", ["cronjob", "deployment"])
+def test_never_tolerates_the_taints_of_a_dead_node(which):
+    tolerations = pod_spec(which).get("tolerations") or ()
+    assert not {t.get("key") for t in tolerations} & set(FORBIDDEN_TOLERATIONS)
+    assert not any(t.get("operator") == "Exists" and not t.get("key") for t in tolerations)
+
+
+def test_deployment_is_one_replica_that_finishes_its_pass_on_sigterm():
+    deployment = manifest("deployment.yaml", "Deployment")["spec"]
+    assert deployment["replicas"] == 1 and deployment["strategy"]["type"] == "Recreate"
+    grace = deployment["template"]["spec"]["terminationGracePeriodSeconds"]
+    assert grace > float(config.BY_NAME["PASS_TIMEOUT_SECONDS"].default)
 
 
 def dockerfile_runtime() -> dict:

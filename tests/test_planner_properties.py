@@ -40,9 +40,11 @@ def node_and_lease(draw, name: str):
     """Archetypes keep the interesting cases common: most nodes healthy, some dead, some anything."""
     kind = draw(st.sampled_from(["healthy", "healthy", "dead", "dead", "random"]))
     if kind == "healthy":
-        taints = draw(st.sampled_from([[], [], [], [TAINTS[2]], [TAINTS[0]]]))
+        taints = draw(st.sampled_from([[], [], [], [TAINTS[2]], [TAINTS[0]], [TAINTS[1]], [TAINTS[1]]]))
         node = _node(name, "True", draw(st.integers(0, 900)), taints)
-        return node, Lease(name, ago(draw(st.integers(0, 10))))
+        if draw(st.booleans()):  # back from an outage, maybe with the out-of-service taint we added
+            node = dataclasses.replace(node, oos_added_at="2026-11-21T11:00:00Z")
+        return node, Lease(name, ago(draw(st.integers(0, 60))))
     if kind == "dead":
         node = _node(name, draw(st.sampled_from(["False", "Unknown"])), draw(st.integers(0, 900) | st.just(900)),
                      draw(shutdown_taints))
@@ -93,18 +95,21 @@ def snapshots(draw):
     atts = {f"va-{i}": Attachment(f"va-{i}", node, pv, True) for i, (node, pv) in enumerate(placed)}
     # Observe reads the PV of every attachment no pod explains; here, of every bound claim's PV.
     volumes = {c.volume: Volume(c.volume, c.key, c.access_modes) for c in claims.values() if c.volume}
-    return decide.Snapshot(NOW, nodes, leases, tuple(pods.values()), claims, tuple(atts.values()), volumes)
+    version = draw(st.sampled_from([None, (1, 27), (1, 28), (1, 36)]))
+    return decide.Snapshot(NOW, nodes, leases, tuple(pods.values()), claims, tuple(atts.values()), volumes, version)
 
 
 settings_st = st.builds(
-    lambda fraction, max_nodes, max_pods, min_secs, states, exclude, selector: dataclasses.replace(
+    lambda fraction, max_nodes, max_pods, min_secs, states, exclude, selector, oos, recovery: dataclasses.replace(
         BASE, max_unhealthy_fraction=fraction, max_nodes_per_pass=max_nodes, max_pods_per_pass=max_pods,
         min_not_ready_seconds=min_secs, stuck_pod_states=frozenset(states),
-        exclude_namespaces=frozenset(exclude), pod_selector=config._selector(selector)),
+        exclude_namespaces=frozenset(exclude), pod_selector=config._selector(selector),
+        out_of_service_taint=oos, recovery_seconds=recovery),
     st.sampled_from([0.5, 1.0, 1.0, 1.0]), st.integers(1, 6) | st.just(6), st.integers(1, 20) | st.just(20),
     st.sampled_from([0, 60, 60, 300]),
     st.sets(st.sampled_from(config.STUCK_STATES), min_size=1) | st.just(set(config.STUCK_STATES)), st.sampled_from([set(), set(), {"kube-system"}, {"prod"}]),
-    st.sampled_from(["", "", "app=db", "app notin (web)"]))
+    st.sampled_from(["", "", "app=db", "app notin (web)"]), st.sampled_from(config.OUT_OF_SERVICE_MODES),
+    st.sampled_from([0, 60, 600]))
 
 
 def proven_down(node: Node, lease, settings) -> bool:
@@ -167,6 +172,27 @@ def test_actions_only_on_proven_down_nodes_rwo_pods_and_their_own_attachments(sn
 
 @hsettings(max_examples=400, deadline=None)
 @given(snapshots(), settings_st)
+def test_out_of_service_taint_is_added_and_removed_only_where_the_rules_allow(snapshot, settings):
+    plan = decide.plan(snapshot, settings)
+    nodes = {n.name: n for n in snapshot.nodes}
+    for node_plan in plan.nodes:
+        node = nodes[node_plan.verdict.node]
+        if node_plan.add_taint:
+            assert proven_down(node, snapshot.leases.get(node.name), settings) and not node.has_oos_taint
+            assert settings.out_of_service_taint == "always" or (
+                settings.out_of_service_taint == "auto" and snapshot.server_version >= (1, 28))
+            assert not any(p.opted_out for p in snapshot.pods if p.node == node.name)
+    for name in plan.untaint:
+        node, lease = nodes[name], snapshot.leases.get(name)
+        assert node.oos_added_at and node.ready == "True", "only our taint, only on a node that is back"
+        assert decide.only_our_taint(node, settings.shutdown_taints)
+        assert (NOW - node.ready_since).total_seconds() >= settings.recovery_seconds
+        assert lease is not None and (NOW - lease.renew_time).total_seconds() < decide.LEASE_FRESH_SECONDS
+    assert not set(plan.untaint) & {n.verdict.node for n in plan.nodes}
+
+
+@hsettings(max_examples=400, deadline=None)
+@given(snapshots(), settings_st)
 def test_caps_hold_or_the_plan_refuses(snapshot, settings):
     plan = decide.plan(snapshot, settings)
     if plan.refusal is None:
@@ -203,6 +229,8 @@ def test_planner_is_deterministic(snapshot, settings):
     ("an orphaned attachment released", lambda p: any(not a.after_pods for n in p.nodes for a in n.attachments)),
     ("a split-brain node beside an action", lambda p: p.split_brain and p.pod_count > 0),
     ("a refusal by the pod cap", lambda p: p.refusal and "MAX_PODS_PER_PASS" in p.refusal),
+    ("an out-of-service taint added", lambda p: any(n.add_taint for n in p.nodes)),
+    ("our out-of-service taint removed", lambda p: bool(p.untaint)),
 ])
 def test_generator_reaches_the_interesting_cases(what, reached):
     # Guards the properties above against going vacuous: each kind of plan must be reachable.

@@ -57,6 +57,8 @@ def used_in_code() -> set[tuple[str, str, str, str]]:
             continue
         if not isinstance(what, (str, ast.JoinedStr)):
             continue  # the generic pager's call("list", what, ...): its callers are the list_all(...) lines
+        if isinstance(what, str) and what.startswith("/"):
+            continue  # a non-resource URL such as /version: readable by every authenticated client
         if isinstance(what, ast.JoinedStr):  # f"leases in {LEASE_NAMESPACE}"
             resource, namespace = what.values[0].value.split(" in ")[0], "kube-node-lease"
         else:
