@@ -49,7 +49,6 @@ class Actor:
         self.api, self.settings, self.now = api, settings, now
         self.outcome = Outcome()
         self.instance = socket.gethostname()
-        self._gave_up: set[str] = set()  # nodes whose patch failed for a reason other than a conflict
 
     def warn_split_brain(self, verdicts: tuple[NodeVerdict, ...]) -> None:
         for verdict in verdicts:
@@ -57,7 +56,8 @@ class Actor:
             log.error("refusing node: tainted for shutdown but alive", extra={"node": verdict.node,
                       "taint": verdict.taint, "reason": verdict.reason})
             self._node_event(verdict.node, "Warning", "ShutdownTaintOnLiveNode",
-                             f"{verdict.reason}; rwo-failover will not touch this node. Check the taint {verdict.taint}.")
+                             f"{verdict.reason}; rwo-failover will not touch this node. "
+                             f"Check the taint {verdict.taint}.")
 
     def record_refusal(self, plan: Plan) -> None:
         # One event per down node, capped, so a mass outage does not become an Event storm.
@@ -100,19 +100,25 @@ class Actor:
                          f"node proven down ({verdict.reason}, taint {verdict.taint}); force-deleted {deleted}; "
                          f"deleted {volumes}")
 
-    def _recheck(self, name: str) -> Optional[tuple[NodeVerdict, dict]]:
-        """Read the node and its Lease again, now, and judge them with the same rule as the plan."""
+    def _read_live(self, name: str, purpose: str) -> Optional[tuple[Node, Optional[Lease], dict]]:
+        """The node (also raw, for its resourceVersion) and its Lease, read now; None after recording why not."""
         try:
             raw = self.api.read_node(name)
             lease_raw = self.api.read_lease(name) if raw else None
         except ApiError as err:
-            self._fail(f"re-check of node {name} failed: {err}", err)
+            self._fail(f"{purpose} of node {name} failed: {err}", err)
             return None
         if raw is None:
-            self._fail(f"node {name} disappeared before acting; skipped", None)
+            self._fail(f"node {name} disappeared before the {purpose}; skipped", None)
             return None
-        node = Node.from_json(raw)
-        lease = Lease.from_json(lease_raw) if lease_raw else None
+        return Node.from_json(raw), (Lease.from_json(lease_raw) if lease_raw else None), raw
+
+    def _recheck(self, name: str) -> Optional[tuple[NodeVerdict, dict]]:
+        """Judge the node again, live, with the same rule as the plan."""
+        live = self._read_live(name, "re-check")
+        if live is None:
+            return None
+        node, lease, raw = live
         taint = shutdown_taint(node, self.settings.shutdown_taints)
         if taint is None:
             return NodeVerdict(name, NodeState.NOT_YET, "", "shutdown taint removed since the pass began"), raw
@@ -122,79 +128,78 @@ class Actor:
         if self.settings.dry_run:
             log.info("dry-run: would add the out-of-service taint", extra={"node": name, "taint": OUT_OF_SERVICE})
             return
-        for attempt in range(PATCH_ATTEMPTS):
-            if attempt:  # a 409: someone changed the node; read and judge it again from scratch
+
+        def build(reread: bool) -> Optional[tuple[dict, dict]]:
+            nonlocal raw
+            if reread:  # after a 409 someone changed the node: judge it again from scratch
                 checked = self._recheck(name)
                 if checked is None or checked[0].state is not NodeState.DOWN:
                     log.warning("node changed and is no longer proven down; out-of-service taint not added",
                                 extra={"node": name})
-                    return
+                    return None
                 raw = checked[1]
             taints = (raw.get("spec") or {}).get("taints") or []
             if any(t.get("key") == OOS_KEY for t in taints):
                 log.info("out-of-service taint already present; not ours to manage", extra={"node": name})
-                return
-            patch = {"metadata": {"annotations": {OOS_ANNOTATION: self._stamp()}},
-                     "spec": {"taints": taints + [dict(OUT_OF_SERVICE, timeAdded=self._stamp())]}}
-            if self._patch_node(name, raw, patch):
-                self.outcome.taints_added.append(name)
-                log.info("added the out-of-service taint", extra={"node": name})
-                self._node_event(name, "Normal", "OutOfServiceTaintAdded",
-                                 f"node proven down; added {OOS_KEY}=nodeshutdown:NoExecute so Kubernetes "
-                                 "force-detaches its volumes; rwo-failover removes it once the node is back")
-                return
-            if name in self._gave_up:
-                return
-        self._fail(f"adding the out-of-service taint to {name}: still conflicting after {PATCH_ATTEMPTS} "
-                   "read-modify-write rounds", None)
+                return None
+            return raw, {"metadata": {"annotations": {OOS_ANNOTATION: self._stamp()}},
+                         "spec": {"taints": taints + [dict(OUT_OF_SERVICE, timeAdded=self._stamp())]}}
+
+        if self._read_modify_write(name, "adding the out-of-service taint", build):
+            self.outcome.taints_added.append(name)
+            log.info("added the out-of-service taint", extra={"node": name})
+            self._node_event(name, "Normal", "OutOfServiceTaintAdded",
+                             f"node proven down; added {OOS_KEY}=nodeshutdown:NoExecute so Kubernetes "
+                             "force-detaches its volumes; rwo-failover removes it once the node is back")
 
     def _remove_taint(self, name: str) -> None:
         """Take our out-of-service taint (and annotation) off a node that is back, and only ours."""
-        for _ in range(PATCH_ATTEMPTS):
-            try:
-                raw = self.api.read_node(name)
-                lease_raw = self.api.read_lease(name) if raw else None
-            except ApiError as err:
-                self._fail(f"re-check of recovered node {name} failed: {err}", err)
-                return
-            node = Node.from_json(raw) if raw else None
-            lease = Lease.from_json(lease_raw) if lease_raw else None
-            if node is None or not only_our_taint(node, self.settings.shutdown_taints) or \
+        added_at = ""
+
+        def build(_reread: bool) -> Optional[tuple[dict, dict]]:
+            nonlocal added_at
+            live = self._read_live(name, "re-check of a recovered node")
+            if live is None:
+                return None
+            node, lease, raw = live
+            if not only_our_taint(node, self.settings.shutdown_taints) or \
                     not recovered(node, lease, self.settings, self.now()):
                 log.info("out-of-service taint left in place: not ours, or the node is not back for long enough",
                          extra={"node": name})
-                return
+                return None
             if self.settings.dry_run:
                 log.info("dry-run: would remove our out-of-service taint", extra={"node": name})
-                return
+                return None
+            added_at = node.oos_added_at or ""
             kept = [t for t in (raw.get("spec") or {}).get("taints") or () if t.get("key") != OOS_KEY]
-            if self._patch_node(name, raw, {"metadata": {"annotations": {OOS_ANNOTATION: None}},
-                                            "spec": {"taints": kept}}):
-                self.outcome.taints_removed.append(name)
-                log.info("removed our out-of-service taint from a recovered node", extra={"node": name})
-                self._node_event(name, "Normal", "OutOfServiceTaintRemoved",
-                                 f"node Ready for {self.settings.recovery_seconds}s or more with a fresh Lease; "
-                                 f"removed the {OOS_KEY} taint rwo-failover added at {node.oos_added_at}")
-                return
-            if name in self._gave_up:
-                return
-        self._fail(f"removing the out-of-service taint from {name}: still conflicting after {PATCH_ATTEMPTS} "
-                   "read-modify-write rounds", None)
+            return raw, {"metadata": {"annotations": {OOS_ANNOTATION: None}}, "spec": {"taints": kept}}
 
-    def _patch_node(self, name: str, raw: dict, patch: dict) -> bool:
-        """Patch with the read's resourceVersion as a precondition: a stale read gets 409, never overwrites.
+        if self._read_modify_write(name, "removing the out-of-service taint", build):
+            self.outcome.taints_removed.append(name)
+            log.info("removed our out-of-service taint from a recovered node", extra={"node": name})
+            self._node_event(name, "Normal", "OutOfServiceTaintRemoved",
+                             f"node Ready for {self.settings.recovery_seconds}s or more with a fresh Lease; "
+                             f"removed the {OOS_KEY} taint rwo-failover added at {added_at}")
 
-        False on a conflict (the caller reads again); on any other error, records it and gives up on the node.
-        """
-        patch["metadata"]["resourceVersion"] = raw["metadata"]["resourceVersion"]
-        try:
-            self.api.patch_node(name, patch)
-            return True
-        except ApiError as err:
-            if err.status != 409:
-                self._fail(f"patching node {name} failed: {err}", err)
-                self._gave_up.add(name)
-            return False
+    def _read_modify_write(self, name: str, what: str,
+                           build: Callable[[bool], Optional[tuple[dict, dict]]]) -> bool:
+        """Rounds of build (the node as read, and the merge patch to make; None to stop) and a patch carrying
+        the read's resourceVersion, so a stale read gets 409 and never overwrites. True when a patch landed."""
+        for attempt in range(PATCH_ATTEMPTS):
+            built = build(attempt > 0)
+            if built is None:
+                return False
+            raw, patch = built
+            patch["metadata"]["resourceVersion"] = raw["metadata"]["resourceVersion"]
+            try:
+                self.api.patch_node(name, patch)
+                return True
+            except ApiError as err:
+                if err.status != 409:
+                    self._fail(f"{what} on node {name} failed: {err}", err)
+                    return False
+        self._fail(f"{what} on node {name}: still conflicting after {PATCH_ATTEMPTS} read-modify-write rounds", None)
+        return False
 
     def _stamp(self) -> str:
         return self.now().strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -402,8 +402,9 @@ class FakeApiServer:
         patch = req.body if isinstance(req.body, dict) else {}
         wanted = (patch.get("metadata") or {}).get("resourceVersion")
         if wanted is not None and wanted != obj["metadata"]["resourceVersion"]:
-            raise ApiStatus(409, "Conflict", f'Operation cannot be fulfilled on {req.resource} "{req.name}": the object '
-                                             "has been modified; please apply your changes to the latest version")
+            raise ApiStatus(409, "Conflict", f'Operation cannot be fulfilled on {req.resource} "{req.name}": '
+                                             "the object has been modified; please apply your changes to the latest "
+                                             "version")
         merged = _merge_patch(obj, patch)
         merged["metadata"]["uid"] = obj["metadata"]["uid"]
         self._put(kind, merged)
@@ -415,8 +416,8 @@ class FakeApiServer:
         wanted_uid = (options.get("preconditions") or {}).get("uid")
         meta = obj["metadata"]
         if wanted_uid and wanted_uid != meta["uid"]:
-            raise ApiStatus(409, "Conflict",
-                            f"Precondition failed: UID in precondition: {wanted_uid}, UID in object meta: {meta['uid']}")
+            raise ApiStatus(409, "Conflict", f"Precondition failed: UID in precondition: {wanted_uid}, "
+                                             f"UID in object meta: {meta['uid']}")
         grace = _grace_seconds(options, req.query, obj, kind)
         if meta.get("finalizers") or (grace > 0 and _needs_kubelet(kind, obj)):
             # Kept, marked Terminating: a finalizer, or a kubelet that must confirm, still holds it.
@@ -471,7 +472,7 @@ def _validate_event(obj: dict, namespace: str) -> None:
         raise ApiStatus(422, "Invalid", "involvedObject: kind and name are required")
     if involved.get("namespace") and involved["namespace"] != namespace:
         raise ApiStatus(422, "Invalid", "involvedObject.namespace: does not match event.namespace")
-    if not obj.get("reason") or not obj.get("type") in ("Normal", "Warning"):
+    if not obj.get("reason") or obj.get("type") not in ("Normal", "Warning"):
         raise ApiStatus(422, "Invalid", "reason is required and type must be Normal or Warning")
 
 
@@ -582,6 +583,12 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(response)
 
     def _send(self, response: Response) -> None:
+        try:
+            self._write(response)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # the client gave up first, as a read-timeout fault makes it do
+
+    def _write(self, response: Response) -> None:
         if response.delay:
             threading.Event().wait(response.delay)
         self.send_response(response.status)

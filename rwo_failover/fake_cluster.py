@@ -152,3 +152,23 @@ def live_node(api: FakeApiServer, name: str, taints: Sequence[dict] = ()) -> dic
     created = api.add(node(name, ready="True", since=86400, taints=taints))
     api.add(lease(name, 3))
     return created
+
+
+def outage(api: FakeApiServer, dead: str = "dead", pods: Sequence[str] = ("db-0",), live: int = 3) -> None:
+    """`live` healthy nodes, and one dead, tainted node holding stuck StatefulSet pods with attached RWO claims."""
+    for i in range(live):
+        live_node(api, f"w{i}")
+    dead_node(api, dead)
+    for name in pods:
+        add_volume(api, f"data-{name}", attached_to=dead)
+        api.add(pod(name, dead, claims=[f"data-{name}"], terminating=True))
+
+
+def revive_on_recheck(api: FakeApiServer, name: str) -> None:
+    """Bring `name` back (Ready, fresh Lease, still tainted) the moment the pass re-reads it before acting."""
+    def revive(req: object) -> None:
+        if getattr(req, "verb", "") == "get" and getattr(req, "resource", "") == "nodes":
+            api.add(node(name, ready="True", since=1, taints=[SHUTDOWN]))
+            api.add(lease(name, 1))
+        return None
+    api.hooks.append(revive)

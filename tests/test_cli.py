@@ -70,11 +70,7 @@ def test_rbac_denial_while_reading_names_the_verb_and_exits_5(run_pass, api):
 
 
 def test_rbac_denial_while_acting_exits_5_and_does_not_stop_other_work(run_pass, api):
-    for i in range(3):
-        fc.live_node(api, f"w{i}")
-    fc.dead_node(api, "dead")
-    fc.add_volume(api, "data-db-0", attached_to="dead")
-    api.add(fc.pod("db-0", "dead", claims=["data-db-0"], terminating=True))
+    fc.outage(api)
     api.deny("create", "events")
 
     result = run_pass()
@@ -86,11 +82,7 @@ def test_rbac_denial_while_acting_exits_5_and_does_not_stop_other_work(run_pass,
 
 
 def test_real_process_runs_one_pass_and_exits_0(api, kubeconfig):
-    for i in range(3):
-        fc.live_node(api, f"w{i}")
-    fc.dead_node(api, "dead")
-    fc.add_volume(api, "data-db-0", attached_to="dead")
-    api.add(fc.pod("db-0", "dead", claims=["data-db-0"], terminating=True))
+    fc.outage(api)
 
     proc = subprocess.run([sys.executable, str(ROOT / "reconcile.py"), "--once"], capture_output=True, text=True,
                           env={"KUBECONFIG": kubeconfig, "PATH": "/usr/bin:/bin"}, timeout=60, cwd=ROOT)

@@ -15,12 +15,7 @@ from rwo_failover.main import EXIT_FAILED, EXIT_FORBIDDEN, EXIT_OK, EXIT_UNAVAIL
 @pytest.fixture
 def broken(api):
     """Three healthy nodes and one dead node holding two stuck StatefulSet pods with attached RWO volumes."""
-    for i in range(3):
-        fc.live_node(api, f"w{i}")
-    fc.dead_node(api, "dead")
-    for name in ("db-0", "db-1"):
-        fc.add_volume(api, f"data-{name}", attached_to="dead")
-        api.add(fc.pod(name, "dead", claims=[f"data-{name}"], terminating=True))
+    fc.outage(api, pods=("db-0", "db-1"))
     return api
 
 

@@ -85,13 +85,7 @@ def test_taint_is_not_added_when_the_brake_trips(cluster, run_pass):
 
 def test_taint_is_not_added_when_the_live_recheck_fails(cluster, run_pass):
     fc.dead_node(cluster, "dead")
-
-    def revive(req):
-        if req.verb == "get" and req.resource == "nodes":
-            cluster.add(fc.node("dead", ready="True", since=1, taints=[fc.SHUTDOWN]))
-            cluster.add(fc.lease("dead", 1))
-        return None
-    cluster.hooks.append(revive)
+    fc.revive_on_recheck(cluster, "dead")
 
     assert run_pass().code == EXIT_REFUSED
     assert patches(cluster) == []

@@ -107,7 +107,8 @@ settings_st = st.builds(
         out_of_service_taint=oos, recovery_seconds=recovery),
     st.sampled_from([0.5, 1.0, 1.0, 1.0]), st.integers(1, 6) | st.just(6), st.integers(1, 20) | st.just(20),
     st.sampled_from([0, 60, 60, 300]),
-    st.sets(st.sampled_from(config.STUCK_STATES), min_size=1) | st.just(set(config.STUCK_STATES)), st.sampled_from([set(), set(), {"kube-system"}, {"prod"}]),
+    st.sets(st.sampled_from(config.STUCK_STATES), min_size=1) | st.just(set(config.STUCK_STATES)),
+    st.sampled_from([set(), set(), {"kube-system"}, {"prod"}]),
     st.sampled_from(["", "", "app=db", "app notin (web)"]), st.sampled_from(config.OUT_OF_SERVICE_MODES),
     st.sampled_from([0, 60, 600]))
 

@@ -187,13 +187,7 @@ def test_volume_shared_with_a_pod_left_in_place_stays_attached(cluster, run_pass
 def test_node_that_recovers_before_acting_is_skipped(cluster, run_pass):
     fc.dead_node(cluster, "dead")
     stuck_workload(cluster, "dead")
-
-    def recover(req):
-        if req.verb == "get" and req.resource == "nodes":
-            cluster.add(fc.node("dead", ready="True", since=1, taints=[fc.SHUTDOWN]))
-            cluster.add(fc.lease("dead", 1))
-        return None
-    cluster.hooks.append(recover)
+    fc.revive_on_recheck(cluster, "dead")
 
     result = run_pass()
 
