@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import time
 from typing import Any, Callable, Iterator, Optional
 
@@ -92,6 +93,12 @@ def _retry_after(err: BaseException) -> Optional[float]:
         return max(0.0, float(value)) if value is not None else None
     except ValueError:
         return None
+
+
+def parse_version(git_version: str) -> Optional[tuple[int, int]]:
+    """'v1.29.3-eks-abc' -> (1, 29); None when it does not start with major.minor."""
+    found = re.match(r"v?(\d+)\.(\d+)", git_version.strip())
+    return (int(found[1]), int(found[2])) if found else None
 
 
 def is_transient(err: BaseException) -> bool:
@@ -264,9 +271,7 @@ class Api:
     def server_version(self) -> Optional[tuple[int, int]]:
         """(major, minor) from /version, a non-resource URL every authenticated client may read."""
         found = self.call("get", "/version", "GET", "/version") or {}
-        numbers = [int("".join(ch for ch in part if ch.isdigit()) or 0)
-                   for part in str(found.get("gitVersion", "")).lstrip("v").split(".")[:2]]
-        return (numbers[0], numbers[1]) if len(numbers) == 2 else None
+        return parse_version(str(found.get("gitVersion", "")))
 
     def create_event(self, namespace: str, event: dict) -> Optional[dict]:
         return self.call("create", "events", "POST", f"/api/v1/namespaces/{namespace}/events",

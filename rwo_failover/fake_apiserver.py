@@ -310,7 +310,8 @@ class FakeApiServer:
             if auth != f"Bearer {TOKEN}":
                 raise ApiStatus(401, "Unauthorized", "Unauthorized")
             if req.verb == "version":
-                return self._json(200, {"major": "1", "minor": self.version.split(".")[1],
+                parts = self.version.lstrip("v").split(".")
+                return self._json(200, {"major": parts[0], "minor": parts[1] if len(parts) > 1 else "",
                                         "gitVersion": self.version})
             if (req.verb, req.resource) in self.denied:
                 raise ApiStatus(403, "Forbidden",

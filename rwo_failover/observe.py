@@ -10,12 +10,16 @@ All pods in the cluster are never listed.
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime
+from typing import Optional
 
-from .client import Api
+from .client import Api, ApiError
 from .config import Settings
 from .decide import Snapshot, nodes_to_inspect, pod_exclusion, tainted_nodes
 from .model import Attachment, Claim, Lease, Node, Pod, Volume
+
+log = logging.getLogger("rwo_failover")
 
 
 # Beyond this many claims, one cluster-wide PVC list (at most a few pages) costs fewer requests than a GET each.
@@ -40,8 +44,21 @@ def observe(api: Api, settings: Settings, now: datetime) -> Snapshot:
     volumes = _read_unexplained_volumes(api, attachments, claims)
     claims.update(_read_claims(api, [tuple(v.claim.split("/", 1)) for v in volumes.values()
                                      if v.claim and v.claim not in claims]))
-    version = api.server_version() if settings.out_of_service_taint == "auto" else None
+    version = _server_version(api) if settings.out_of_service_taint == "auto" else None
     return Snapshot(now, nodes, leases, pods, claims, attachments, volumes, version)
+
+
+def _server_version(api: Api) -> Optional[tuple[int, int]]:
+    """The version only decides whether to add the out-of-service taint, so not knowing it must not stop
+    the pass: the pod and attachment deletes work on every version."""
+    try:
+        found = api.server_version()
+    except ApiError as err:
+        log.warning("cannot read the server version; not adding the out-of-service taint", extra={"error": str(err)})
+        return None
+    if found is None:
+        log.warning("server version not understood; not adding the out-of-service taint")
+    return found
 
 
 def _read_claims(api: Api, keys: list) -> dict[str, Claim]:

@@ -159,6 +159,8 @@ RELIABILITY = [
     ("403 on one resource", "That action fails, the rest goes on; the log names the verb; exit 5."),
     ("Persistent 5xx on one pod's delete", "Other pods are still handled; that pod's volume stays; exit 1."),
     ("Persistent 5xx while reading", "Nothing is changed; exit 4 after the attempt bound."),
+    ("`/version` unreadable or not understood (`OUT_OF_SERVICE_TAINT=auto`)",
+     "Goes on without the out-of-service taint, with a warning; pods and attachments are still handled; exit 0."),
     ("Bad value for any setting (empty, wrong type, out of range, bad taint or selector, unknown log format, "
      "fraction above 1, contradictory namespaces)", "Exit 2 before any API call, one line naming the variable."),
     ("Missing, unreadable or malformed kubeconfig; unknown context", "Exit 2, naming the path or the context."),

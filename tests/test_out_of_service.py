@@ -241,3 +241,32 @@ def test_continuous_mode_finishes_the_pass_in_flight_on_sigterm(cluster, kubecon
     assert "stop requested; finishing the pass in flight" in messages and messages[-1] == "stopped cleanly"
     assert messages.count("pass finished") == 1, "the pass in flight finished, and no new one started"
     assert cluster.objects("pods") == [] and cluster.objects("volumeattachments") == []
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("v1.36.0", (1, 36)), ("v1.29.3-eks-4f4795d", (1, 29)), ("v1.27.10-gke.1055000", (1, 27)),
+    ("v1.30.2+k3s1", (1, 30)), ("1.28.0", (1, 28)), ("", None), ("devel", None),
+])
+def test_server_versions_from_every_vendor_parse(text, expected):
+    from rwo_failover.client import parse_version
+    assert parse_version(text) == expected
+
+
+def test_unparsable_server_version_means_no_taint_in_auto(cluster, run_pass):
+    cluster.version = "devel"
+    fc.dead_node(cluster, "dead")
+    assert run_pass().code == EXIT_OK
+    assert patches(cluster) == []
+
+
+def test_failing_version_read_degrades_to_no_taint_and_the_pass_still_works(cluster, run_pass):
+    from rwo_failover.fake_apiserver import Response
+    cluster.hooks.append(lambda req: Response(503, b"{}") if req.path == "/version" else None)
+    fc.dead_node(cluster, "dead")
+    stuck(cluster, "dead")
+
+    result = run_pass(API_MAX_ATTEMPTS="2")
+
+    assert result.code == EXIT_OK and patches(cluster) == []
+    assert cluster.objects("pods") == [] and cluster.objects("volumeattachments") == []
+    assert result.lines("cannot read the server version; not adding the out-of-service taint")
