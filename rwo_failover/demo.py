@@ -80,6 +80,7 @@ def run_demo(settings: Settings, out: IO[str]) -> int:
             logging.getLogger(logs.LOGGER).handlers[0].flush()
         show(api, out, "after: the stuck RWO pods are gone and their volumes are free to attach elsewhere")
         out.write("\nLeft alone on purpose: the RWX pod, the opted-out pod (and its volume), the DaemonSet pod, "
-                  "and the pod without volumes.\n"
+                  "and the pod without volumes. No out-of-service taint either: it would let Kubernetes "
+                  "force-delete the opted-out pod.\n"
                   f"Exit code of the real pass: {code} (0 = done). Run the tests with: make test\n")
     return code
