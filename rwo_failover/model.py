@@ -182,11 +182,10 @@ class Attachment:
     name: str
     node: str
     volume: str  # spec.source.persistentVolumeName; "" for inline volumes
-    attached: bool = False
+    # status.attached is deliberately not read: an attachment pins the volume to the node either way.
 
     @classmethod
     def from_json(cls, obj: Json) -> "Attachment":
         spec = obj.get("spec") or {}
         return cls((obj.get("metadata") or {}).get("name", ""), spec.get("nodeName", ""),
-                   (spec.get("source") or {}).get("persistentVolumeName") or "",
-                   bool((obj.get("status") or {}).get("attached")))
+                   (spec.get("source") or {}).get("persistentVolumeName") or "")

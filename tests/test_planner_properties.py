@@ -92,7 +92,7 @@ def snapshots(draw):
     volumes = sorted({c.volume for c in claims.values() if c.volume}) + ["pv-unrelated"]
     placed = [(node, pv) for pv in volumes
               for node in draw(st.lists(st.sampled_from(names), max_size=2, unique=True))]
-    atts = {f"va-{i}": Attachment(f"va-{i}", node, pv, True) for i, (node, pv) in enumerate(placed)}
+    atts = {f"va-{i}": Attachment(f"va-{i}", node, pv) for i, (node, pv) in enumerate(placed)}
     # Observe reads the PV of every attachment no pod explains; here, of every bound claim's PV.
     volumes = {c.volume: Volume(c.volume, c.key, c.access_modes) for c in claims.values() if c.volume}
     version = draw(st.sampled_from([None, (1, 27), (1, 28), (1, 36)]))

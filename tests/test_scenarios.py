@@ -259,3 +259,17 @@ def test_many_claims_are_read_with_one_list_instead_of_a_get_each(api, run_pass)
     assert result.code == EXIT_OK
     assert result.summary["pods_deleted"] == 25 and result.summary["attachments_deleted"] == 25
     assert names(api, "persistentvolumeclaims") and len(names(api, "volumeattachments")) == 0
+
+
+def test_attachment_not_marked_attached_is_deleted_too(api, run_pass):
+    # A detach already in flight (status.attached=false) still pins the volume to the dead node.
+    healthy_cluster(api)
+    fc.dead_node(api, "worker-dead")
+    fc.add_volume(api, "data-db-0")
+    half_detached = api.add(fc.attachment("pv-default-data-db-0", "worker-dead", attached=False))
+    api.add(fc.pod("db-0", "worker-dead", claims=["data-db-0"], terminating=True))
+
+    result = run_pass()
+
+    assert result.code == EXIT_OK
+    assert half_detached["metadata"]["name"] not in names(api, "volumeattachments")
