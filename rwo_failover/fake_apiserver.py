@@ -215,8 +215,9 @@ class FakeApiServer:
         if kind.plural == "pods":
             self._pods_by_node.setdefault((obj.get("spec") or {}).get("nodeName", ""), set()).add(key)
 
-    def _remove(self, kind: Kind, key: str) -> dict:
-        obj = json.loads(self.store[kind.plural].pop(key))
+    def _remove(self, kind: Kind, key: str, obj: dict) -> dict:
+        """Drop the stored object; `obj` is its decoded form, which the caller already has."""
+        del self.store[kind.plural][key]
         if kind.plural == "pods":
             self._pods_by_node.get((obj.get("spec") or {}).get("nodeName", ""), set()).discard(key)
         return obj
@@ -236,7 +237,7 @@ class FakeApiServer:
         with self.lock:
             key = self._key(kind, obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
             if key in self.store[kind.plural]:
-                self._remove(kind, key)
+                self._remove(kind, key, json.loads(self.store[kind.plural][key]))
             obj["metadata"]["uid"] = str(uuid.uuid4())
             self._put(kind, obj)
         return obj
@@ -328,20 +329,20 @@ class FakeApiServer:
         return Response(status, json.dumps(obj, separators=(",", ":")).encode(),
                         {"Content-Type": "application/json"})
 
-    def _find(self, req: Request) -> tuple[Kind, str, dict]:
+    def _stored(self, req: Request) -> tuple[Kind, str, bytes]:
         kind = KINDS[req.resource]
         key = self._key(kind, req.namespace, req.name)
         raw = self.store[kind.plural].get(key)
         if raw is None:
             raise ApiStatus(404, "NotFound", f'{req.resource} "{req.name}" not found')
+        return kind, key, raw
+
+    def _find(self, req: Request) -> tuple[Kind, str, dict]:
+        kind, key, raw = self._stored(req)
         return kind, key, json.loads(raw)
 
     def _do_get(self, req: Request) -> Response:
-        kind = KINDS[req.resource]
-        raw = self.store[kind.plural].get(self._key(kind, req.namespace, req.name))
-        if raw is None:
-            raise ApiStatus(404, "NotFound", f'{req.resource} "{req.name}" not found')
-        return Response(200, raw, {"Content-Type": "application/json"})
+        return Response(200, self._stored(req)[2], {"Content-Type": "application/json"})
 
     def _do_list(self, req: Request) -> Response:
         kind = KINDS[req.resource]
@@ -427,7 +428,7 @@ class FakeApiServer:
                 meta["deletionGracePeriodSeconds"] = grace
                 self._put(kind, obj)
             return self._json(200, obj)
-        return self._json(200, self._remove(kind, key))
+        return self._json(200, self._remove(kind, key, obj))
 
 
 def _merge_patch(target: Any, patch: Any) -> Any:
