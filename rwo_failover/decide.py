@@ -244,14 +244,20 @@ def pod_exclusion(pod: Pod, settings: Settings) -> Optional[str]:
     return None
 
 
+def _claims_of(pod: Pod, claims: Mapping[str, Claim]) -> list[Claim]:
+    """The pod's claims that were read (a claim that could not be read is simply absent)."""
+    return [c for c in (claims.get(f"{pod.namespace}/{name}") for name in pod.claims) if c is not None]
+
+
+def _opted_out_claim(pod: Pod, claims: Mapping[str, Claim]) -> Optional[Claim]:
+    return next((c for c in _claims_of(pod, claims) if c.opted_out), None)
+
+
 def _rwo_claims(pod: Pod, claims: Mapping[str, Claim]) -> tuple[list[Claim], Optional[str]]:
-    found = []
-    for name in pod.claims:
-        claim = claims.get(f"{pod.namespace}/{name}")
-        if claim is not None and claim.opted_out:
-            return [], f"PVC {claim.key} is annotated rwo-failover.io/opt-out"
-        if claim is not None and claim.rwo:
-            found.append(claim)
+    opted = _opted_out_claim(pod, claims)
+    if opted is not None:
+        return [], f"PVC {opted.key} is annotated rwo-failover.io/opt-out"
+    found = [c for c in _claims_of(pod, claims) if c.rwo]
     return found, None if found else "mounts no ReadWriteOnce/ReadWriteOncePod PVC"
 
 
@@ -324,18 +330,17 @@ def _orphan(att: Attachment, snapshot: Snapshot, settings: Settings,
     return AttachmentAction(att.name, att.node, att.volume, claim.key, ()), None
 
 
-def _taint_blocker(node: Node, pods: Sequence[Pod], claims: Mapping[str, Claim]) -> Optional[str]:
+def _taint_blocker(pods: Sequence[Pod], claims: Mapping[str, Claim]) -> Optional[str]:
     """Why the out-of-service taint must not go on: Kubernetes would then force-delete an opted-out pod."""
     for pod in pods:
-        opted = pod.opted_out or any(claims[k].opted_out for k in (f"{pod.namespace}/{c}" for c in pod.claims)
-                                     if k in claims)
-        if opted:
+        if pod.opted_out or _opted_out_claim(pod, claims) is not None:
             return f"out-of-service taint not added: {pod.key} is opted out, and the taint would let " \
                    "Kubernetes force-delete it"
     return None
 
 
-def _plan_node(verdict: NodeVerdict, snapshot: Snapshot, settings: Settings, skips: list[Skip]) -> NodePlan:
+def _plan_node(verdict: NodeVerdict, node: Node, snapshot: Snapshot, settings: Settings,
+               skips: list[Skip]) -> NodePlan:
     pods = sorted((p for p in snapshot.pods if p.node == verdict.node), key=lambda p: p.key)
     selected = _select_pods(pods, snapshot, settings, skips)
     attachments = _attachments_for(verdict.node, selected, pods, snapshot, settings, skips)
@@ -344,17 +349,15 @@ def _plan_node(verdict: NodeVerdict, snapshot: Snapshot, settings: Settings, ski
                               + f" on node {verdict.node} ({verdict.taint})",
                               tuple(c.key for c in claims))
                     for pod, claims in selected)
-    node = next(n for n in snapshot.nodes if n.name == verdict.node)
     add_taint = wants_out_of_service(snapshot, settings) and not node.has_oos_taint
-    blocker = _taint_blocker(node, pods, snapshot.claims) if add_taint else None
+    blocker = _taint_blocker(pods, snapshot.claims) if add_taint else None
     if blocker:
         skips.append(Skip("node", node.name, blocker))
     return NodePlan(verdict, actions, tuple(attachments), add_taint and blocker is None)
 
 
-def _untaint(verdicts: Sequence[NodeVerdict], snapshot: Snapshot, settings: Settings,
+def _untaint(verdicts: Sequence[NodeVerdict], nodes: Mapping[str, Node], snapshot: Snapshot, settings: Settings,
              skips: list[Skip]) -> tuple[str, ...]:
-    nodes = {n.name: n for n in snapshot.nodes}
     ready = []
     for verdict in (v for v in verdicts if v.state is NodeState.RECOVERING):
         if recovered(nodes[verdict.node], snapshot.leases.get(verdict.node), settings, snapshot.now):
@@ -369,12 +372,14 @@ def plan(snapshot: Snapshot, settings: Settings) -> Plan:
     """The whole decision for one pass."""
     verdicts = judge_nodes(snapshot, settings)
     skips = [Skip("node", v.node, v.reason) for v in verdicts if v.state is not NodeState.DOWN]
+    nodes = {n.name: n for n in snapshot.nodes}
     totals = {"not_ready": sum(1 for n in snapshot.nodes if n.ready != "True"),
-              "total_nodes": len(snapshot.nodes), "untaint": _untaint(verdicts, snapshot, settings, skips)}
+              "total_nodes": len(snapshot.nodes), "untaint": _untaint(verdicts, nodes, snapshot, settings, skips)}
     refusal = node_brake(snapshot, settings, verdicts)
     if refusal:
         return Plan(tuple(verdicts), (), tuple(skips), refusal, **totals)
-    node_plans = tuple(_plan_node(v, snapshot, settings, skips) for v in verdicts if v.state is NodeState.DOWN)
+    node_plans = tuple(_plan_node(v, nodes[v.node], snapshot, settings, skips)
+                       for v in verdicts if v.state is NodeState.DOWN)
     pods = sum(len(n.pods) for n in node_plans)
     if pods > settings.max_pods_per_pass:
         refusal = f"brake: {pods} pods are selected, more than MAX_PODS_PER_PASS={settings.max_pods_per_pass}"
