@@ -1,4 +1,5 @@
-# rwo-failover: one reconcile pass per container run.
+# rwo-failover. The image runs reconcile.py; each manifest states its mode: cronjob.yaml passes --once,
+# deployment.yaml sets INTERVAL for continuous mode.
 #
 # Base images are pinned by tag AND digest. To refresh them (monthly, or on a CVE):
 #   crane digest python:3.11-slim-bookworm
@@ -32,5 +33,5 @@ ENV PYTHONPATH=/app/deps \
     PYTHONDONTWRITEBYTECODE=1
 # 65532 is distroless's "nonroot"; numeric so runAsNonRoot can verify it.
 USER 65532:65532
-# checkov:skip=CKV_DOCKER_2: a one-shot CronJob pass has no long-running process for a HEALTHCHECK to probe; the exit code is its health.
-ENTRYPOINT ["/usr/bin/python3", "reconcile.py", "--once"]
+# checkov:skip=CKV_DOCKER_2: Kubernetes ignores HEALTHCHECK; a CronJob pass is judged by its exit code.
+ENTRYPOINT ["/usr/bin/python3", "reconcile.py"]

@@ -33,10 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-from rwo_failover import fake_cluster as fc  # noqa: E402
-from rwo_failover.fake_apiserver import FakeApiServer  # noqa: E402
+from rwo_testkit import fake_cluster as fc
+from rwo_testkit.fake_apiserver import FakeApiServer
 
 PODS_PER_NODE = 30
 CLAIMS_PER_NODE = 4

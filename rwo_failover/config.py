@@ -14,13 +14,12 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 from .matchers import LabelSelector, MatcherError, TaintSpec
+from .model import CLOUD_SHUTDOWN_KEY, OUT_OF_SERVICE_KEY
 
 STUCK_STATES = ("Terminating", "Unknown", "NodeLost", "NotReady")
 LOG_FORMATS = ("auto", "json", "text")
 OUT_OF_SERVICE_MODES = ("auto", "always", "never")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
-OUT_OF_SERVICE_TAINT = "node.kubernetes.io/out-of-service"
-CLOUD_SHUTDOWN_TAINT = "node.cloudprovider.kubernetes.io/shutdown"
 
 
 class ConfigError(ValueError):
@@ -169,7 +168,7 @@ _WHOLE = "a whole number >= {}"
 SPECS: tuple[Spec, ...] = (
     Spec("DRY_RUN", _bool, "false", "Print the plan and the calls it would make; change nothing.",
          "true or false"),
-    Spec("SHUTDOWN_TAINTS", _taints, f"{OUT_OF_SERVICE_TAINT},{CLOUD_SHUTDOWN_TAINT}",
+    Spec("SHUTDOWN_TAINTS", _taints, f"{OUT_OF_SERVICE_KEY},{CLOUD_SHUTDOWN_KEY}",
          "Comma-separated taints; a node carrying any of them is a candidate.",
          "a comma-separated list of key[=value][:effect], effect one of NoSchedule, PreferNoSchedule, NoExecute"),
     Spec("MIN_NOT_READY_SECONDS", _int_at_least(0), "60",
@@ -231,10 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Release ReadWriteOnce volumes held by pods on nodes that are proven down.",
         epilog="Every setting is also an environment variable: --max-nodes-per-pass is MAX_NODES_PER_PASS.",
     )
-    mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--once", action="store_true", help="Run one pass and exit (the default).")
-    mode.add_argument("--demo", action="store_true",
-                      help="Start a built-in fake cluster, run a dry-run pass then a real one, and show the result.")
+    parser.add_argument("--once", action="store_true", help="Run one pass and exit, whatever INTERVAL says.")
     for spec in SPECS:
         parser.add_argument(spec.flag, dest=spec.field, metavar=spec.name, default=None,
                             help=f"{spec.help} (default: {spec.default!r})")

@@ -11,9 +11,12 @@ from datetime import datetime, timezone
 from typing import Any, Mapping, Optional
 
 OPT_OUT_ANNOTATION = "rwo-failover.io/opt-out"
-# Set by us when we add the out-of-service taint; its presence is what makes the taint ours to remove.
+# Set by us when we add the out-of-service taint; it records when, so the taint can be proven ours.
 OOS_ANNOTATION = "rwo-failover.io/out-of-service-added-at"
-OOS_KEY = "node.kubernetes.io/out-of-service"
+# The one name for the out-of-service taint key across the code.
+OUT_OF_SERVICE_KEY = "node.kubernetes.io/out-of-service"
+OUT_OF_SERVICE_VALUE = "nodeshutdown"
+CLOUD_SHUTDOWN_KEY = "node.cloudprovider.kubernetes.io/shutdown"
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 RWO_MODES = frozenset({"ReadWriteOnce", "ReadWriteOncePod"})
 
@@ -56,7 +59,6 @@ class Taint:
 @dataclass(frozen=True)
 class Node:
     name: str
-    uid: str
     taints: tuple[Taint, ...] = ()
     ready: Optional[str] = None  # "True", "False", "Unknown", or None when never reported
     ready_since: Optional[datetime] = None
@@ -64,7 +66,7 @@ class Node:
 
     @property
     def has_oos_taint(self) -> bool:
-        return any(t.key == OOS_KEY for t in self.taints)
+        return any(t.key == OUT_OF_SERVICE_KEY for t in self.taints)
 
     @classmethod
     def from_json(cls, obj: Json) -> "Node":
@@ -72,7 +74,7 @@ class Node:
         ready, since = _ready((obj.get("status") or {}).get("conditions"))
         taints = tuple(Taint(t.get("key", ""), t.get("value", ""), t.get("effect", ""))
                        for t in spec.get("taints") or ())
-        return cls(meta.get("name", ""), meta.get("uid", ""), taints, ready, since,
+        return cls(meta.get("name", ""), taints, ready, since,
                    (meta.get("annotations") or {}).get(OOS_ANNOTATION))
 
 
@@ -189,3 +191,17 @@ class Attachment:
         spec = obj.get("spec") or {}
         return cls((obj.get("metadata") or {}).get("name", ""), spec.get("nodeName", ""),
                    (spec.get("source") or {}).get("persistentVolumeName") or "")
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What observe read. `leases` holds an entry for every tainted node (None when absent)."""
+
+    now: datetime
+    nodes: tuple[Node, ...]
+    leases: Mapping[str, Optional[Lease]] = field(default_factory=dict)
+    pods: tuple[Pod, ...] = ()
+    claims: Mapping[str, Claim] = field(default_factory=dict)  # keyed "namespace/name"
+    attachments: tuple[Attachment, ...] = ()
+    volumes: Mapping[str, Volume] = field(default_factory=dict)  # PVs of attachments no pod explains
+    server_version: Optional[tuple[int, int]] = None  # read only when OUT_OF_SERVICE_TAINT=auto needs it

@@ -16,8 +16,8 @@ from typing import Optional
 
 from .client import Api, ApiError
 from .config import Settings
-from .decide import Snapshot, nodes_to_inspect, pod_exclusion, tainted_nodes
-from .model import Attachment, Claim, Lease, Node, Pod, Volume
+from .model import Attachment, Claim, Lease, Node, Pod, Snapshot, Volume
+from .planner import nodes_to_inspect, pod_exclusion, tainted_nodes
 
 log = logging.getLogger("rwo_failover")
 

@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import io
 import json
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from rwo_failover.cli import main
+from rwo_testkit.fake_apiserver import FakeApiServer
 
-from rwo_failover.fake_apiserver import FakeApiServer  # noqa: E402
-from rwo_failover.main import main  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @dataclass

@@ -20,9 +20,10 @@ import time
 import pytest
 
 from conftest import ROOT
-from rwo_failover import fake_cluster as fc
-from rwo_failover.fake_apiserver import Fault, FakeApiServer
-from rwo_failover.main import EXIT_OK, EXIT_REFUSED, main
+from rwo_testkit import fake_cluster as fc
+from rwo_testkit.fake_apiserver import Fault, FakeApiServer
+from rwo_failover.cli import main
+from rwo_failover.exitcodes import EXIT_OK, EXIT_REFUSED
 
 CALLS = [("list", "nodes"), ("get", "leases"), ("list", "pods"), ("get", "persistentvolumeclaims"),
          ("list", "volumeattachments"), ("get", "nodes"), ("delete", "pods"), ("delete", "volumeattachments"),

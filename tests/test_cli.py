@@ -7,10 +7,14 @@ import json
 import socket
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 from conftest import ROOT
-from rwo_failover import fake_cluster as fc
-from rwo_failover.main import EXIT_CONFIG, EXIT_FORBIDDEN, EXIT_OK, EXIT_UNAVAILABLE, main
+from rwo_testkit import fake_cluster as fc
+from rwo_failover.cli import main
+from rwo_failover.exitcodes import EXIT_CONFIG, EXIT_CRASH, EXIT_FORBIDDEN, EXIT_OK, EXIT_UNAVAILABLE
 
 
 def run_main(env: dict) -> tuple[int, str, str]:
@@ -105,3 +109,24 @@ def test_kubeconfig_that_is_a_directory_exits_2(tmp_path):
     # Tests run as root here, so file permissions cannot make it unreadable; a directory cannot be read either.
     code, _, err = run_main({"KUBECONFIG": str(tmp_path)})
     assert code == EXIT_CONFIG and "cannot load cluster credentials" in err
+
+
+@pytest.mark.parametrize("command", [[sys.executable, "-m", "rwo_failover", "--help"],
+                                     [str(Path(sys.executable).parent / "rwo-failover"), "--help"]])
+def test_installed_entry_points_run(command):
+    """`python -m rwo_failover` and the `rwo-failover` console script (pyproject.toml) both reach the CLI."""
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd="/")
+    assert proc.returncode == 0, proc.stderr
+    assert "--max-nodes-per-pass" in proc.stdout and "MAX_NODES_PER_PASS" in proc.stdout
+
+
+def test_an_uncaught_exception_exits_70_with_its_traceback(api, run_pass):
+    """A bug (here: a node list whose items are not objects) ends with exit 70 and a logged traceback."""
+    from rwo_testkit.fake_apiserver import Response
+
+    api.hooks.append(lambda req: Response(200, b'{"kind":"NodeList","metadata":{},"items":["x"]}',
+                                          {"Content-Type": "application/json"}) if req.verb == "list" else None)
+    result = run_pass()
+    assert result.code == EXIT_CRASH
+    [line] = result.lines("unexpected error; this is a bug in rwo-failover")
+    assert "Traceback" in line["exc_info"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rwo_failover import config
-from rwo_failover.main import EXIT_CONFIG
+from rwo_failover.exitcodes import EXIT_CONFIG
 from rwo_failover.matchers import LabelSelector, MatcherError, TaintSpec
 
 BAD_VALUES = {

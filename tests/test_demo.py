@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import io
 
-from rwo_failover.main import EXIT_OK, main
+from rwo_failover.exitcodes import EXIT_OK
+from rwo_testkit.demo import main
 
 
 def test_demo_fixes_the_seeded_cluster_and_shows_before_and_after():
     out, err = io.StringIO(), io.StringIO()
-    assert main(["--demo"], {}, out, err) == EXIT_OK, err.getvalue()
+    assert main([], {}, out) == EXIT_OK
     text = out.getvalue()
     before, rest = text.split("=== dry-run pass", 1)
     dry, rest = rest.split("=== real pass ===", 1)

@@ -6,6 +6,7 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +16,7 @@ import yaml
 
 from conftest import ROOT
 from rwo_failover import config
-from rwo_failover import fake_cluster as fc
+from rwo_testkit import fake_cluster as fc
 
 FORBIDDEN_TOLERATIONS = ("node.kubernetes.io/out-of-service", "node.cloudprovider.kubernetes.io/shutdown",
                          "node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready")
@@ -102,37 +103,107 @@ def dockerfile_runtime() -> dict:
     return found
 
 
-@pytest.mark.timeout(600)
-def test_container_command_runs_a_real_pass(tmp_path: Path, api):
+def effective_command(which: str) -> tuple[list[str], dict[str, str]]:
+    """What the kubelet runs for a manifest's container: the image's ENTRYPOINT, unless the container sets
+    `command`, then the container's `args` (or the image's CMD); and the env: the image's, then the container's."""
     image = dockerfile_runtime()
-    assert image["workdir"] == "/app" and image["command"][1:] == ["reconcile.py", "--once"]
-    # The image's file layout, from the Dockerfile's own COPY lines.
-    workdir = tmp_path / "app"
-    workdir.mkdir()
-    for source in image["copy"]:
-        src = ROOT / source.rstrip("/")
-        copy = shutil.copytree if src.is_dir() else shutil.copy
-        copy(src, workdir / src.name, **({"ignore": shutil.ignore_patterns("__pycache__")} if src.is_dir() else {}))
-    # The image's dependencies: requirements.txt, hash-checked, into a fresh venv.
-    venv = tmp_path / "venv"
+    [container] = pod_spec(which)["containers"]
+    command = container.get("command") or image["command"]
+    args = container["args"] if "args" in container else []
+    env = {k: v for k, v in image["env"].items() if k != "PYTHONPATH"}
+    env.update({e["name"]: e["value"] for e in container.get("env") or ()})
+    return command + args, env
+
+
+@pytest.fixture(scope="module")
+def image_venv(tmp_path_factory) -> Path:
+    """The image's dependencies: requirements.txt, hash-checked, into a fresh venv (the image's /app/deps)."""
+    venv = tmp_path_factory.mktemp("image") / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--require-hashes", "--no-deps",
                     "-r", str(ROOT / "requirements.txt")], check=True, timeout=540)
+    return venv
+
+
+def image_workdir(tmp_path: Path) -> Path:
+    """The image's file layout, from the Dockerfile's own COPY lines."""
+    workdir = tmp_path / "app"
+    workdir.mkdir()
+    for source in dockerfile_runtime()["copy"]:
+        src = ROOT / source.rstrip("/")
+        copy = shutil.copytree if src.is_dir() else shutil.copy
+        copy(src, workdir / src.name, **({"ignore": shutil.ignore_patterns("__pycache__")} if src.is_dir() else {}))
+    return workdir
+
+
+def outage_cluster(api) -> None:
     for i in range(3):
         fc.live_node(api, f"w{i}")
     fc.dead_node(api, "dead")
     fc.add_volume(api, "data-db-0", attached_to="dead")
     api.add(fc.pod("db-0", "dead", claims=["data-db-0"], terminating=True))
-    env = {k: v for k, v in image["env"].items() if k != "PYTHONPATH"}  # the venv stands in for /app/deps
+
+
+def test_the_image_carries_no_test_doubles():
+    image = dockerfile_runtime()
+    assert not any("testkit" in source or source.startswith("tests") for source in image["copy"])
+    allowed = [line for line in (ROOT / ".dockerignore").read_text().splitlines() if line.startswith("!")]
+    assert allowed and not any("testkit" in line or "tests" in line for line in allowed)
+
+
+def test_each_manifest_states_its_own_mode():
+    """The image has no mode; the CronJob asks for one pass, and the Deployment for continuous mode."""
+    assert "--once" not in dockerfile_runtime()["command"]
+    cron_argv, cron_env = effective_command("cronjob")
+    args, settings = config.load(cron_argv[2:], cron_env)
+    assert args.once, "the CronJob runs one pass per Job"
+    deploy_argv, deploy_env = effective_command("deployment")
+    args, settings = config.load(deploy_argv[2:], deploy_env)
+    assert not args.once and settings.interval > 0, "the Deployment reaches the loop"
+
+
+@pytest.mark.timeout(600)
+def test_container_command_runs_a_real_pass(tmp_path: Path, api, image_venv):
+    """The CronJob's effective command, in the image's layout and dependencies, runs one pass and exits."""
+    workdir = image_workdir(tmp_path)
+    outage_cluster(api)
+    argv, env = effective_command("cronjob")
     env.update(KUBECONFIG=api.write_kubeconfig(str(tmp_path / "kubeconfig")), PATH=os.environ.get("PATH", ""),
                HOME=str(tmp_path))
-
-    # Exactly the image's command; only the interpreter path is the venv's.
-    command = [str(venv / "bin" / "python")] + image["command"][1:]
-    proc = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True, timeout=120)
+    # Exactly that command; only the interpreter path is the venv's.
+    proc = subprocess.run([str(image_venv / "bin" / "python")] + argv[1:], cwd=workdir, env=env,
+                          capture_output=True, text=True, timeout=120)
 
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    summary = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert summary["message"] == "pass finished" and summary["pods_deleted"] == 1
-    assert summary["attachments_deleted"] == 1
+    summaries = [json.loads(line) for line in proc.stdout.splitlines() if '"pass finished"' in line]
+    assert len(summaries) == 1, "one pass, then exit"
+    assert summaries[0]["pods_deleted"] == 1 and summaries[0]["attachments_deleted"] == 1
     assert api.objects("pods") == [] and api.objects("volumeattachments") == []
+
+
+@pytest.mark.timeout(600)
+def test_deployment_command_loops_until_sigterm(tmp_path: Path, api, image_venv):
+    """The Deployment's effective command keeps passing until SIGTERM, then exits 0.
+
+    INTERVAL is shortened so the test sees several passes; everything else is the manifest's.
+    """
+    workdir = image_workdir(tmp_path)
+    outage_cluster(api)
+    argv, env = effective_command("deployment")
+    env.update(KUBECONFIG=api.write_kubeconfig(str(tmp_path / "kubeconfig")), PATH=os.environ.get("PATH", ""),
+               HOME=str(tmp_path), INTERVAL="0.2")
+    proc = subprocess.Popen([str(image_venv / "bin" / "python")] + argv[1:], cwd=workdir, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    passes = 0
+    try:
+        for line in proc.stdout:
+            passes += '"pass finished"' in line
+            if passes == 3:
+                break
+        assert proc.poll() is None, "still running after three passes"
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert passes == 3, err
+    assert proc.returncode == 0 and "stopped cleanly" in out, out + err

@@ -5,13 +5,15 @@ from __future__ import annotations
 import re
 
 from conftest import ROOT
-from rwo_failover import config, main
+from rwo_failover import config, exitcodes
 
 README = (ROOT / "README.md").read_text()
+SETTINGS_DOC = (ROOT / "docs" / "settings.md").read_text()
+RELIABILITY_DOC = (ROOT / "docs" / "reliability.md").read_text()
 
 
 def test_settings_table_matches_the_code():
-    table = README.split("<!-- settings-table", 1)[1].split("<!-- /settings-table -->", 1)[0]
+    table = SETTINGS_DOC.split("<!-- settings-table", 1)[1].split("<!-- /settings-table -->", 1)[0]
     rows = [line for line in table.splitlines() if line.startswith("| `")]
     documented = []
     for row in rows:
@@ -22,8 +24,8 @@ def test_settings_table_matches_the_code():
 
 
 def test_exit_codes_are_documented():
-    codes = {v: k for k, v in vars(main).items() if k.startswith("EXIT_")}
-    documented = {int(m) for m in re.findall(r"^\| (\d) \|", README, re.M)}
+    codes = {v: k for k, v in vars(exitcodes).items() if k.startswith("EXIT_")}
+    documented = {int(m) for m in re.findall(r"^\| (\d+) \|", SETTINGS_DOC, re.M)}
     assert documented == set(codes)
 
 
@@ -37,6 +39,11 @@ def test_readme_commands_exist_in_the_makefile():
 def test_reliability_table_matches_the_fault_suite():
     from test_faults import RELIABILITY
 
-    table = README.split("<!-- reliability-table -->", 1)[1].split("<!-- /reliability-table -->", 1)[0]
+    table = RELIABILITY_DOC.split("<!-- reliability-table -->", 1)[1].split("<!-- /reliability-table -->", 1)[0]
     rows = [line for line in table.splitlines() if line.startswith("| ") and not line.startswith("| Fault")]
     assert rows == [f"| {fault} | {behaviour} |" for fault, behaviour in RELIABILITY]
+
+
+def test_readme_links_point_at_files_that_exist():
+    for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", README):
+        assert (ROOT / target).exists(), target

@@ -7,7 +7,7 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
-from rwo_failover import fake_cluster as fc
+from rwo_testkit import fake_cluster as fc
 
 
 @pytest.fixture

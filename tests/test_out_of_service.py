@@ -11,9 +11,9 @@ import time
 import pytest
 
 from conftest import ROOT
-from rwo_failover import fake_cluster as fc
-from rwo_failover.main import EXIT_OK, EXIT_REFUSED
-from rwo_failover.model import OOS_ANNOTATION, OOS_KEY
+from rwo_testkit import fake_cluster as fc
+from rwo_failover.exitcodes import EXIT_OK, EXIT_REFUSED
+from rwo_failover.model import OOS_ANNOTATION, OUT_OF_SERVICE_KEY as OOS_KEY
 
 
 @pytest.fixture
@@ -260,7 +260,7 @@ def test_unparsable_server_version_means_no_taint_in_auto(cluster, run_pass):
 
 
 def test_failing_version_read_degrades_to_no_taint_and_the_pass_still_works(cluster, run_pass):
-    from rwo_failover.fake_apiserver import Response
+    from rwo_testkit.fake_apiserver import Response
     cluster.hooks.append(lambda req: Response(503, b"{}") if req.path == "/version" else None)
     fc.dead_node(cluster, "dead")
     stuck(cluster, "dead")

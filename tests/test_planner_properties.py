@@ -8,8 +8,10 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from hypothesis import Phase, find, given, settings as hsettings, strategies as st
 
-from rwo_failover import config, decide
-from rwo_failover.model import Attachment, Claim, Lease, Node, Pod, RWO_MODES, Taint, Volume
+from rwo_failover import config
+from rwo_failover import planner as decide
+from rwo_failover.planner.nodes import LEASE_FRESH_SECONDS
+from rwo_failover.model import RWO_MODES, Attachment, Claim, Lease, Node, Pod, Snapshot, Taint, Volume
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=timezone.utc)
 BASE = config.load([], {})[1]
@@ -27,7 +29,7 @@ def ago(seconds: float) -> datetime:
 
 
 def _node(name: str, ready, since, taints) -> Node:
-    return Node(name, f"uid-{name}", tuple(taints), ready, None if since is None else ago(since))
+    return Node(name, tuple(taints), ready, None if since is None else ago(since))
 
 
 shutdown_taints = st.lists(st.sampled_from(TAINTS[:2]), min_size=1, max_size=2, unique=True)
@@ -96,7 +98,7 @@ def snapshots(draw):
     # Observe reads the PV of every attachment no pod explains; here, of every bound claim's PV.
     volumes = {c.volume: Volume(c.volume, c.key, c.access_modes) for c in claims.values() if c.volume}
     version = draw(st.sampled_from([None, (1, 27), (1, 28), (1, 36)]))
-    return decide.Snapshot(NOW, nodes, leases, tuple(pods.values()), claims, tuple(atts.values()), volumes, version)
+    return Snapshot(NOW, nodes, leases, tuple(pods.values()), claims, tuple(atts.values()), volumes, version)
 
 
 settings_st = st.builds(
@@ -124,7 +126,7 @@ def proven_down(node: Node, lease, settings) -> bool:
     return decide.shutdown_taint(node, settings.shutdown_taints) is not None
 
 
-def apply(snapshot: decide.Snapshot, plan: decide.Plan) -> decide.Snapshot:
+def apply(snapshot: Snapshot, plan: decide.Plan) -> Snapshot:
     gone_pods = {(a.namespace, a.name) for n in plan.nodes for a in n.pods}
     gone_atts = {a.name for n in plan.nodes for a in n.attachments}
     return dataclasses.replace(
@@ -188,7 +190,7 @@ def test_out_of_service_taint_is_added_and_removed_only_where_the_rules_allow(sn
         assert node.oos_added_at and node.ready == "True", "only our taint, only on a node that is back"
         assert decide.only_our_taint(node, settings.shutdown_taints)
         assert (NOW - node.ready_since).total_seconds() >= settings.recovery_seconds
-        assert lease is not None and (NOW - lease.renew_time).total_seconds() < decide.LEASE_FRESH_SECONDS
+        assert lease is not None and (NOW - lease.renew_time).total_seconds() < LEASE_FRESH_SECONDS
     assert not set(plan.untaint) & {n.verdict.node for n in plan.nodes}
 
 
@@ -229,7 +231,7 @@ def test_planner_is_deterministic(snapshot, settings):
     ("an attachment kept for a pod left in place", lambda p: any(s.kind == "volumeattachment" for s in p.skips)),
     ("an orphaned attachment released", lambda p: any(not a.after_pods for n in p.nodes for a in n.attachments)),
     ("a split-brain node beside an action", lambda p: p.split_brain and p.pod_count > 0),
-    ("a refusal by the pod cap", lambda p: p.refusal and "MAX_PODS_PER_PASS" in p.refusal),
+    ("a refusal by the pod cap", lambda p: p.refusal and p.refusal.kind is decide.RefusalKind.PODS_PER_PASS),
     ("an out-of-service taint added", lambda p: any(n.add_taint for n in p.nodes)),
     ("our out-of-service taint removed", lambda p: bool(p.untaint)),
 ])

@@ -15,7 +15,7 @@ import yaml
 
 from conftest import ROOT, SESSION_REQUESTS
 from rwo_failover.client import USER_AGENT
-from rwo_failover.fake_apiserver import KINDS
+from rwo_testkit.fake_apiserver import KINDS
 
 CLUSTER = "*"  # a ClusterRole grant: every namespace, and cluster-scoped objects
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from rwo_failover import fake_cluster as fc
-from rwo_failover.fake_apiserver import Response
-from rwo_failover.main import EXIT_OK, EXIT_REFUSED
+from rwo_testkit import fake_cluster as fc
+from rwo_testkit.fake_apiserver import Response
+from rwo_failover.exitcodes import EXIT_OK, EXIT_REFUSED
 
 
 def deletes(api) -> list:

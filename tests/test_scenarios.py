@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rwo_failover import fake_cluster as fc
-from rwo_failover.main import EXIT_OK
+from rwo_testkit import fake_cluster as fc
+from rwo_failover.exitcodes import EXIT_OK
 
 
 def healthy_cluster(api, count: int = 3) -> None:

@@ -1,4 +1,5 @@
-"""`reconcile.py --demo`: a broken cluster like the ones in the write-ups, fixed before your eyes.
+"""`make demo` (`python -m rwo_testkit.demo`): a broken cluster like the ones in the write-ups, fixed
+before your eyes.
 
 It starts the fake API server on loopback, seeds a node that died holding a
 StatefulSet pod and a Deployment pod with RWO volumes, runs a dry-run pass and
@@ -10,13 +11,17 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import sys
 import tempfile
-from typing import IO
+from typing import IO, Mapping, Optional, Sequence
+
+from rwo_failover import config, logs
+from rwo_failover.client import Api, load_api_client
+from rwo_failover.config import Settings
+from rwo_failover.exitcodes import EXIT_CONFIG
+from rwo_failover.runner import run_pass
 
 from . import fake_cluster as fc
-from . import logs
-from .client import Api, load_api_client
-from .config import Settings
 from .fake_apiserver import FakeApiServer
 
 DEAD = "worker-3"
@@ -62,8 +67,6 @@ def show(api: FakeApiServer, out: IO[str], title: str) -> None:
 
 
 def run_demo(settings: Settings, out: IO[str]) -> int:
-    from .main import run_pass
-
     if settings.log_format == "auto":
         logs.setup("text", settings.log_level, out)
     with FakeApiServer() as api, tempfile.TemporaryDirectory() as tmp:
@@ -84,3 +87,21 @@ def run_demo(settings: Settings, out: IO[str]) -> int:
                   "force-delete the opted-out pod.\n"
                   f"Exit code of the real pass: {code} (0 = done). Run the tests with: make test\n")
     return code
+
+
+def main(argv: Optional[Sequence[str]] = None, environ: Optional[Mapping[str, str]] = None,
+         stdout: Optional[IO[str]] = None) -> int:
+    """Settings as for reconcile.py (LOG_FORMAT, OUT_OF_SERVICE_TAINT, ...); the cluster is the demo's own."""
+    out = stdout or sys.stdout
+    try:
+        _args, settings = config.load(sys.argv[1:] if argv is None else argv,
+                                      os.environ if environ is None else environ)
+    except config.ConfigError as err:
+        print(f"demo: configuration error: {err}", file=sys.stderr)
+        return EXIT_CONFIG
+    logs.setup(settings.log_format, settings.log_level, out)
+    return run_demo(settings, out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

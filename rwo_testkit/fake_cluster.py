@@ -6,11 +6,12 @@ import hashlib
 from datetime import datetime, timedelta, timezone
 from typing import Any, Iterable, Optional, Sequence
 
-from .config import CLOUD_SHUTDOWN_TAINT, OUT_OF_SERVICE_TAINT
+from rwo_failover.model import CLOUD_SHUTDOWN_KEY, OUT_OF_SERVICE_KEY, OUT_OF_SERVICE_VALUE
+
 from .fake_apiserver import FakeApiServer
 
-SHUTDOWN = {"key": CLOUD_SHUTDOWN_TAINT, "effect": "NoSchedule"}
-OUT_OF_SERVICE = {"key": OUT_OF_SERVICE_TAINT, "value": "nodeshutdown", "effect": "NoExecute"}
+SHUTDOWN = {"key": CLOUD_SHUTDOWN_KEY, "effect": "NoSchedule"}
+OUT_OF_SERVICE = {"key": OUT_OF_SERVICE_KEY, "value": OUT_OF_SERVICE_VALUE, "effect": "NoExecute"}
 UNREACHABLE = {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"}
 
 

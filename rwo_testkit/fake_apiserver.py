@@ -26,7 +26,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Optional
 from urllib.parse import parse_qs, urlsplit
 
-from .matchers import LabelSelector, MatcherError
+from rwo_failover.matchers import LabelSelector, MatcherError
 
 TOKEN = "fake-apiserver-token"
 
@@ -281,10 +281,6 @@ class FakeApiServer:
 
     def mutations(self) -> list[Request]:
         return [r for r in self.requests if r.method in ("POST", "PUT", "PATCH", "DELETE")]
-
-    def calls(self, verb: Optional[str] = None, resource: Optional[str] = None) -> list[Request]:
-        return [r for r in self.requests
-                if (verb is None or r.verb == verb) and (resource is None or r.resource == resource)]
 
     # --- request handling ----------------------------------------------------------------
     def handle(self, req: Request, auth: str) -> Response:

@@ -1,0 +1,7 @@
+"""`python -m rwo_failover`: the same as reconcile.py."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

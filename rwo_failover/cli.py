@@ -1,0 +1,44 @@
+"""The command line: settings, logging, credentials, then one pass or continuous mode."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from typing import IO, Callable, Mapping, Optional, Sequence
+
+from . import config, logs
+from .client import Api, load_api_client
+from .exitcodes import EXIT_CONFIG, EXIT_CRASH
+from .loop import run_loop
+from .runner import run_pass
+
+log = logging.getLogger(logs.LOGGER)
+
+
+def main(argv: Optional[Sequence[str]] = None, environ: Optional[Mapping[str, str]] = None,
+         stdout: Optional[IO[str]] = None, stderr: Optional[IO[str]] = None,
+         sleep: Callable[[float], None] = time.sleep) -> int:
+    """The entry point; `sleep` is injectable so tests can check retry delays without waiting them out."""
+    argv = sys.argv[1:] if argv is None else argv
+    environ = os.environ if environ is None else environ
+    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
+    try:
+        args, settings = config.load(argv, environ)
+    except config.ConfigError as err:
+        print(f"rwo-failover: configuration error: {err}", file=stderr)
+        return EXIT_CONFIG
+    logs.setup(settings.log_format, settings.log_level, stdout)
+    try:
+        api_client = load_api_client(settings)
+    except config.ConfigError as err:
+        print(f"rwo-failover: configuration error: {err}", file=stderr)
+        return EXIT_CONFIG
+    try:
+        if settings.interval and not args.once:
+            return run_loop(lambda: run_pass(Api(api_client, settings, sleep=sleep), settings), settings)
+        return run_pass(Api(api_client, settings, sleep=sleep), settings)
+    except Exception:  # noqa: BLE001 - a bug must still end with a code of its own and its traceback
+        log.exception("unexpected error; this is a bug in rwo-failover")
+        return EXIT_CRASH

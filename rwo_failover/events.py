@@ -1,0 +1,47 @@
+"""Kubernetes Events that explain each action: built here, written through the one writer."""
+
+from __future__ import annotations
+
+import socket
+from datetime import datetime
+from typing import Callable, Optional
+
+from .writer import Writer
+
+COMPONENT = "rwo-failover"
+NODE_EVENT_NAMESPACE = "default"  # where kubelet and the node controller put Node events
+
+
+def build_event(namespace: str, kind: str, name: str, uid: Optional[str], event_type: str, reason: str,
+                message: str, stamp: str, instance: str, cluster_scoped: bool = False) -> dict:
+    involved = {"apiVersion": "v1", "kind": kind, "name": name, "uid": uid,
+                "namespace": None if cluster_scoped else namespace}
+    return {"metadata": {"generateName": f"{name}.", "namespace": namespace},
+            "involvedObject": {k: v for k, v in involved.items() if v},
+            "type": event_type, "reason": reason, "message": message[:1024], "count": 1,
+            "firstTimestamp": stamp, "lastTimestamp": stamp,
+            "source": {"component": COMPONENT}, "reportingComponent": COMPONENT,
+            "reportingInstance": instance}
+
+
+class EventRecorder:
+    def __init__(self, writer: Writer, now: Callable[[], datetime]) -> None:
+        self.writer, self.now = writer, now
+        self.instance = socket.gethostname()
+
+    def stamp(self) -> str:
+        return self.now().strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    def node(self, node: str, event_type: str, reason: str, message: str) -> None:
+        self.writer.create_event(NODE_EVENT_NAMESPACE, build_event(
+            NODE_EVENT_NAMESPACE, "Node", node, None, event_type, reason, message, self.stamp(), self.instance,
+            cluster_scoped=True))
+
+    def pod(self, namespace: str, name: str, uid: str, reason: str, message: str) -> None:
+        self.writer.create_event(namespace, build_event(
+            namespace, "Pod", name, uid, "Normal", reason, message, self.stamp(), self.instance))
+
+    def claim(self, claim_key: str, reason: str, message: str) -> None:
+        namespace, _, name = claim_key.partition("/")
+        self.writer.create_event(namespace, build_event(
+            namespace, "PersistentVolumeClaim", name, None, "Normal", reason, message, self.stamp(), self.instance))

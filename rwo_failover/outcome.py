@@ -1,0 +1,23 @@
+"""What a pass did, counted as it happens: the writer records every write, act its decisions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Outcome:
+    pods_deleted: list[str] = field(default_factory=list)
+    pods_gone: list[str] = field(default_factory=list)
+    pods_replaced: list[str] = field(default_factory=list)
+    attachments_deleted: list[str] = field(default_factory=list)
+    attachments_gone: list[str] = field(default_factory=list)
+    attachments_held: list[str] = field(default_factory=list)
+    nodes_not_down_on_recheck: list[str] = field(default_factory=list)
+    split_brain: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    forbidden: list[str] = field(default_factory=list)
+    not_attempted: list[str] = field(default_factory=list)  # writes refused because the pass deadline had passed
+    taints_added: list[str] = field(default_factory=list)
+    taints_removed: list[str] = field(default_factory=list)
+    events: int = 0

@@ -1,0 +1,62 @@
+"""Which VolumeAttachments on a proven-down node to release: the selected pods' own, and orphans."""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+from ..config import Settings
+from ..model import Attachment, Claim, Pod, Snapshot
+from .types import AttachmentAction, Skip
+
+Selected = Sequence[tuple[Pod, list[Claim]]]
+
+
+def attachments_for(node: str, selected: Selected, pods: Sequence[Pod], snapshot: Snapshot,
+                    settings: Settings) -> tuple[list[AttachmentAction], list[Skip]]:
+    """The attachments on `node` to delete, and a skip for each one left with a reason."""
+    by_volume: dict[str, tuple[str, list[str]]] = {}
+    for pod, claims in selected:
+        for claim in claims:
+            if claim.volume:
+                by_volume.setdefault(claim.volume, (claim.key, []))[1].append(pod.key)
+    chosen = {pod.key for pod, _ in selected}
+    # A volume still used by a pod we are not deleting stays attached, or it would be yanked from under it.
+    kept_claims = {f"{p.namespace}/{c}" for p in pods if p.key not in chosen for c in p.claims}
+    used_claims = kept_claims | {c.key for _, claims in selected for c in claims}
+    actions, skips = [], []
+    for att in sorted((a for a in snapshot.attachments if a.node == node), key=lambda a: a.name):
+        if att.volume not in by_volume:
+            action, reason = _orphan(att, snapshot, settings, used_claims)
+        elif by_volume[att.volume][0] in kept_claims:
+            action, reason = None, f"PV {att.volume} is also used by a pod left in place"
+        else:
+            claim_key, pod_keys = by_volume[att.volume]
+            action, reason = AttachmentAction(att.name, node, att.volume, claim_key, tuple(pod_keys)), None
+        if action:
+            actions.append(action)
+        elif reason:
+            skips.append(Skip("volumeattachment", att.name, reason))
+    return actions, skips
+
+
+def _orphan(att: Attachment, snapshot: Snapshot, settings: Settings,
+            used_claims: set[str]) -> tuple[Optional[AttachmentAction], Optional[str]]:
+    """An attachment on a proven-down node whose RWO claim no pod on that node uses any more.
+
+    It is what an earlier pass (or a human's force delete) leaves when the pod went but its
+    attachment could not be deleted; with no pod to find it by, only this rule releases it.
+    """
+    volume = snapshot.volumes.get(att.volume)
+    if volume is None or not volume.claim or volume.claim in used_claims:
+        return None, None  # not ours to judge: no PV read, unbound, or a pod on the node still uses it
+    claim = snapshot.claims.get(volume.claim)
+    if claim is None or claim.volume != volume.name or not claim.rwo:
+        return None, None
+    if claim.opted_out:
+        return None, f"orphaned, but PVC {claim.key} is annotated rwo-failover.io/opt-out"
+    if claim.namespace in settings.exclude_namespaces or (
+            settings.include_namespaces and claim.namespace not in settings.include_namespaces):
+        return None, f"orphaned, but PVC {claim.key} is in a namespace outside the filters"
+    if settings.pod_selector:
+        return None, "orphaned, but POD_SELECTOR is set and no pod is left to match it"
+    return AttachmentAction(att.name, att.node, att.volume, claim.key, ()), None

@@ -1,0 +1,116 @@
+"""The planner's vocabulary: verdicts, actions, skips, typed refusals, and the Plan itself."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Optional
+
+
+class NodeState(str, Enum):
+    DOWN = "down"                # proven down: safe to act on
+    NOT_YET = "not-yet"          # not proven down yet; exit 0
+    SPLIT_BRAIN = "split-brain"  # tainted for shutdown yet Ready or heartbeating; exit 3
+    RECOVERING = "recovering"    # alive again, and the only shutdown taint is the one we added; exit 0
+
+
+@dataclass(frozen=True)
+class NodeVerdict:
+    node: str
+    state: NodeState
+    taint: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class PodAction:
+    namespace: str
+    name: str
+    uid: str
+    node: str
+    reason: str
+    claims: tuple[str, ...]  # the pod's RWO claims, "namespace/name"
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True)
+class AttachmentAction:
+    name: str
+    node: str
+    volume: str
+    claim: str
+    after_pods: tuple[str, ...]  # delete only once all of these pods are gone
+
+
+@dataclass(frozen=True)
+class NodePlan:
+    verdict: NodeVerdict
+    pods: tuple[PodAction, ...] = ()
+    attachments: tuple[AttachmentAction, ...] = ()
+    add_taint: bool = False  # add the out-of-service taint before deleting anything
+
+    @property
+    def has_work(self) -> bool:
+        return bool(self.pods or self.attachments or self.add_taint)
+
+
+@dataclass(frozen=True)
+class Skip:
+    kind: str  # "node", "pod" or "volumeattachment"
+    name: str
+    reason: str
+
+
+class RefusalKind(str, Enum):
+    """Which brake refused the pass; split-brain is a node verdict, not a refusal of the whole pass."""
+
+    UNHEALTHY_FRACTION = "unhealthy-fraction"
+    NODES_PER_PASS = "nodes-per-pass"
+    PODS_PER_PASS = "pods-per-pass"
+
+
+@dataclass(frozen=True)
+class Refusal:
+    kind: RefusalKind
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UnsafePlan(Exception):
+    """The brake refused the whole pass."""
+
+    def __init__(self, refusal: Refusal) -> None:
+        super().__init__(refusal.message)
+        self.refusal = refusal
+
+
+@dataclass(frozen=True)
+class Plan:
+    verdicts: tuple[NodeVerdict, ...]
+    nodes: tuple[NodePlan, ...]
+    skips: tuple[Skip, ...]
+    refusal: Optional[Refusal] = None
+    not_ready: int = 0
+    total_nodes: int = 0
+    untaint: tuple[str, ...] = ()  # recovered nodes whose out-of-service taint (ours) comes off
+
+    @property
+    def pod_count(self) -> int:
+        return sum(len(n.pods) for n in self.nodes)
+
+    @property
+    def attachment_count(self) -> int:
+        return sum(len(n.attachments) for n in self.nodes)
+
+    @property
+    def split_brain(self) -> tuple[NodeVerdict, ...]:
+        return tuple(v for v in self.verdicts if v.state is NodeState.SPLIT_BRAIN)
+
+    def raise_if_unsafe(self) -> None:
+        if self.refusal:
+            raise UnsafePlan(self.refusal)

@@ -1,0 +1,89 @@
+"""One pass, start to finish: observe, decide, act, one summary line, and the exit code."""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import datetime, timezone
+from typing import Callable, Optional
+
+from . import logs, planner
+from .act import Actor
+from .client import Api, ApiError, Forbidden
+from .config import Settings
+from .exitcodes import EXIT_FAILED, EXIT_FORBIDDEN, EXIT_OK, EXIT_REFUSED, EXIT_UNAVAILABLE
+from .observe import observe
+from .outcome import Outcome
+
+log = logging.getLogger(logs.LOGGER)
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def run_pass(api: Api, settings: Settings, now: Callable[[], datetime] = utcnow) -> int:
+    """Observe, decide, act; log one summary line; return the exit code."""
+    started = time.monotonic()
+    try:
+        snapshot = observe(api, settings, now())
+    except ApiError as err:
+        code = EXIT_FORBIDDEN if isinstance(err, Forbidden) else EXIT_UNAVAILABLE
+        log.error("cannot read the cluster; nothing was changed", extra={"error": str(err)})
+        _summary(settings, None, None, code, started, api)
+        return code
+    plan = planner.plan(snapshot, settings)
+    _log_plan(plan)
+    actor = Actor(api, settings, now)
+    actor.warn_split_brain(plan.split_brain)
+    try:
+        outcome = actor.execute(plan)
+    except planner.UnsafePlan as err:
+        log.error("refusing to act on anything", extra={"reason": str(err), "brake": err.refusal.kind.value})
+        actor.record_refusal(plan)
+        outcome = actor.outcome
+    code = exit_code(plan, outcome)
+    _summary(settings, plan, outcome, code, started, api)
+    return code
+
+
+def exit_code(plan: planner.Plan, outcome: Outcome) -> int:
+    if outcome.forbidden:
+        return EXIT_FORBIDDEN
+    if plan.refusal or outcome.split_brain:
+        return EXIT_REFUSED
+    return EXIT_FAILED if outcome.failures or outcome.not_attempted else EXIT_OK
+
+
+def _log_plan(plan: planner.Plan) -> None:
+    for verdict in plan.verdicts:
+        log.info("node verdict", extra={"node": verdict.node, "state": verdict.state.value,
+                                        "taint": verdict.taint, "reason": verdict.reason})
+    for skip in plan.skips:
+        log.info("skipped", extra={"kind": skip.kind, "object": skip.name, "reason": skip.reason})
+
+
+def _summary(settings: Settings, plan: Optional[planner.Plan], outcome: Optional[Outcome], code: int,
+             started: float, api: Api) -> None:
+    fields: dict[str, object] = {"dry_run": settings.dry_run, "exit_code": code,
+                                 "duration_seconds": round(time.monotonic() - started, 3),
+                                 "api_attempts": api.attempts}
+    if plan is not None:
+        states = [v.state for v in plan.verdicts]
+        fields.update(nodes=plan.total_nodes, nodes_not_ready=plan.not_ready, tainted=len(states),
+                      down=states.count(planner.NodeState.DOWN), not_yet=states.count(planner.NodeState.NOT_YET),
+                      split_brain=states.count(planner.NodeState.SPLIT_BRAIN),
+                      recovering=states.count(planner.NodeState.RECOVERING), pods_planned=plan.pod_count,
+                      attachments_planned=plan.attachment_count, skips=len(plan.skips),
+                      refusal=str(plan.refusal or ""), brake=plan.refusal.kind.value if plan.refusal else "")
+    if outcome is not None:
+        fields.update(pods_deleted=len(outcome.pods_deleted), pods_already_gone=len(outcome.pods_gone),
+                      pods_replaced=len(outcome.pods_replaced),
+                      attachments_deleted=len(outcome.attachments_deleted),
+                      attachments_already_gone=len(outcome.attachments_gone),
+                      attachments_held=len(outcome.attachments_held),
+                      nodes_not_down_on_recheck=len(outcome.nodes_not_down_on_recheck),
+                      taints_added=len(outcome.taints_added), taints_removed=len(outcome.taints_removed),
+                      events=outcome.events, failures=len(outcome.failures) + len(outcome.forbidden),
+                      not_attempted=len(outcome.not_attempted))
+    log.log(logging.INFO if code == EXIT_OK else logging.ERROR, "pass finished", extra=fields)

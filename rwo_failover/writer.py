@@ -1,0 +1,96 @@
+"""The one writer: every change a pass makes to the cluster goes through `Writer`.
+
+It is the only place that checks dry-run (and logs what it would do instead), that
+refuses a new write once the pass deadline has passed, and that records each
+write's outcome. Reads stay with `client.Api`; act decides what to write and when.
+"""
+
+from __future__ import annotations
+
+import logging
+from enum import Enum
+from typing import Callable, Optional
+
+from .client import Api, ApiError, Forbidden
+from .outcome import Outcome
+
+log = logging.getLogger("rwo_failover")
+
+
+class Result(str, Enum):
+    DONE = "done"                    # the write landed
+    GONE = "gone"                    # a delete found nothing (404): someone else finished it
+    HELD = "held"                    # a delete was accepted, but finalizers keep the object
+    CONFLICT = "conflict"            # 409: a precondition (UID or resourceVersion) no longer holds
+    FAILED = "failed"                # an error, recorded in the outcome
+    WOULD = "would"                  # dry-run: logged, not made
+    NOT_ATTEMPTED = "not-attempted"  # the pass deadline had passed; recorded in the outcome
+
+
+class Writer:
+    def __init__(self, api: Api, dry_run: bool, outcome: Outcome) -> None:
+        self.api, self.dry_run, self.outcome = api, dry_run, outcome
+        self.body: Optional[dict] = None  # the response body of the last write that landed
+
+    def delete_pod(self, namespace: str, name: str, uid: str, fields: dict) -> Result:
+        """Force-delete (grace 0) the pod with this UID; 409 when it was replaced since it was read."""
+        key = f"{namespace}/{name}"
+        result = self._write(f"force-delete of pod {key}", "would force-delete pod", fields,
+                             lambda: self.api.delete_pod(namespace, name, uid), conflict_ok=True)
+        if result is Result.DONE and ((self.body or {}).get("metadata") or {}).get("finalizers"):
+            result = Result.HELD
+        if result is Result.DONE:
+            self.outcome.pods_deleted.append(key)
+        elif result is Result.GONE:
+            self.outcome.pods_gone.append(key)
+        elif result is Result.CONFLICT:
+            self.outcome.pods_replaced.append(key)
+        return result
+
+    def delete_attachment(self, name: str, fields: dict) -> Result:
+        result = self._write(f"delete of VolumeAttachment {name}", "would delete VolumeAttachment", fields,
+                             lambda: self.api.delete_attachment(name))
+        if result is Result.DONE:
+            self.outcome.attachments_deleted.append(name)
+        elif result is Result.GONE:
+            self.outcome.attachments_gone.append(name)
+        return result
+
+    def patch_node(self, name: str, patch: dict, purpose: str) -> Result:
+        """A resourceVersion-preconditioned merge patch to `purpose` ("add the ... taint");
+        CONFLICT tells the caller to read again."""
+        return self._write(f"patching node {name} to {purpose}", f"would {purpose}", {"node": name},
+                           lambda: self.api.patch_node(name, patch), conflict_ok=True)
+
+    def create_event(self, namespace: str, event: dict) -> Result:
+        involved = event.get("involvedObject") or {}
+        what = f"recording {event.get('reason')} Event on {involved.get('kind')} {involved.get('name')}"
+        result = self._write(what, "would record Event", {"reason": event.get("reason")},
+                             lambda: self.api.create_event(namespace, event), quiet_dry_run=True)
+        if result is Result.DONE:
+            self.outcome.events += 1
+        return result
+
+    def fail(self, message: str, err: Optional[ApiError] = None) -> None:
+        """Record a failure that is not a write error (a finalizer, a node that keeps changing)."""
+        (self.outcome.forbidden if isinstance(err, Forbidden) else self.outcome.failures).append(message)
+        log.error(message)
+
+    def _write(self, what: str, would: str, fields: dict, call: Callable[[], Optional[dict]],
+               conflict_ok: bool = False, quiet_dry_run: bool = False) -> Result:
+        if self.dry_run:
+            log.log(logging.DEBUG if quiet_dry_run else logging.INFO, f"dry-run: {would}", extra=fields)
+            return Result.WOULD
+        if self.api.remaining() <= 0:
+            self.outcome.not_attempted.append(what)
+            log.error("not attempted: the pass deadline (PASS_TIMEOUT_SECONDS) has passed",
+                      extra=dict(fields, write=what))
+            return Result.NOT_ATTEMPTED
+        try:
+            self.body = call()
+        except ApiError as err:
+            if err.status == 409 and conflict_ok:
+                return Result.CONFLICT
+            self.fail(f"{what} failed: {err}", err)
+            return Result.FAILED
+        return Result.DONE if self.body is not None else Result.GONE
