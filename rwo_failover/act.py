@@ -17,10 +17,11 @@ from .client import Api, ApiError
 from .config import Settings
 from .events import EventRecorder
 from .model import Lease, Node
-from .node_taint import add_patch, read_modify_write, remove_patch
+from .node_taint import Build
+from .node_taint import LANDED, add_patch, drop_annotation_patch, read_modify_write, remove_patch
 from .outcome import Outcome
-from .planner import (AttachmentAction, NodePlan, NodeState, NodeVerdict, Plan, PodAction, judge_tainted_node,
-                      only_our_taint, recovered, shutdown_taint)
+from .planner import (AttachmentAction, NodePlan, NodeState, NodeVerdict, Plan, PodAction, judge_ours,
+                      judge_tainted_node, recovered, shutdown_taint)
 from .writer import Result, Writer
 
 log = logging.getLogger("rwo_failover")
@@ -44,9 +45,10 @@ class Actor:
                              f"Check the taint {verdict.taint}.")
 
     def record_refusal(self, plan: Plan) -> None:
-        # One event per down node, capped, so a mass outage does not become an Event storm.
-        down = [v for v in plan.verdicts if v.state is NodeState.DOWN][: self.settings.max_nodes_per_pass]
-        for verdict in down:
+        # One Event per down node that has work, capped, so a mass outage does not become an Event storm;
+        # with the unhealthy-fraction brake no node was planned, so every down node is named (capped).
+        busy = [n.verdict for n in plan.busy_nodes] or [v for v in plan.verdicts if v.state is NodeState.DOWN]
+        for verdict in busy[: self.settings.max_nodes_per_pass]:
             self.events.node(verdict.node, "Warning", "FailoverRefused", f"{plan.refusal}; nothing was deleted")
 
     def execute(self, plan: Plan) -> Outcome:
@@ -56,6 +58,8 @@ class Actor:
                 self._act_on_node(node_plan)
         for name in plan.untaint:
             self._remove_taint(name)
+        for name in plan.drop_annotation:
+            self._drop_annotation(name)
         return self.outcome
 
     def _act_on_node(self, node_plan: NodePlan) -> None:
@@ -77,7 +81,10 @@ class Actor:
         if not (node_plan.pods or node_plan.attachments):
             return
         gone = {p.key for p in node_plan.pods if self._delete_pod(p)}
-        released = [a for a in node_plan.attachments if self._release(a, gone)]
+        releasable = [a for a in node_plan.attachments if self._releasable(a, gone)]
+        if releasable and node_plan.pods and not self._still_down(name):
+            releasable = []
+        released = [a for a in releasable if self._release(a)]
         deleted = ", ".join(sorted(gone)) or "no pods"
         volumes = ", ".join(a.name for a in released) or "no VolumeAttachments"
         self.events.node(name, "Normal", "RWOVolumesReleased",
@@ -104,14 +111,33 @@ class Actor:
             return None
         node, lease, raw = live
         taint = shutdown_taint(node, self.settings.shutdown_taints)
-        if taint is None:
-            return NodeVerdict(name, NodeState.NOT_YET, "", "shutdown taint removed since the pass began"), raw
-        return judge_tainted_node(node, lease, taint, self.settings, self.now()), raw
+        if taint is not None:
+            return judge_tainted_node(node, lease, taint, self.settings, self.now()), raw
+        if node.our_taint is not None:
+            return judge_ours(node, lease, self.settings, self.now()), raw
+        return NodeVerdict(name, NodeState.NOT_YET, "", "shutdown taint removed since the pass began"), raw
+
+    def _still_down(self, name: str) -> bool:
+        """The node once more, live, between the pod deletes and the attachment deletes: a node that came back
+        in between must keep its volumes, or they would be pulled from under its running pods."""
+        if self.settings.dry_run:
+            return True
+        checked = self._recheck(name)
+        if checked is None:
+            return False
+        verdict = checked[0]
+        if verdict.state is NodeState.DOWN:
+            return True
+        log.warning("node is no longer proven down; its VolumeAttachments stay",
+                    extra={"node": name, "state": verdict.state.value, "reason": verdict.reason})
+        if verdict.state is NodeState.SPLIT_BRAIN:
+            self.warn_split_brain((verdict,))
+        return False
 
     def _add_taint(self, name: str, raw: dict) -> None:
         stamp = self.events.stamp()
 
-        def build(reread: bool) -> Optional[tuple[dict, dict]]:
+        def build(reread: bool) -> Build:
             nonlocal raw
             if reread:  # after a 409 someone changed the node: judge it again from scratch
                 checked = self._recheck(name)
@@ -120,6 +146,9 @@ class Actor:
                                 extra={"node": name})
                     return None
                 raw = checked[1]
+                live = Node.from_json(raw)
+                if live.our_taint is not None and live.oos_added_at == stamp:
+                    return LANDED  # our own patch, whose answer was lost: it is there
             patch = add_patch(raw, stamp)
             if patch is None:
                 log.info("out-of-service taint already present; not ours to manage", extra={"node": name})
@@ -137,19 +166,21 @@ class Actor:
         """Take our out-of-service taint (and annotation) off a node that is back, and only ours."""
         added_at = ""
 
-        def build(_reread: bool) -> Optional[tuple[dict, dict]]:
+        def build(_reread: bool) -> Build:
             nonlocal added_at
             live = self._read_live(name, "re-check of a recovered node")
             if live is None:
                 return None
             node, lease, raw = live
-            if not only_our_taint(node, self.settings.shutdown_taints) or \
-                    not recovered(node, lease, self.settings, self.now()):
-                log.info("out-of-service taint left in place: not ours, or the node is not back for long enough",
-                         extra={"node": name})
+            ours = node.our_taint
+            blocker = "not ours" if ours is None else \
+                "another shutdown taint" if shutdown_taint(node, self.settings.shutdown_taints) else \
+                recovered(node, lease, self.settings, self.now())
+            if blocker:
+                log.info("out-of-service taint left in place", extra={"node": name, "reason": blocker})
                 return None
             added_at = node.oos_added_at or ""
-            return raw, remove_patch(raw)
+            return raw, remove_patch(raw, ours)
 
         if read_modify_write(self.writer, name, "remove our out-of-service taint", build):
             self.outcome.taints_removed.append(name)
@@ -157,6 +188,18 @@ class Actor:
             self.events.node(name, "Normal", "OutOfServiceTaintRemoved",
                              f"node Ready for {self.settings.recovery_seconds}s or more with a fresh Lease; "
                              f"removed the node.kubernetes.io/out-of-service taint rwo-failover added at {added_at}")
+
+    def _drop_annotation(self, name: str) -> None:
+        """Our annotation outlived our taint (a human removed the taint): drop it, so a later out-of-service
+        taint of theirs is never taken for ours."""
+        def build(_reread: bool) -> Build:
+            live = self._read_live(name, "re-check of a node with our annotation")
+            if live is None or live[0].our_taint is not None or not live[0].oos_added_at:
+                return None
+            return live[2], drop_annotation_patch()
+
+        if read_modify_write(self.writer, name, "drop our annotation, whose taint is gone", build):
+            log.info("dropped our out-of-service annotation: its taint is gone", extra={"node": name})
 
     def _delete_pod(self, action: PodAction) -> bool:
         """True when the pod we inspected is gone (or would be, in a dry run)."""
@@ -180,14 +223,20 @@ class Actor:
                         f"{action.reason}; force-deleted by rwo-failover to release {', '.join(action.claims)}")
         return True
 
-    def _release(self, action: AttachmentAction, gone: set[str]) -> bool:
-        fields = {"volumeattachment": action.name, "node": action.node, "pv": action.volume, "claim": action.claim}
+    @staticmethod
+    def _fields(action: AttachmentAction) -> dict:
+        return {"volumeattachment": action.name, "node": action.node, "pv": action.volume, "claim": action.claim}
+
+    def _releasable(self, action: AttachmentAction, gone: set[str]) -> bool:
         waiting = sorted(set(action.after_pods) - gone)
         if waiting:
             self.outcome.attachments_held.append(action.name)
             log.warning("VolumeAttachment kept: its pod is not gone, and the controller would re-create it",
-                        extra=dict(fields, waiting_for=waiting))
-            return False
+                        extra=dict(self._fields(action), waiting_for=waiting))
+        return not waiting
+
+    def _release(self, action: AttachmentAction) -> bool:
+        fields = self._fields(action)
         result = self.writer.delete_attachment(action.name, fields)
         if result is Result.WOULD:
             return True

@@ -18,7 +18,7 @@ import logging
 import os
 import re
 import time
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional, TypeVar
 
 import urllib3
 import yaml
@@ -29,6 +29,7 @@ from kubernetes.config.config_exception import ConfigException
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from . import __version__
+from .clock import ServerClock
 from .config import ConfigError, Settings
 
 log = logging.getLogger("rwo_failover")
@@ -39,6 +40,7 @@ MAX_RETRY_AFTER_SECONDS = 30.0
 # ten times longer for the same memory per page, and a big cluster's lists take ten times fewer requests.
 SMALL_OBJECT_PAGE_FACTOR = 10
 MAX_LIST_RESTARTS = 3
+T = TypeVar("T")
 
 
 class ApiError(Exception):
@@ -54,7 +56,15 @@ class Forbidden(ApiError):
 
 
 class Unavailable(ApiError):
-    """The API server did not answer usefully within the attempts or the deadline."""
+    """The API server did not answer usefully within the attempts or the deadline.
+
+    `answered` is False when no status came back at all (a reset, a timeout, a cut body): for a
+    write, that means it may have landed.
+    """
+
+    def __init__(self, message: str, status: int = 0, answered: bool = True) -> None:
+        super().__init__(message, status)
+        self.answered = answered
 
 
 def load_api_client(settings: Settings) -> k8s.ApiClient:
@@ -128,6 +138,7 @@ class Api:
         self.api_client = api_client
         self.settings = settings
         self.clock, self.sleep = clock, sleep
+        self.server_clock = ServerClock(monotonic=clock)  # fed by every response's Date header
         self.deadline = clock() + settings.pass_timeout_seconds
         self.attempts = 0  # every HTTP attempt, retries included, for the summary
         self._backoff = wait_exponential_jitter(multiplier=0.2, max=5.0, jitter=0.2)
@@ -174,7 +185,8 @@ class Api:
                 raise Unavailable(f"{verb} {what}: {describe(err)} after {self._bound(retrying)}", err.status) from None
             raise ApiError(f"{verb} {what}: {_message(err)}", err.status or 0) from None
         except (urllib3.exceptions.HTTPError, json.JSONDecodeError, ConnectionError) as err:
-            raise Unavailable(f"{verb} {what}: {describe(err)} after {self._bound(retrying)}") from None
+            raise Unavailable(f"{verb} {what}: {describe(err)} after {self._bound(retrying)}",
+                              answered=False) from None
 
     def _bound(self, retrying: Retrying) -> str:
         """Which bound ended the retries: the attempt count, or the pass deadline."""
@@ -193,6 +205,7 @@ class Api:
         request = self.api_client.param_serialize(method=method, resource_path=path, query_params=query,
                                                   header_params=headers, body=body, auth_settings=["BearerToken"])
         response = self.api_client.call_api(*request, _request_timeout=(timeout, timeout))
+        self.server_clock.observe(response.getheader("Date"))
         try:
             data = response.read()  # reading the body can fail mid-way, so it stays inside the attempt
         finally:
@@ -201,18 +214,26 @@ class Api:
             raise ApiException.from_response(http_resp=response, body=data.decode("utf-8", "replace"), data=None)
         return json.loads(data) if data else {}
 
-    def list_all(self, what: str, path: str, page_factor: int = 1, query: Optional[list] = None) -> Iterator[dict]:
-        """Every item of a paginated list, page by page; restarts (bounded) when a continue token expires."""
+    def list_all(self, what: str, path: str, convert: Callable[[dict], T], page_factor: int = 1,
+                 query: Optional[list] = None) -> list[T]:
+        """Every item of a paginated list, each converted as its page arrives (so only slim objects are kept).
+
+        When a continue token expires (410) the list restarts, at most MAX_LIST_RESTARTS times, and what the
+        failed attempt had gathered is discarded: a restarted list never holds an object twice.
+        """
         for restart in range(MAX_LIST_RESTARTS + 1):
+            items: list[T] = []
             try:
-                yield from self._pages(what, path, self.settings.page_size * page_factor, query or [])
-                return
+                for page in self._pages(what, path, self.settings.page_size * page_factor, query or []):
+                    items.extend(convert(obj) for obj in page)
+                return items
             except ApiError as err:
                 if err.status != 410 or restart == MAX_LIST_RESTARTS:
                     raise
                 log.warning("list continue token expired; restarting the list", extra={"resource": what})
+        raise AssertionError("unreachable")
 
-    def _pages(self, what: str, path: str, limit: int, query: list) -> Iterator[dict]:
+    def _pages(self, what: str, path: str, limit: int, query: list) -> Iterator[list[dict]]:
         token = None
         while True:
             # resourceVersion=0 lets the API server answer the first page from its watch cache instead of
@@ -221,14 +242,14 @@ class Api:
             body = self.call("list", what, "GET", path, query + [("limit", limit)] + position)
             if body is None:
                 return
-            yield from body.get("items") or ()
+            yield body.get("items") or []
             token = (body.get("metadata") or {}).get("continue")
             if not token:
                 return
 
     # The calls a pass makes. Each names its RBAC verb and resource, which tests/test_rbac.py checks.
-    def list_nodes(self) -> Iterator[dict]:
-        return self.list_all("nodes", "/api/v1/nodes")
+    def list_nodes(self, convert: Callable[[dict], T]) -> list[T]:
+        return self.list_all("nodes", "/api/v1/nodes", convert)
 
     def read_node(self, name: str) -> Optional[dict]:
         return self.call("get", "nodes", "GET", f"/api/v1/nodes/{name}")
@@ -237,22 +258,26 @@ class Api:
         return self.call("get", f"leases in {LEASE_NAMESPACE}", "GET",
                          f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases/{node}")
 
-    def list_pods_on(self, node: str) -> Iterator[dict]:
-        return self.list_all("pods", "/api/v1/pods", query=[("fieldSelector", f"spec.nodeName={node}")])
+    def list_pods_on(self, node: str, convert: Callable[[dict], T]) -> list[T]:
+        return self.list_all("pods", "/api/v1/pods", convert, query=[("fieldSelector", f"spec.nodeName={node}")])
 
     def read_claim(self, namespace: str, name: str) -> Optional[dict]:
         return self.call("get", "persistentvolumeclaims", "GET",
                          f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/{name}")
 
-    def list_claims(self) -> Iterator[dict]:
-        return self.list_all("persistentvolumeclaims", "/api/v1/persistentvolumeclaims",
+    def list_claims(self, convert: Callable[[dict], T]) -> list[T]:
+        return self.list_all("persistentvolumeclaims", "/api/v1/persistentvolumeclaims", convert,
                              page_factor=SMALL_OBJECT_PAGE_FACTOR)
 
     def read_volume(self, name: str) -> Optional[dict]:
         return self.call("get", "persistentvolumes", "GET", f"/api/v1/persistentvolumes/{name}")
 
-    def list_attachments(self) -> Iterator[dict]:
-        return self.list_all("volumeattachments", "/apis/storage.k8s.io/v1/volumeattachments",
+    def list_volumes(self, convert: Callable[[dict], T]) -> list[T]:
+        return self.list_all("persistentvolumes", "/api/v1/persistentvolumes", convert,
+                             page_factor=SMALL_OBJECT_PAGE_FACTOR)
+
+    def list_attachments(self, convert: Callable[[dict], T]) -> list[T]:
+        return self.list_all("volumeattachments", "/apis/storage.k8s.io/v1/volumeattachments", convert,
                              page_factor=SMALL_OBJECT_PAGE_FACTOR)
 
     def delete_pod(self, namespace: str, name: str, uid: str) -> Optional[dict]:

@@ -16,7 +16,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 from .matchers import LabelSelector, MatcherError, TaintSpec
 from .model import CLOUD_SHUTDOWN_KEY, OUT_OF_SERVICE_KEY
 
-STUCK_STATES = ("Terminating", "Unknown", "NodeLost", "NotReady")
+STUCK_STATES = ("Terminating", "Unknown", "NodeLost", "NotReady", "NotStarted")
 LOG_FORMATS = ("auto", "json", "text")
 OUT_OF_SERVICE_MODES = ("auto", "always", "never")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -183,7 +183,8 @@ SPECS: tuple[Spec, ...] = (
          "Brake: act on nothing when more pods than this are selected for deletion.", _WHOLE.format(1)),
     Spec("STUCK_POD_STATES", _states, ",".join(STUCK_STATES),
          "Pod states that count as stuck: Terminating (deletionTimestamp set), Unknown (phase), "
-         "NodeLost (status reason), NotReady (Ready condition False or Unknown).",
+         "NodeLost (status reason), NotReady (Ready condition False or Unknown), NotStarted (Pending with no "
+         "Ready condition, holding an exclusive volume attached to the node).",
          f"a non-empty comma-separated subset of {', '.join(STUCK_STATES)}"),
     Spec("INCLUDE_NAMESPACES", _namespaces, "", "Only pods in these namespaces; empty means all.",
          "a comma-separated list of namespace names, or empty", empty_ok=True),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import socket
 from datetime import datetime
 from typing import Callable, Optional
@@ -16,12 +18,15 @@ def build_event(namespace: str, kind: str, name: str, uid: Optional[str], event_
                 message: str, stamp: str, instance: str, cluster_scoped: bool = False) -> dict:
     involved = {"apiVersion": "v1", "kind": kind, "name": name, "uid": uid,
                 "namespace": None if cluster_scoped else namespace}
-    return {"metadata": {"generateName": f"{name}.", "namespace": namespace},
-            "involvedObject": {k: v for k, v in involved.items() if v},
-            "type": event_type, "reason": reason, "message": message[:1024], "count": 1,
-            "firstTimestamp": stamp, "lastTimestamp": stamp,
-            "source": {"component": COMPONENT}, "reportingComponent": COMPONENT,
-            "reportingInstance": instance}
+    event = {"involvedObject": {k: v for k, v in involved.items() if v},
+             "type": event_type, "reason": reason, "message": message[:1024], "count": 1,
+             "firstTimestamp": stamp, "lastTimestamp": stamp,
+             "source": {"component": COMPONENT}, "reportingComponent": COMPONENT,
+             "reportingInstance": instance}
+    # A name derived from the content, not generateName: a create retried after a lost answer gets 409
+    # instead of recording the same Event twice.
+    digest = hashlib.sha256(json.dumps(event, sort_keys=True).encode()).hexdigest()[:16]
+    return dict(event, metadata={"name": f"{name[:200]}.{digest}", "namespace": namespace})
 
 
 class EventRecorder:

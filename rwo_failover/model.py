@@ -18,7 +18,10 @@ OUT_OF_SERVICE_KEY = "node.kubernetes.io/out-of-service"
 OUT_OF_SERVICE_VALUE = "nodeshutdown"
 CLOUD_SHUTDOWN_KEY = "node.cloudprovider.kubernetes.io/shutdown"
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
-RWO_MODES = frozenset({"ReadWriteOnce", "ReadWriteOncePod"})
+# The attach-detach controller allows a volume on several nodes when its PV lists either of these;
+# otherwise a second attachment fails with Multi-Attach. That is what "exclusive" means here.
+MULTI_ATTACH_MODES = frozenset({"ReadWriteMany", "ReadOnlyMany"})
+DEFAULT_LEASE_SECONDS = 40  # the kubelet's node lease duration when the Lease does not say
 
 Json = Mapping[str, Any]
 
@@ -48,9 +51,15 @@ class Taint:
     key: str
     value: str = ""
     effect: str = ""
+    time_added: str = ""  # as written, so it can be compared with our annotation
 
     def as_dict(self) -> dict[str, str]:
         return {"key": self.key, "value": self.value, "effect": self.effect}
+
+    @property
+    def is_ours(self) -> bool:
+        """The out-of-service taint exactly as rwo-failover writes it (timeAdded still to match the annotation)."""
+        return (self.key, self.value, self.effect) == (OUT_OF_SERVICE_KEY, OUT_OF_SERVICE_VALUE, "NoExecute")
 
     def __str__(self) -> str:
         return f"{self.key}={self.value}:{self.effect}" if self.value else f"{self.key}:{self.effect}"
@@ -68,11 +77,22 @@ class Node:
     def has_oos_taint(self) -> bool:
         return any(t.key == OUT_OF_SERVICE_KEY for t in self.taints)
 
+    @property
+    def our_taint(self) -> Optional[Taint]:
+        """Our out-of-service taint: exactly what we write, with the timeAdded our annotation recorded.
+
+        A human who removed our taint leaves the annotation; a taint they add later has another timeAdded
+        (or none), so it is never taken for ours.
+        """
+        if not self.oos_added_at:
+            return None
+        return next((t for t in self.taints if t.is_ours and t.time_added == self.oos_added_at), None)
+
     @classmethod
     def from_json(cls, obj: Json) -> "Node":
         meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
         ready, since = _ready((obj.get("status") or {}).get("conditions"))
-        taints = tuple(Taint(t.get("key", ""), t.get("value", ""), t.get("effect", ""))
+        taints = tuple(Taint(t.get("key", ""), t.get("value", ""), t.get("effect", ""), t.get("timeAdded") or "")
                        for t in spec.get("taints") or ())
         return cls(meta.get("name", ""), taints, ready, since,
                    (meta.get("annotations") or {}).get(OOS_ANNOTATION))
@@ -82,11 +102,13 @@ class Node:
 class Lease:
     node: str
     renew_time: Optional[datetime]
+    duration: int = DEFAULT_LEASE_SECONDS  # spec.leaseDurationSeconds: fresh while renewTime + this is ahead
 
     @classmethod
     def from_json(cls, obj: Json) -> "Lease":
         spec = obj.get("spec") or {}
-        return cls((obj.get("metadata") or {}).get("name", ""), parse_time(spec.get("renewTime")))
+        return cls((obj.get("metadata") or {}).get("name", ""), parse_time(spec.get("renewTime")),
+                   int(spec.get("leaseDurationSeconds") or DEFAULT_LEASE_SECONDS))
 
 
 @dataclass(frozen=True)
@@ -102,7 +124,7 @@ class Pod:
     deleting: bool = False
     phase: Optional[str] = None
     reason: Optional[str] = None
-    ready: Optional[str] = None
+    ready: Optional[str] = None  # None when the pod has no Ready condition: it never started
     claims: tuple[str, ...] = ()  # PVC names, generic ephemeral ones included
 
     @property
@@ -142,41 +164,47 @@ class Claim:
     namespace: str
     name: str
     uid: str
-    access_modes: frozenset[str]
-    volume: str  # the bound PV's name, "" while unbound
+    volume: str  # spec.volumeName: the PV it names, which proves nothing until the PV names it back
+    bound: bool = True  # status.phase == Bound
     opted_out: bool = False
 
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
 
-    @property
-    def rwo(self) -> bool:
-        return bool(self.access_modes & RWO_MODES)
-
     @classmethod
     def from_json(cls, obj: Json) -> "Claim":
         meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
-        # status.accessModes is what the bound PV grants; spec is what was asked. Either RWO counts.
-        modes = frozenset(spec.get("accessModes") or ()) | frozenset(status.get("accessModes") or ())
-        return cls(meta.get("namespace", ""), meta.get("name", ""), meta.get("uid", ""), modes,
-                   spec.get("volumeName") or "", _opted_out(meta))
+        return cls(meta.get("namespace", ""), meta.get("name", ""), meta.get("uid", ""),
+                   spec.get("volumeName") or "", status.get("phase") == "Bound", _opted_out(meta))
 
 
 @dataclass(frozen=True)
 class Volume:
-    """A PersistentVolume: which claim it is bound to, and its access modes."""
+    """A PersistentVolume: which claim it is bound to (by name and uid), and its access modes."""
 
     name: str
     claim: str  # "namespace/name" from spec.claimRef, "" when unbound
+    claim_uid: str
     access_modes: frozenset[str]
+
+    @property
+    def exclusive(self) -> bool:
+        """A second node cannot attach it: the attach-detach controller's Multi-Attach rule."""
+        return not self.access_modes & MULTI_ATTACH_MODES
+
+    def bound_to(self, claim: "Claim") -> bool:
+        """Both directions agree: the claim is Bound and names this PV, and this PV names the claim and its uid."""
+        return (claim.bound and claim.volume == self.name and self.claim == claim.key
+                and bool(self.claim_uid) and self.claim_uid == claim.uid)
 
     @classmethod
     def from_json(cls, obj: Json) -> "Volume":
         spec = obj.get("spec") or {}
         ref = spec.get("claimRef") or {}
         claim = f"{ref.get('namespace', '')}/{ref.get('name', '')}" if ref.get("name") else ""
-        return cls((obj.get("metadata") or {}).get("name", ""), claim, frozenset(spec.get("accessModes") or ()))
+        return cls((obj.get("metadata") or {}).get("name", ""), claim, ref.get("uid") or "",
+                   frozenset(spec.get("accessModes") or ()))
 
 
 @dataclass(frozen=True)
@@ -184,13 +212,16 @@ class Attachment:
     name: str
     node: str
     volume: str  # spec.source.persistentVolumeName; "" for inline volumes
+    inline: bool = False  # spec.source.inlineVolumeSpec (CSI migration): no PV to trace it to a claim
+    deleting: bool = False  # deletionTimestamp set: the attacher is still detaching it
     # status.attached is deliberately not read: an attachment pins the volume to the node either way.
 
     @classmethod
     def from_json(cls, obj: Json) -> "Attachment":
-        spec = obj.get("spec") or {}
-        return cls((obj.get("metadata") or {}).get("name", ""), spec.get("nodeName", ""),
-                   (spec.get("source") or {}).get("persistentVolumeName") or "")
+        meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
+        source = spec.get("source") or {}
+        return cls(meta.get("name", ""), spec.get("nodeName", ""), source.get("persistentVolumeName") or "",
+                   bool(source.get("inlineVolumeSpec")), bool(meta.get("deletionTimestamp")))
 
 
 @dataclass(frozen=True)
@@ -203,5 +234,5 @@ class Snapshot:
     pods: tuple[Pod, ...] = ()
     claims: Mapping[str, Claim] = field(default_factory=dict)  # keyed "namespace/name"
     attachments: tuple[Attachment, ...] = ()
-    volumes: Mapping[str, Volume] = field(default_factory=dict)  # PVs of attachments no pod explains
+    volumes: Mapping[str, Volume] = field(default_factory=dict)  # PVs of the claims read, and of attachments
     server_version: Optional[tuple[int, int]] = None  # read only when OUT_OF_SERVICE_TAINT=auto needs it

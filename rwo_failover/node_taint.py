@@ -7,17 +7,19 @@ never overwrites someone else's change; after a 409 the node is read (and judged
 from __future__ import annotations
 
 import logging
-from typing import Callable, Optional
+from typing import Callable, Optional, Union
 
-from .model import OOS_ANNOTATION, OUT_OF_SERVICE_KEY, OUT_OF_SERVICE_VALUE
+from .model import OOS_ANNOTATION, OUT_OF_SERVICE_KEY, OUT_OF_SERVICE_VALUE, Taint
 from .writer import Result, Writer
 
 log = logging.getLogger("rwo_failover")
 OUT_OF_SERVICE = {"key": OUT_OF_SERVICE_KEY, "value": OUT_OF_SERVICE_VALUE, "effect": "NoExecute"}
 PATCH_ATTEMPTS = 5  # read-modify-write rounds before giving up on a node that keeps changing under us
 
-# Given whether this is a re-read after a 409: the node as read, and the merge patch to make; None to stop.
-Build = Callable[[bool], Optional[tuple[dict, dict]]]
+# What a build step returns: the node as read and the merge patch to make; None to stop; or LANDED when
+# the re-read shows our own earlier patch is there (its answer was lost, and the retry got 409).
+LANDED = "landed"
+Build = Union[None, str, tuple[dict, dict]]
 
 
 def taints_of(raw: dict) -> list[dict]:
@@ -33,17 +35,26 @@ def add_patch(raw: dict, stamp: str) -> Optional[dict]:
             "spec": {"taints": taints + [dict(OUT_OF_SERVICE, timeAdded=stamp)]}}
 
 
-def remove_patch(raw: dict) -> dict:
-    kept = [t for t in taints_of(raw) if t.get("key") != OUT_OF_SERVICE_KEY]
+def remove_patch(raw: dict, ours: Taint) -> dict:
+    """Take off exactly our taint (key, value, effect and timeAdded), and our annotation; nothing else."""
+    def is_ours(t: dict) -> bool:
+        return (t.get("key"), t.get("value", ""), t.get("effect"), t.get("timeAdded") or "") == \
+            (ours.key, ours.value, ours.effect, ours.time_added)
+    kept = [t for t in taints_of(raw) if not is_ours(t)]
     return {"metadata": {"annotations": {OOS_ANNOTATION: None}}, "spec": {"taints": kept}}
 
 
-def read_modify_write(writer: Writer, name: str, purpose: str, build: Build) -> bool:
+def drop_annotation_patch() -> dict:
+    return {"metadata": {"annotations": {OOS_ANNOTATION: None}}}
+
+
+def read_modify_write(writer: Writer, name: str, purpose: str, build: Callable[[bool], Build]) -> bool:
     """Rounds of build and a preconditioned patch to `purpose`; True when a patch landed."""
     for attempt in range(PATCH_ATTEMPTS):
         built = build(attempt > 0)
-        if built is None:
-            return False
+        if built is None or built == LANDED:
+            return built == LANDED
+        assert isinstance(built, tuple)
         raw, patch = built
         patch["metadata"]["resourceVersion"] = raw["metadata"]["resourceVersion"]
         result = writer.patch_node(name, patch, purpose)

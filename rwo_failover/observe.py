@@ -1,51 +1,56 @@
 """Observe: read what one pass needs, and no more.
 
-Cost: one paginated node list, one GET per tainted node's Lease, and, only
-when a node is proven down: one field-selected pod list per such node, one GET
-per claim of an eligible pod (or, past 20 claims, one paginated PVC list),
-one paginated VolumeAttachment list, and one GET
-per PV (and its claim) of an attachment on such a node that no pod explains.
-All pods in the cluster are never listed.
+Cost: one paginated node list, one GET per Lease of a tainted node (or one carrying our taint), and, only
+when a node is proven down or back from an outage with our taint: one field-selected pod list per such
+node, the claims of its pods and the PVs those claims and the node's attachments name (a GET each, or one
+paginated list past 20), and one paginated VolumeAttachment list. All pods in the cluster are never listed.
 """
 
 from __future__ import annotations
 
 import logging
 from datetime import datetime
-from typing import Optional
+from typing import Callable, Optional, TypeVar
 
 from .client import Api, ApiError
 from .config import Settings
 from .model import Attachment, Claim, Lease, Node, Pod, Snapshot, Volume
-from .planner import nodes_to_inspect, pod_exclusion, tainted_nodes
+from .planner import nodes_to_inspect, tainted_nodes
+from .planner.pods import exempt
 
 log = logging.getLogger("rwo_failover")
+T = TypeVar("T")
+
+# Beyond this many objects, one cluster-wide list (at most a few pages) costs fewer requests than a GET each.
+GETS_BEFORE_LIST = 20
 
 
-# Beyond this many claims, one cluster-wide PVC list (at most a few pages) costs fewer requests than a GET each.
-CLAIM_GETS_BEFORE_LIST = 20
-
-
-def observe(api: Api, settings: Settings, now: datetime) -> Snapshot:
-    nodes = tuple(Node.from_json(obj) for obj in api.list_nodes())
-    leases = {}
-    for node, _taint in tainted_nodes(nodes, settings):
-        found = api.read_lease(node.name)
-        leases[node.name] = Lease.from_json(found) if found else None
-    snapshot = Snapshot(now, nodes, leases)
-    down = nodes_to_inspect(snapshot, settings)
-    if not down:
+def observe(api: Api, settings: Settings, now: Callable[[], datetime]) -> Snapshot:
+    """`now` is read after the nodes and Leases, so ages are judged against the time of the reads."""
+    # Keyed by name: a list is never judged with an object twice.
+    nodes = tuple({n.name: n for n in api.list_nodes(Node.from_json)}.values())
+    watched = {n.name for n, _ in tainted_nodes(nodes, settings)} | {n.name for n in nodes if n.our_taint}
+    leases = {name: _lease(api, name) for name in sorted(watched)}
+    snapshot = Snapshot(now(), nodes, leases)
+    inspect = nodes_to_inspect(snapshot, settings)
+    if not inspect:
         return snapshot
-    pods = tuple(Pod.from_json(obj) for name in down for obj in api.list_pods_on(name))
-    claims = _read_claims(api, [(p.namespace, c) for p in pods if pod_exclusion(p, settings) is None
-                                for c in p.claims])
-    wanted = set(down)
-    attachments = tuple(a for a in (Attachment.from_json(o) for o in api.list_attachments()) if a.node in wanted)
-    volumes = _read_unexplained_volumes(api, attachments, claims)
-    claims.update(_read_claims(api, [tuple(v.claim.split("/", 1)) for v in volumes.values()
-                                     if v.claim and v.claim not in claims]))
+    pods = tuple(p for name in inspect for p in api.list_pods_on(name, Pod.from_json))
+    claims = _read_claims(api, {(p.namespace, c) for p in pods if not exempt(p) for c in p.claims})
+    wanted = set(inspect)
+    attachments = tuple(a for a in api.list_attachments(Attachment.from_json) if a.node in wanted)
+    volumes = _read_volumes(api, {c.volume for c in claims.values() if c.volume} |
+                            {a.volume for a in attachments if a.volume})
+    # An attachment whose pod is gone is found through its PV's claim, which no pod led us to.
+    claims.update(_read_claims(api, {tuple(v.claim.split("/", 1)) for v in volumes.values()
+                                     if v.claim and v.claim not in claims}))
     version = _server_version(api) if settings.out_of_service_taint == "auto" else None
-    return Snapshot(now, nodes, leases, pods, claims, attachments, volumes, version)
+    return Snapshot(snapshot.now, nodes, leases, pods, claims, attachments, volumes, version)
+
+
+def _lease(api: Api, node: str) -> Optional[Lease]:
+    found = api.read_lease(node)
+    return Lease.from_json(found) if found else None
 
 
 def _server_version(api: Api) -> Optional[tuple[int, int]]:
@@ -61,20 +66,21 @@ def _server_version(api: Api) -> Optional[tuple[int, int]]:
     return found
 
 
-def _read_claims(api: Api, keys: list) -> dict[str, Claim]:
-    """A GET per claim when few are needed; past that, one paginated cluster-wide list is cheaper."""
-    wanted = {f"{namespace}/{name}": (namespace, name) for namespace, name in keys}
-    if len(wanted) > CLAIM_GETS_BEFORE_LIST:
-        listed = (Claim.from_json(obj) for obj in api.list_claims())
-        return {c.key: c for c in listed if c.key in wanted}
-    found = (api.read_claim(namespace, name) for namespace, name in wanted.values())
-    return {c.key: c for c in (Claim.from_json(obj) for obj in found if obj)}
+def _get_or_list(keys: set, get: Callable[..., Optional[dict]], list_all: Callable[[Callable[[dict], T]], list[T]],
+                 convert: Callable[[dict], T], key_of: Callable[[T], object]) -> list[T]:
+    """A GET per object when few are needed; past that, one paginated cluster-wide list is cheaper."""
+    if len(keys) > GETS_BEFORE_LIST:
+        return [obj for obj in list_all(convert) if key_of(obj) in keys]
+    found = (get(*key) if isinstance(key, tuple) else get(key) for key in sorted(keys))
+    return [convert(obj) for obj in found if obj]
 
 
-def _read_unexplained_volumes(api: Api, attachments: tuple[Attachment, ...],
-                              claims: dict[str, Claim]) -> dict[str, Volume]:
-    """The PVs of attachments on down nodes that no claim we read is bound to: candidates for orphans."""
-    explained = {c.volume for c in claims.values()}
-    names = sorted({a.volume for a in attachments if a.volume and a.volume not in explained})
-    found = (api.read_volume(name) for name in names)
-    return {v.name: v for v in (Volume.from_json(obj) for obj in found if obj)}
+def _read_claims(api: Api, keys: set) -> dict[str, Claim]:
+    found = _get_or_list(keys, api.read_claim, api.list_claims, Claim.from_json,
+                         lambda c: (c.namespace, c.name))
+    return {c.key: c for c in found}
+
+
+def _read_volumes(api: Api, names: set) -> dict[str, Volume]:
+    return {v.name: v for v in _get_or_list(names, api.read_volume, api.list_volumes, Volume.from_json,
+                                            lambda v: v.name)}

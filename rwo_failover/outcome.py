@@ -18,6 +18,7 @@ class Outcome:
     failures: list[str] = field(default_factory=list)
     forbidden: list[str] = field(default_factory=list)
     not_attempted: list[str] = field(default_factory=list)  # writes refused because the pass deadline had passed
+    unconfirmed: list[str] = field(default_factory=list)  # writes sent whose answer never came: they may have landed
     taints_added: list[str] = field(default_factory=list)
     taints_removed: list[str] = field(default_factory=list)
     events: int = 0

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import logging
 import time
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Callable, Optional
 
 from . import logs, planner
 from .act import Actor
 from .client import Api, ApiError, Forbidden
+from .clock import utcnow
 from .config import Settings
 from .exitcodes import EXIT_FAILED, EXIT_FORBIDDEN, EXIT_OK, EXIT_REFUSED, EXIT_UNAVAILABLE
 from .observe import observe
@@ -18,15 +19,17 @@ from .outcome import Outcome
 log = logging.getLogger(logs.LOGGER)
 
 
-def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
-
-
 def run_pass(api: Api, settings: Settings, now: Callable[[], datetime] = utcnow) -> int:
-    """Observe, decide, act; log one summary line; return the exit code."""
+    """Observe, decide, act; log one summary line; return the exit code.
+
+    `now` is this process's wall clock, used only until the API server has answered once: every age is
+    judged on the server's clock (clock.ServerClock, fed by the Date header of each response).
+    """
     started = time.monotonic()
+    api.server_clock.wall = now
+    now = api.server_clock.now
     try:
-        snapshot = observe(api, settings, now())
+        snapshot = observe(api, settings, now)
     except ApiError as err:
         code = EXIT_FORBIDDEN if isinstance(err, Forbidden) else EXIT_UNAVAILABLE
         log.error("cannot read the cluster; nothing was changed", extra={"error": str(err)})
@@ -52,7 +55,7 @@ def exit_code(plan: planner.Plan, outcome: Outcome) -> int:
         return EXIT_FORBIDDEN
     if plan.refusal or outcome.split_brain:
         return EXIT_REFUSED
-    return EXIT_FAILED if outcome.failures or outcome.not_attempted else EXIT_OK
+    return EXIT_FAILED if outcome.failures or outcome.not_attempted or outcome.unconfirmed else EXIT_OK
 
 
 def _log_plan(plan: planner.Plan) -> None:
@@ -61,6 +64,9 @@ def _log_plan(plan: planner.Plan) -> None:
                                         "taint": verdict.taint, "reason": verdict.reason})
     for skip in plan.skips:
         log.info("skipped", extra={"kind": skip.kind, "object": skip.name, "reason": skip.reason})
+    for node_plan in plan.nodes:
+        if not node_plan.has_work:  # a stopped instance, say: a log line, never an Event
+            log.info("proven down, nothing to do", extra={"node": node_plan.verdict.node})
 
 
 def _summary(settings: Settings, plan: Optional[planner.Plan], outcome: Optional[Outcome], code: int,
@@ -85,5 +91,5 @@ def _summary(settings: Settings, plan: Optional[planner.Plan], outcome: Optional
                       nodes_not_down_on_recheck=len(outcome.nodes_not_down_on_recheck),
                       taints_added=len(outcome.taints_added), taints_removed=len(outcome.taints_removed),
                       events=outcome.events, failures=len(outcome.failures) + len(outcome.forbidden),
-                      not_attempted=len(outcome.not_attempted))
+                      not_attempted=len(outcome.not_attempted), unconfirmed=len(outcome.unconfirmed))
     log.log(logging.INFO if code == EXIT_OK else logging.ERROR, "pass finished", extra=fields)

@@ -11,7 +11,7 @@ import logging
 from enum import Enum
 from typing import Callable, Optional
 
-from .client import Api, ApiError, Forbidden
+from .client import Api, ApiError, Forbidden, Unavailable
 from .outcome import Outcome
 
 log = logging.getLogger("rwo_failover")
@@ -23,6 +23,7 @@ class Result(str, Enum):
     HELD = "held"                    # a delete was accepted, but finalizers keep the object
     CONFLICT = "conflict"            # 409: a precondition (UID or resourceVersion) no longer holds
     FAILED = "failed"                # an error, recorded in the outcome
+    UNCONFIRMED = "unconfirmed"      # sent, but no answer came (reset, timeout): it may have landed
     WOULD = "would"                  # dry-run: logged, not made
     NOT_ATTEMPTED = "not-attempted"  # the pass deadline had passed; recorded in the outcome
 
@@ -63,10 +64,14 @@ class Writer:
                            lambda: self.api.patch_node(name, patch), conflict_ok=True)
 
     def create_event(self, namespace: str, event: dict) -> Result:
+        """Events have deterministic names (events.build_event), so a retry after a lost answer gets 409:
+        the Event is there, and counts as done."""
         involved = event.get("involvedObject") or {}
         what = f"recording {event.get('reason')} Event on {involved.get('kind')} {involved.get('name')}"
         result = self._write(what, "would record Event", {"reason": event.get("reason")},
-                             lambda: self.api.create_event(namespace, event), quiet_dry_run=True)
+                             lambda: self.api.create_event(namespace, event), conflict_ok=True, quiet_dry_run=True)
+        if result is Result.CONFLICT:
+            result = Result.DONE
         if result is Result.DONE:
             self.outcome.events += 1
         return result
@@ -88,6 +93,14 @@ class Writer:
             return Result.NOT_ATTEMPTED
         try:
             self.body = call()
+        except Unavailable as err:
+            if err.answered:
+                self.fail(f"{what} failed: {err}", err)
+                return Result.FAILED
+            self.outcome.unconfirmed.append(what)
+            log.error("unconfirmed: the write was sent but no answer came; the next pass finds out",
+                      extra=dict(fields, write=what, error=str(err)))
+            return Result.UNCONFIRMED
         except ApiError as err:
             if err.status == 409 and conflict_ok:
                 return Result.CONFLICT

@@ -60,8 +60,11 @@ def _hex(seed: str, length: int) -> str:
     return hashlib.sha256(seed.encode()).hexdigest()[:length]
 
 
-def lease(node_name: str, renewed_ago: Optional[float]) -> dict:
-    spec: dict[str, Any] = {"holderIdentity": node_name, "leaseDurationSeconds": 40}
+def lease(node_name: str, renewed_ago: Optional[float], duration: Optional[int] = 40) -> dict:
+    """A node Lease as the kubelet keeps it; `duration=None` leaves leaseDurationSeconds out."""
+    spec: dict[str, Any] = {"holderIdentity": node_name}
+    if duration is not None:
+        spec["leaseDurationSeconds"] = duration
     if renewed_ago is not None:
         spec["renewTime"] = micro_stamp(renewed_ago)
     return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
@@ -113,12 +116,13 @@ def claim(name: str, namespace: str = "default", modes: Sequence[str] = ("ReadWr
 
 
 def volume(name: str, claim_name: str, namespace: str = "default", modes: Sequence[str] = ("ReadWriteOnce",),
-           csi: bool = True) -> dict:
+           csi: bool = True, claim_uid: Optional[str] = None) -> dict:
     source: dict[str, Any] = ({"csi": {"driver": "ebs.csi.aws.com", "volumeHandle": f"vol-{_hex(name, 17)}"}}
                               if csi else {"nfs": {"server": "nfs.example.com", "path": f"/exports/{name}"}})
     return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name},
             "spec": dict(source, accessModes=list(modes), capacity={"storage": "10Gi"},
-                         claimRef={"kind": "PersistentVolumeClaim", "namespace": namespace, "name": claim_name},
+                         claimRef={"kind": "PersistentVolumeClaim", "namespace": namespace, "name": claim_name,
+                                   **({"uid": claim_uid} if claim_uid else {})},
                          persistentVolumeReclaimPolicy="Delete"),
             "status": {"phase": "Bound"}}
 
@@ -137,9 +141,29 @@ def add_volume(api: FakeApiServer, claim_name: str, namespace: str = "default",
     """A bound PVC, its PV, and (for CSI volumes on a node) its VolumeAttachment."""
     pv_name = f"pv-{namespace}-{claim_name}"
     pvc = api.add(claim(claim_name, namespace, modes, pv_name, annotations))
-    pv = api.add(volume(pv_name, claim_name, namespace, modes, csi))
+    pv = api.add(volume(pv_name, claim_name, namespace, modes, csi, claim_uid=pvc["metadata"]["uid"]))
     va = api.add(attachment(pv_name, attached_to)) if attached_to and csi else None
     return pvc, pv, va
+
+
+def our_taint(added_at: str = "2026-11-21T10:00:00Z") -> dict:
+    """The out-of-service taint exactly as rwo-failover writes it; pair it with `mark_ours`."""
+    return dict(OUT_OF_SERVICE, timeAdded=added_at)
+
+
+def mark_ours(node_obj: dict, added_at: str = "2026-11-21T10:00:00Z") -> dict:
+    node_obj["metadata"]["annotations"]["rwo-failover.io/out-of-service-added-at"] = added_at
+    return node_obj
+
+
+def inline_attachment(node_name: str) -> dict:
+    """A CSI-migration attachment: an in-tree volume spec inline, no PV name."""
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment",
+            "metadata": {"name": "csi-" + _hex("inline" + node_name, 64)},
+            "spec": {"attacher": "ebs.csi.aws.com", "nodeName": node_name,
+                     "source": {"inlineVolumeSpec": {"csi": {"driver": "ebs.csi.aws.com", "volumeHandle": "vol-1"},
+                                                     "accessModes": ["ReadWriteOnce"]}}},
+            "status": {"attached": True}}
 
 
 def dead_node(api: FakeApiServer, name: str, down_for: float = 600, taints: Sequence[dict] = (SHUTDOWN,)) -> dict:

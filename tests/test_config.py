@@ -82,7 +82,7 @@ def test_defaults_match_the_documented_behaviour():
                                                     "node.cloudprovider.kubernetes.io/shutdown"]
     assert (s.min_not_ready_seconds, s.max_unhealthy_fraction, s.max_nodes_per_pass, s.max_pods_per_pass) == \
         (60, 0.5, 5, 50)
-    assert s.stuck_pod_states == frozenset({"Terminating", "Unknown", "NodeLost", "NotReady"})
+    assert s.stuck_pod_states == frozenset({"Terminating", "Unknown", "NodeLost", "NotReady", "NotStarted"})
     assert s.dry_run is False and s.exclude_namespaces == frozenset({"kube-system"})
 
 

@@ -106,7 +106,9 @@ def test_taint_is_not_duplicated_nor_claimed_when_already_there(cluster, run_pas
 def test_taint_is_not_added_while_a_pod_on_the_node_is_opted_out(cluster, run_pass):
     fc.dead_node(cluster, "dead")
     stuck(cluster, "dead")
-    cluster.add(fc.pod("keep-0", "dead", terminating=True, annotations={"rwo-failover.io/opt-out": "true"}))
+    fc.add_volume(cluster, "data-keep-0", attached_to="dead")
+    cluster.add(fc.pod("keep-0", "dead", claims=["data-keep-0"], terminating=True,
+                       annotations={"rwo-failover.io/opt-out": "true"}))
 
     result = run_pass()
 
@@ -181,10 +183,8 @@ def test_dry_run_only_says_it_would_add_the_taint(cluster, run_pass):
 
 
 def recovered_node(api, name: str, ready_for: float, ours: bool = True) -> None:
-    node = fc.node(name, ready="True", since=ready_for, taints=[fc.OUT_OF_SERVICE])
-    if ours:
-        node["metadata"]["annotations"][OOS_ANNOTATION] = "2026-11-21T10:00:00Z"
-    api.add(node)
+    node = fc.node(name, ready="True", since=ready_for, taints=[fc.our_taint() if ours else fc.OUT_OF_SERVICE])
+    api.add(fc.mark_ours(node) if ours else node)
     api.add(fc.lease(name, 2))
 
 
@@ -238,7 +238,7 @@ def test_continuous_mode_finishes_the_pass_in_flight_on_sigterm(cluster, kubecon
     assert proc.returncode == EXIT_OK, err
     logs = [json.loads(line) for line in out.splitlines()]
     messages = [line["message"] for line in logs]
-    assert "stop requested; finishing the pass in flight" in messages and messages[-1] == "stopped cleanly"
+    assert "stop requested; the pass in flight has finished" in messages and messages[-1] == "stopped cleanly"
     assert messages.count("pass finished") == 1, "the pass in flight finished, and no new one started"
     assert cluster.objects("pods") == [] and cluster.objects("volumeattachments") == []
 

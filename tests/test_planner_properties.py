@@ -10,14 +10,15 @@ from hypothesis import Phase, find, given, settings as hsettings, strategies as 
 
 from rwo_failover import config
 from rwo_failover import planner as decide
-from rwo_failover.planner.nodes import LEASE_FRESH_SECONDS
-from rwo_failover.model import RWO_MODES, Attachment, Claim, Lease, Node, Pod, Snapshot, Taint, Volume
+from rwo_failover.model import MULTI_ATTACH_MODES, Attachment, Claim, Lease, Node, Pod, Snapshot, Taint, Volume
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=timezone.utc)
 BASE = config.load([], {})[1]
+OURS_AT = "2026-11-21T11:00:00Z"
 TAINTS = [Taint("node.cloudprovider.kubernetes.io/shutdown", "", "NoSchedule"),
-          Taint("node.kubernetes.io/out-of-service", "nodeshutdown", "NoExecute"),
+          Taint("node.kubernetes.io/out-of-service", "nodeshutdown", "NoExecute"),  # a human's: no timeAdded
           Taint("node.kubernetes.io/unreachable", "", "NoExecute")]
+OUR_TAINT = Taint("node.kubernetes.io/out-of-service", "nodeshutdown", "NoExecute", OURS_AT)
 NODE_NAMES = [f"n{i}" for i in range(6)]
 CLAIM_NAMES = [f"c{i}" for i in range(6)]
 NAMESPACES = ["default", "prod", "kube-system"]
@@ -35,6 +36,7 @@ def _node(name: str, ready, since, taints) -> Node:
 shutdown_taints = st.lists(st.sampled_from(TAINTS[:2]), min_size=1, max_size=2, unique=True)
 any_taints = st.lists(st.sampled_from(TAINTS), max_size=2, unique=True)
 lease_age = st.one_of(st.none(), st.integers(-30, 900))
+durations = st.sampled_from([40, 40, 40, 15, 120])
 
 
 @st.composite
@@ -43,19 +45,26 @@ def node_and_lease(draw, name: str):
     kind = draw(st.sampled_from(["healthy", "healthy", "dead", "dead", "random"]))
     if kind == "healthy":
         taints = draw(st.sampled_from([[], [], [], [TAINTS[2]], [TAINTS[0]], [TAINTS[1]], [TAINTS[1]]]))
+        back = draw(st.sampled_from(["no", "ours", "ours", "stale-annotation"]))
+        if back == "ours":  # back from an outage, with the out-of-service taint we added
+            taints = [t for t in taints if t.key != OUR_TAINT.key] + [OUR_TAINT]
         node = _node(name, "True", draw(st.integers(0, 900)), taints)
-        if draw(st.booleans()):  # back from an outage, maybe with the out-of-service taint we added
-            node = dataclasses.replace(node, oos_added_at="2026-11-21T11:00:00Z")
-        return node, Lease(name, ago(draw(st.integers(0, 60))))
+        if back != "no":
+            node = dataclasses.replace(node, oos_added_at=OURS_AT)
+        return node, Lease(name, ago(draw(st.integers(0, 60))), draw(durations))
     if kind == "dead":
+        taints = draw(shutdown_taints)
         node = _node(name, draw(st.sampled_from(["False", "Unknown"])), draw(st.integers(0, 900) | st.just(900)),
-                     draw(shutdown_taints))
+                     taints)
+        if draw(st.booleans()) and TAINTS[1] in taints:  # the out-of-service taint there is ours
+            node = dataclasses.replace(node, taints=tuple(OUR_TAINT if t == TAINTS[1] else t for t in taints),
+                                       oos_added_at=OURS_AT)
         age = draw(st.none() | st.integers(0, 900) | st.just(900))
-        return node, None if age is None else Lease(name, ago(age))
+        return node, None if age is None else Lease(name, ago(age), draw(durations))
     node = _node(name, draw(st.sampled_from(["True", "False", "Unknown", None])),
                  draw(st.one_of(st.none(), st.integers(-30, 900))), draw(any_taints))
     age = draw(lease_age)
-    return node, None if age is None else Lease(name, ago(age))
+    return node, None if age is None else Lease(name, ago(age), draw(durations))
 
 
 @st.composite
@@ -74,11 +83,15 @@ def pod_on(draw, i: int, nodes: list[str], claims: dict) -> Pod:
 
 MODE_SETS = [{"ReadWriteOnce"}, {"ReadWriteOnce"}, {"ReadWriteOncePod"}, {"ReadWriteOnce", "ReadWriteMany"},
              {"ReadWriteMany"}, {"ReadOnlyMany"}, set()]
+# A claim and, when it names one, its PV: the PV's modes, and whether the PV names the claim back (by uid
+# too), vary on their own, so claims that name someone else's PV come up.
 claims_st = st.builds(
-    lambda ns, name, modes, bound, opt: Claim(ns, name, f"uid-{ns}-{name}", frozenset(modes),
-                                              f"pv-{ns}-{name}" if bound else "", opt),
+    lambda ns, name, modes, bound, back, opt: (
+        Claim(ns, name, f"uid-{ns}-{name}", f"pv-{ns}-{name}" if bound else "", bound, opt),
+        Volume(f"pv-{ns}-{name}", f"{ns}/{name}", f"uid-{ns}-{name}" if back else "uid-other", frozenset(modes))),
     st.sampled_from(NAMESPACES), st.sampled_from(CLAIM_NAMES), st.sampled_from(MODE_SETS),
-    st.sampled_from([True] * 5 + [False]), st.sampled_from([False] * 7 + [True]))
+    st.sampled_from([True] * 5 + [False]), st.sampled_from([True] * 6 + [False]),
+    st.sampled_from([False] * 7 + [True]))
 
 
 @st.composite
@@ -87,18 +100,19 @@ def snapshots(draw):
     pairs = [draw(node_and_lease(name)) for name in names]
     nodes = tuple(node for node, _ in pairs)
     leases = {node.name: lease for node, lease in pairs}
-    claims = {c.key: c for c in draw(st.lists(claims_st, min_size=6, max_size=24))}
+    drawn = draw(st.lists(claims_st, min_size=6, max_size=24))
+    claims = {c.key: c for c, _ in drawn}
+    pvs = {v.name: v for c, v in drawn if claims[c.key] is c and c.volume}
     pods = {p.key: p for p in (draw(pod_on(i, names, claims)) for i in range(draw(st.integers(0, 14))))}
     # Attachments mostly point at PVs of the drawn claims, on any node, so "another node's attachment
     # of the same PV" and "another PV on the same node" both come up often.
     volumes = sorted({c.volume for c in claims.values() if c.volume}) + ["pv-unrelated"]
     placed = [(node, pv) for pv in volumes
               for node in draw(st.lists(st.sampled_from(names), max_size=2, unique=True))]
-    atts = {f"va-{i}": Attachment(f"va-{i}", node, pv) for i, (node, pv) in enumerate(placed)}
-    # Observe reads the PV of every attachment no pod explains; here, of every bound claim's PV.
-    volumes = {c.volume: Volume(c.volume, c.key, c.access_modes) for c in claims.values() if c.volume}
+    atts = {f"va-{i}": Attachment(f"va-{i}", node, pv, deleting=draw(st.sampled_from([False] * 5 + [True])))
+            for i, (node, pv) in enumerate(placed)}
     version = draw(st.sampled_from([None, (1, 27), (1, 28), (1, 36)]))
-    return Snapshot(NOW, nodes, leases, tuple(pods.values()), claims, tuple(atts.values()), volumes, version)
+    return Snapshot(NOW, nodes, leases, tuple(pods.values()), claims, tuple(atts.values()), pvs, version)
 
 
 settings_st = st.builds(
@@ -121,9 +135,32 @@ def proven_down(node: Node, lease, settings) -> bool:
         return False
     if (NOW - node.ready_since).total_seconds() < settings.min_not_ready_seconds:
         return False
-    if lease is not None and (NOW - lease.renew_time).total_seconds() < settings.min_not_ready_seconds:
+    if lease is not None and (NOW - lease.renew_time).total_seconds() < max(settings.min_not_ready_seconds,
+                                                                            lease.duration):
         return False
-    return decide.shutdown_taint(node, settings.shutdown_taints) is not None
+    return any(spec.matches(t.as_dict()) for spec in settings.shutdown_taints for t in node.taints)
+
+
+def exclusive_volume(claim: Claim, snapshot) -> bool:
+    """Bound both ways (uid too), to a PV a second node cannot attach."""
+    pv = snapshot.volumes.get(claim.volume)
+    return (pv is not None and claim.bound and pv.claim == claim.key and pv.claim_uid == claim.uid
+            and not pv.access_modes & MULTI_ATTACH_MODES)
+
+
+def protected(pod: Pod, snapshot, settings) -> bool:
+    """A pod that a setting keeps from us, holding a claim not proven shareable."""
+    if pod.mirror or pod.controller_kind == "DaemonSet" or not pod.claims:
+        return False
+    claims = [snapshot.claims.get(f"{pod.namespace}/{c}") for c in pod.claims]
+    by_setting = (pod.namespace in settings.exclude_namespaces or pod.opted_out
+                  or not settings.pod_selector.matches(pod.labels)
+                  or any(c is not None and c.opted_out for c in claims))
+    shareable = [c for c in claims if c is not None and c.volume in snapshot.volumes
+                 and c.bound and snapshot.volumes[c.volume].claim_uid == c.uid
+                 and snapshot.volumes[c.volume].claim == c.key
+                 and snapshot.volumes[c.volume].access_modes & MULTI_ATTACH_MODES]
+    return by_setting and len(shareable) < len(pod.claims)
 
 
 def apply(snapshot: Snapshot, plan: decide.Plan) -> Snapshot:
@@ -155,8 +192,8 @@ def test_actions_only_on_proven_down_nodes_rwo_pods_and_their_own_attachments(sn
             claims = [snapshot.claims[f"{pod.namespace}/{c}"] for c in pod.claims
                       if f"{pod.namespace}/{c}" in snapshot.claims]
             assert not any(c.opted_out for c in claims)
-            rwo = [c for c in claims if c.access_modes & RWO_MODES]
-            assert rwo, "a selected pod must mount a RWO claim"
+            rwo = [c for c in claims if exclusive_volume(c, snapshot)]
+            assert rwo, "a selected pod must mount a claim bound to an exclusive PV"
             rwo_volumes |= {c.volume for c in rwo}
         used_on_node = {f"{p.namespace}/{c}" for p in snapshot.pods if p.node == node.name
                         and (p.namespace, p.name) not in {(a.namespace, a.name) for a in node_plan.pods}
@@ -168,7 +205,7 @@ def test_actions_only_on_proven_down_nodes_rwo_pods_and_their_own_attachments(sn
                 assert original.volume in rwo_volumes, "never an attachment of another PV"
             else:  # an orphan: its RWO claim is used by no pod left on this node
                 claim = snapshot.claims[snapshot.volumes[original.volume].claim]
-                assert claim.rwo and not claim.opted_out and claim.volume == original.volume
+                assert exclusive_volume(claim, snapshot) and not claim.opted_out and claim.volume == original.volume
                 assert claim.key not in used_on_node and not settings.pod_selector
                 assert claim.namespace not in settings.exclude_namespaces
 
@@ -184,13 +221,17 @@ def test_out_of_service_taint_is_added_and_removed_only_where_the_rules_allow(sn
             assert proven_down(node, snapshot.leases.get(node.name), settings) and not node.has_oos_taint
             assert settings.out_of_service_taint == "always" or (
                 settings.out_of_service_taint == "auto" and snapshot.server_version >= (1, 28))
-            assert not any(p.opted_out for p in snapshot.pods if p.node == node.name)
+            assert not any(protected(p, snapshot, settings) for p in snapshot.pods if p.node == node.name)
     for name in plan.untaint:
         node, lease = nodes[name], snapshot.leases.get(name)
         assert node.oos_added_at and node.ready == "True", "only our taint, only on a node that is back"
-        assert decide.only_our_taint(node, settings.shutdown_taints)
+        assert OUR_TAINT in node.taints, "exactly our taint, with the timeAdded we recorded"
+        assert not any(spec.matches(t.as_dict()) for spec in settings.shutdown_taints for t in node.taints
+                       if t != OUR_TAINT), "no other shutdown taint"
         assert (NOW - node.ready_since).total_seconds() >= settings.recovery_seconds
-        assert lease is not None and (NOW - lease.renew_time).total_seconds() < LEASE_FRESH_SECONDS
+        assert lease is not None and (NOW - lease.renew_time).total_seconds() < lease.duration
+        assert not any(p.deleting for p in snapshot.pods if p.node == name)
+        assert not any(a.deleting for a in snapshot.attachments if a.node == name)
     assert not set(plan.untaint) & {n.verdict.node for n in plan.nodes}
 
 
@@ -199,7 +240,7 @@ def test_out_of_service_taint_is_added_and_removed_only_where_the_rules_allow(sn
 def test_caps_hold_or_the_plan_refuses(snapshot, settings):
     plan = decide.plan(snapshot, settings)
     if plan.refusal is None:
-        assert len(plan.nodes) <= settings.max_nodes_per_pass
+        assert len(plan.busy_nodes) <= settings.max_nodes_per_pass
         assert plan.pod_count <= settings.max_pods_per_pass
         assert plan.not_ready <= settings.max_unhealthy_fraction * max(plan.total_nodes, 1)
     else:
@@ -234,6 +275,10 @@ def test_planner_is_deterministic(snapshot, settings):
     ("a refusal by the pod cap", lambda p: p.refusal and p.refusal.kind is decide.RefusalKind.PODS_PER_PASS),
     ("an out-of-service taint added", lambda p: any(n.add_taint for n in p.nodes)),
     ("our out-of-service taint removed", lambda p: bool(p.untaint)),
+    ("our out-of-service taint held back by the outage's leftovers",
+     lambda p: any("terminating" in s.reason or "being deleted" in s.reason for s in p.skips)),
+    ("a stale annotation dropped", lambda p: bool(p.drop_annotation)),
+    ("a down node with nothing to do beside an action", lambda p: p.pod_count and len(p.busy_nodes) < len(p.nodes)),
 ])
 def test_generator_reaches_the_interesting_cases(what, reached):
     # Guards the properties above against going vacuous: each kind of plan must be reachable.

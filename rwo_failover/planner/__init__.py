@@ -12,22 +12,22 @@ from __future__ import annotations
 from ..config import Settings
 from ..model import Node, Snapshot
 from .attachments import attachments_for
-from .nodes import (judge_liveness, judge_nodes, judge_tainted_node, node_brake, nodes_to_inspect,
-                    not_ready_count, only_our_taint, shutdown_taint, tainted_nodes)
-from .pods import pod_exclusion, select_pods, stuck_states
-from .taint import recovered, taint_blocker, untaint, wants_out_of_service
+from .nodes import (judge_liveness, judge_nodes, judge_ours, judge_tainted_node, lease_fresh, nodes_brake,
+                    nodes_to_inspect, not_ready_count, shutdown_taint, tainted_nodes, unhealthy_brake)
+from .pods import exclusive_claims, pod_exclusion, select_pods, stuck_states
+from .taint import recovered, taint_blocker, undo_blocker, untaint, wants_out_of_service
 from .types import (AttachmentAction, NodePlan, NodeState, NodeVerdict, Plan, PodAction, Refusal, RefusalKind, Skip,
                     UnsafePlan)
 
 __all__ = ["AttachmentAction", "NodePlan", "NodeState", "NodeVerdict", "Plan", "PodAction", "Refusal",
-           "RefusalKind", "Skip", "UnsafePlan", "judge_liveness", "judge_nodes", "judge_tainted_node",
-           "nodes_to_inspect", "only_our_taint", "plan", "pod_exclusion", "recovered", "shutdown_taint",
-           "stuck_states", "tainted_nodes"]
+           "RefusalKind", "Skip", "UnsafePlan", "exclusive_claims", "judge_liveness", "judge_nodes", "judge_ours",
+           "judge_tainted_node", "lease_fresh", "nodes_to_inspect", "plan", "pod_exclusion", "recovered",
+           "shutdown_taint", "stuck_states", "tainted_nodes", "undo_blocker"]
 
 
 def _plan_node(verdict: NodeVerdict, node: Node, snapshot: Snapshot, settings: Settings) -> tuple[NodePlan, list[Skip]]:
     pods = sorted((p for p in snapshot.pods if p.node == verdict.node), key=lambda p: p.key)
-    selected, skips = select_pods(pods, snapshot.claims, settings)
+    selected, skips = select_pods(pods, snapshot, settings)
     attachments, attachment_skips = attachments_for(verdict.node, selected, pods, snapshot, settings)
     skips += attachment_skips
     actions = tuple(PodAction(pod.namespace, pod.name, pod.uid, pod.node,
@@ -36,7 +36,7 @@ def _plan_node(verdict: NodeVerdict, node: Node, snapshot: Snapshot, settings: S
                               tuple(c.key for c in claims))
                     for pod, claims in selected)
     add_taint = wants_out_of_service(snapshot, settings) and not node.has_oos_taint
-    blocker = taint_blocker(pods, snapshot.claims) if add_taint else None
+    blocker = taint_blocker(pods, snapshot, settings) if add_taint else None
     if blocker:
         skips.append(Skip("node", node.name, blocker))
     return NodePlan(verdict, actions, tuple(attachments), add_taint and blocker is None), skips
@@ -47,10 +47,11 @@ def plan(snapshot: Snapshot, settings: Settings) -> Plan:
     verdicts = judge_nodes(snapshot, settings)
     skips = [Skip("node", v.node, v.reason) for v in verdicts if v.state is not NodeState.DOWN]
     nodes = {n.name: n for n in snapshot.nodes}
-    untainted, untaint_skips = untaint(verdicts, nodes, snapshot, settings)
-    skips += untaint_skips
-    totals = {"not_ready": not_ready_count(snapshot), "total_nodes": len(snapshot.nodes), "untaint": untainted}
-    refusal = node_brake(snapshot, settings, verdicts)
+    untainted, stale, undo_skips = untaint(verdicts, snapshot, settings)
+    skips += undo_skips
+    totals = {"not_ready": not_ready_count(snapshot), "total_nodes": len(snapshot.nodes), "untaint": untainted,
+              "drop_annotation": stale}
+    refusal = unhealthy_brake(snapshot, settings)
     if refusal:
         return Plan(tuple(verdicts), (), tuple(skips), refusal, **totals)
     node_plans = []
@@ -58,8 +59,9 @@ def plan(snapshot: Snapshot, settings: Settings) -> Plan:
         node_plan, node_skips = _plan_node(verdict, nodes[verdict.node], snapshot, settings)
         node_plans.append(node_plan)
         skips += node_skips
+    refusal = nodes_brake(node_plans, settings)
     pods = sum(len(n.pods) for n in node_plans)
-    if pods > settings.max_pods_per_pass:
+    if refusal is None and pods > settings.max_pods_per_pass:
         refusal = Refusal(RefusalKind.PODS_PER_PASS, f"brake: {pods} pods are selected, more than "
                                                      f"MAX_PODS_PER_PASS={settings.max_pods_per_pass}")
     return Plan(tuple(verdicts), tuple(node_plans), tuple(skips), refusal, **totals)

@@ -25,7 +25,10 @@ def attachments_for(node: str, selected: Selected, pods: Sequence[Pod], snapshot
     used_claims = kept_claims | {c.key for _, claims in selected for c in claims}
     actions, skips = [], []
     for att in sorted((a for a in snapshot.attachments if a.node == node), key=lambda a: a.name):
-        if att.volume not in by_volume:
+        if att.inline:
+            action, reason = None, ("inline volume (CSI migration): no PersistentVolume traces it to a claim, "
+                                    "so it is left alone; detach it by hand if it blocks a pod")
+        elif att.volume not in by_volume:
             action, reason = _orphan(att, snapshot, settings, used_claims)
         elif by_volume[att.volume][0] in kept_claims:
             action, reason = None, f"PV {att.volume} is also used by a pod left in place"
@@ -50,7 +53,7 @@ def _orphan(att: Attachment, snapshot: Snapshot, settings: Settings,
     if volume is None or not volume.claim or volume.claim in used_claims:
         return None, None  # not ours to judge: no PV read, unbound, or a pod on the node still uses it
     claim = snapshot.claims.get(volume.claim)
-    if claim is None or claim.volume != volume.name or not claim.rwo:
+    if claim is None or not volume.bound_to(claim) or not volume.exclusive:
         return None, None
     if claim.opted_out:
         return None, f"orphaned, but PVC {claim.key} is annotated rwo-failover.io/opt-out"

@@ -7,10 +7,8 @@ from typing import Iterable, Optional, Sequence
 
 from ..config import Settings
 from ..matchers import TaintSpec, any_taint_matches
-from ..model import OUT_OF_SERVICE_KEY, Lease, Node, Snapshot
-from .types import NodeState, NodeVerdict, Refusal, RefusalKind
-
-LEASE_FRESH_SECONDS = 40  # kubelet's default node lease duration: renewed within it means heartbeating
+from ..model import Lease, Node, Snapshot
+from .types import NodePlan, NodeState, NodeVerdict, Refusal, RefusalKind
 
 
 def age(now: datetime, then: datetime) -> float:
@@ -18,47 +16,52 @@ def age(now: datetime, then: datetime) -> float:
 
 
 def shutdown_taint(node: Node, specs: Sequence[TaintSpec]) -> Optional[TaintSpec]:
-    return any_taint_matches(specs, [t.as_dict() for t in node.taints])
+    """The first spec matching one of the node's taints; our own out-of-service taint never counts."""
+    ours = node.our_taint
+    return any_taint_matches(specs, [t.as_dict() for t in node.taints if t is not ours])
 
 
-def judge_liveness(node: Node, lease: Optional[Lease], taint: TaintSpec, min_seconds: int,
+def lease_fresh(lease: Optional[Lease], now: datetime) -> bool:
+    """Renewed within the Lease's own duration: the kubelet is heartbeating."""
+    return lease is not None and lease.renew_time is not None and age(now, lease.renew_time) < lease.duration
+
+
+def judge_liveness(node: Node, lease: Optional[Lease], taint: str, min_seconds: int,
                    now: datetime) -> NodeVerdict:
     """Liveness alone: down, not yet, or split-brain. Alive signals are checked first: they win.
 
+    Down needs Ready not True for MIN_NOT_READY_SECONDS and the Lease unrenewed for the longer of that
+    and the Lease's own duration, so a low minimum never makes a fresh Lease look stale. A Lease that
+    is stale but not yet that old is "not yet": the normal start of an outage, never split-brain.
     It does not know whose taint the node carries; judge_tainted_node adds that.
     """
     def verdict(state: NodeState, reason: str) -> NodeVerdict:
-        return NodeVerdict(node.name, state, str(taint), reason)
+        return NodeVerdict(node.name, state, taint, reason)
 
     if node.ready == "True":
         return verdict(NodeState.SPLIT_BRAIN, "tainted for shutdown but still heartbeating: Ready=True")
-    if lease is not None and lease.renew_time is not None and age(now, lease.renew_time) < min_seconds:
-        return verdict(NodeState.SPLIT_BRAIN, "tainted for shutdown but still heartbeating: "
-                                              f"Lease renewed {age(now, lease.renew_time):.0f}s ago")
+    if lease_fresh(lease, now):
+        assert lease is not None and lease.renew_time is not None
+        return verdict(NodeState.SPLIT_BRAIN, "tainted for shutdown but still heartbeating: Lease renewed "
+                                              f"{age(now, lease.renew_time):.0f}s ago, within its "
+                                              f"{lease.duration}s duration")
     if node.ready is None or node.ready_since is None:
         return verdict(NodeState.NOT_YET, "no Ready condition with a transition time")
     down_for = age(now, node.ready_since)
     if down_for < min_seconds:
         return verdict(NodeState.NOT_YET, f"Ready={node.ready} for {down_for:.0f}s, under {min_seconds}s")
-    lease_text = "no Lease" if lease is None or lease.renew_time is None else \
-        f"Lease unrenewed for {age(now, lease.renew_time):.0f}s"
-    return verdict(NodeState.DOWN, f"Ready={node.ready} for {down_for:.0f}s, {lease_text}")
-
-
-def only_our_taint(node: Node, specs: Sequence[TaintSpec]) -> bool:
-    """The node's only shutdown taint is the out-of-service taint that we added (and annotated)."""
-    matching = [t for t in node.taints if any(spec.matches(t.as_dict()) for spec in specs)]
-    return node.oos_added_at is not None and bool(matching) and all(t.key == OUT_OF_SERVICE_KEY for t in matching)
+    if lease is None or lease.renew_time is None:
+        return verdict(NodeState.DOWN, f"Ready={node.ready} for {down_for:.0f}s, no Lease")
+    unrenewed, needed = age(now, lease.renew_time), max(min_seconds, lease.duration)
+    if unrenewed < needed:
+        return verdict(NodeState.NOT_YET, f"Lease unrenewed for {unrenewed:.0f}s, under {needed}s")
+    return verdict(NodeState.DOWN, f"Ready={node.ready} for {down_for:.0f}s, Lease unrenewed for {unrenewed:.0f}s")
 
 
 def judge_tainted_node(node: Node, lease: Optional[Lease], taint: TaintSpec, settings: Settings,
                        now: datetime) -> NodeVerdict:
-    """judge_liveness, plus ownership: an alive node whose only shutdown taint is ours is recovering."""
-    verdict = judge_liveness(node, lease, taint, settings.min_not_ready_seconds, now)
-    if verdict.state is NodeState.SPLIT_BRAIN and only_our_taint(node, settings.shutdown_taints):
-        return NodeVerdict(node.name, NodeState.RECOVERING, verdict.taint,
-                           "alive again and carries only the out-of-service taint rwo-failover added")
-    return verdict
+    """judge_liveness of a node with a shutdown taint (never our own, see shutdown_taint)."""
+    return judge_liveness(node, lease, str(taint), settings.min_not_ready_seconds, now)
 
 
 def tainted_nodes(nodes: Iterable[Node], settings: Settings) -> list[tuple[Node, TaintSpec]]:
@@ -67,31 +70,60 @@ def tainted_nodes(nodes: Iterable[Node], settings: Settings) -> list[tuple[Node,
 
 
 def judge_nodes(snapshot: Snapshot, settings: Settings) -> list[NodeVerdict]:
-    return [judge_tainted_node(node, snapshot.leases.get(node.name), taint, settings, snapshot.now)
-            for node, taint in tainted_nodes(snapshot.nodes, settings)]
+    """A verdict for each node with a shutdown taint, and a "recovering" one for each live node whose
+    only out-of-service taint is ours (whatever SHUTDOWN_TAINTS says, so undo never depends on it)."""
+    tainted = {node.name: taint for node, taint in tainted_nodes(snapshot.nodes, settings)}
+    verdicts = []
+    for node in sorted(snapshot.nodes, key=lambda n: n.name):
+        lease = snapshot.leases.get(node.name)
+        if node.name in tainted:
+            verdicts.append(judge_tainted_node(node, lease, tainted[node.name], settings, snapshot.now))
+        elif node.our_taint is not None:
+            verdict = judge_ours(node, lease, settings, snapshot.now)
+            counts = any(spec.matches(node.our_taint.as_dict()) for spec in settings.shutdown_taints)
+            if verdict.state is NodeState.RECOVERING or counts:
+                verdicts.append(verdict)
+    return verdicts
+
+
+def judge_ours(node: Node, lease: Optional[Lease], settings: Settings, now: datetime) -> NodeVerdict:
+    """A node whose only shutdown taint is the out-of-service taint we added: still down, or recovering."""
+    verdict = judge_liveness(node, lease, str(node.our_taint), settings.min_not_ready_seconds, now)
+    if verdict.state is NodeState.SPLIT_BRAIN:
+        return NodeVerdict(node.name, NodeState.RECOVERING, verdict.taint,
+                           "alive again and carries only the out-of-service taint rwo-failover added")
+    return verdict
 
 
 def not_ready_count(snapshot: Snapshot) -> int:
     return sum(1 for n in snapshot.nodes if n.ready != "True")
 
 
-def node_brake(snapshot: Snapshot, settings: Settings, verdicts: Sequence[NodeVerdict]) -> Optional[Refusal]:
-    """Why the whole pass must act on nothing, judged on nodes alone; None when it may go on."""
+def unhealthy_brake(snapshot: Snapshot, settings: Settings) -> Optional[Refusal]:
+    """Too many nodes not Ready: the control plane may be partitioned. Stopped instances count here too,
+    since they are not Ready; MAX_UNHEALTHY_FRACTION is what allows for them."""
     total, not_ready = len(snapshot.nodes), not_ready_count(snapshot)
     if total and not_ready / total > settings.max_unhealthy_fraction:
         return Refusal(RefusalKind.UNHEALTHY_FRACTION,
                        f"brake: {not_ready} of {total} nodes are not Ready, more than MAX_UNHEALTHY_FRACTION="
                        f"{settings.max_unhealthy_fraction:g}; the control plane may be partitioned")
-    down = sum(1 for v in verdicts if v.state is NodeState.DOWN)
-    if down > settings.max_nodes_per_pass:
-        return Refusal(RefusalKind.NODES_PER_PASS, f"brake: {down} nodes are proven down, more than "
+    return None
+
+
+def nodes_brake(node_plans: Sequence[NodePlan], settings: Settings) -> Optional[Refusal]:
+    """Too many nodes to act on. Only nodes with work count: a stopped instance, down for good with nothing
+    left on it, must not make every later outage brake."""
+    busy = sum(1 for n in node_plans if n.has_work)
+    if busy > settings.max_nodes_per_pass:
+        return Refusal(RefusalKind.NODES_PER_PASS, f"brake: {busy} proven-down nodes have work, more than "
                                                    f"MAX_NODES_PER_PASS={settings.max_nodes_per_pass}")
     return None
 
 
 def nodes_to_inspect(snapshot: Snapshot, settings: Settings) -> list[str]:
-    """The nodes whose pods observe must read: proven down, and the brake not tripped."""
-    verdicts = judge_nodes(snapshot, settings)
-    if node_brake(snapshot, settings, verdicts):
+    """The nodes whose pods observe must read: proven down (or back, with our taint to undo), unless the
+    unhealthy-fraction brake already refuses the pass."""
+    if unhealthy_brake(snapshot, settings):
         return []
-    return [v.node for v in verdicts if v.state is NodeState.DOWN]
+    return [v.node for v in judge_nodes(snapshot, settings)
+            if v.state in (NodeState.DOWN, NodeState.RECOVERING)]

@@ -1,15 +1,19 @@
-"""Pod selection: which pods on a proven-down node are stuck, eligible, and hold an RWO claim."""
+"""Pod selection: which pods on a proven-down node are stuck, eligible, and hold an exclusive volume."""
 
 from __future__ import annotations
 
-from typing import Mapping, Optional, Sequence
+from typing import Optional, Sequence
 
 from ..config import Settings
-from ..model import Claim, Pod
+from ..model import Claim, Pod, Snapshot, Volume
 from .types import Skip
+
+Selected = list[tuple[Pod, list[Claim]]]
 
 
 def stuck_states(pod: Pod) -> list[str]:
+    """Every stuck state the pod is in. NotStarted (Pending, no Ready condition) only counts when the pod
+    holds an exclusive volume attached to its node; select_pods checks that."""
     states = []
     if pod.deleting:
         states.append("Terminating")
@@ -19,15 +23,23 @@ def stuck_states(pod: Pod) -> list[str]:
         states.append("NodeLost")
     if pod.ready in ("False", "Unknown"):
         states.append("NotReady")
+    if pod.phase == "Pending" and pod.ready is None:
+        states.append("NotStarted")
     return states
 
 
-def pod_exclusion(pod: Pod, settings: Settings) -> Optional[str]:
-    """Why a pod on a down node is never touched, judged without its claims; None when eligible."""
+def exempt(pod: Pod) -> Optional[str]:
+    """Pods that are never ours to judge, and that the out-of-service taint does not harm: Kubernetes
+    itself leaves mirror pods to the kubelet and recreates DaemonSet pods on the node when it is back."""
     if pod.mirror:
         return "mirror/static pod"
     if pod.controller_kind == "DaemonSet":
         return "DaemonSet pod"
+    return None
+
+
+def setting_protects(pod: Pod, settings: Settings) -> Optional[str]:
+    """The setting that keeps us from deleting this pod, judged without its claims; None when none does."""
     if pod.namespace in settings.exclude_namespaces:
         return "namespace is in EXCLUDE_NAMESPACES"
     if settings.include_namespaces and pod.namespace not in settings.include_namespaces:
@@ -35,38 +47,91 @@ def pod_exclusion(pod: Pod, settings: Settings) -> Optional[str]:
     if settings.pod_selector and not settings.pod_selector.matches(pod.labels):
         return f"labels do not match POD_SELECTOR={settings.pod_selector.text!r}"
     if pod.opted_out:
-        return "pod is annotated rwo-failover.io/opt-out"
+        return "pod is opted out (annotated rwo-failover.io/opt-out)"
+    return None
+
+
+def pod_exclusion(pod: Pod, settings: Settings) -> Optional[str]:
+    """Why a pod on a down node is never touched, judged without its claims; None when eligible."""
+    reason = exempt(pod) or setting_protects(pod, settings)
+    if reason:
+        return reason
     if not set(stuck_states(pod)) & settings.stuck_pod_states:
         return f"not stuck (phase={pod.phase}, ready={pod.ready}, not terminating)"
     return None
 
 
-def claims_of(pod: Pod, claims: Mapping[str, Claim]) -> list[Claim]:
+def claims_of(pod: Pod, snapshot: Snapshot) -> list[Claim]:
     """The pod's claims that were read (a claim that could not be read is simply absent)."""
-    return [c for c in (claims.get(f"{pod.namespace}/{name}") for name in pod.claims) if c is not None]
+    return [c for c in (snapshot.claims.get(f"{pod.namespace}/{name}") for name in pod.claims) if c is not None]
 
 
-def opted_out_claim(pod: Pod, claims: Mapping[str, Claim]) -> Optional[Claim]:
-    return next((c for c in claims_of(pod, claims) if c.opted_out), None)
+def opted_out_claim(pod: Pod, snapshot: Snapshot) -> Optional[Claim]:
+    return next((c for c in claims_of(pod, snapshot) if c.opted_out), None)
 
 
-def _rwo_claims(pod: Pod, claims: Mapping[str, Claim]) -> tuple[list[Claim], Optional[str]]:
-    opted = opted_out_claim(pod, claims)
+def bound_volume(claim: Claim, snapshot: Snapshot) -> Optional[Volume]:
+    """The claim's PV, only when both name each other (uid included) and the claim is Bound: a claim may
+    name any PV in spec.volumeName, so that alone proves nothing."""
+    volume = snapshot.volumes.get(claim.volume)
+    return volume if volume is not None and volume.bound_to(claim) else None
+
+
+def exclusive_claims(pod: Pod, snapshot: Snapshot) -> tuple[list[Claim], Optional[str]]:
+    """The pod's claims bound to an exclusive PV; or why it has none."""
+    opted = opted_out_claim(pod, snapshot)
     if opted is not None:
         return [], f"PVC {opted.key} is annotated rwo-failover.io/opt-out"
-    found = [c for c in claims_of(pod, claims) if c.rwo]
-    return found, None if found else "mounts no ReadWriteOnce/ReadWriteOncePod PVC"
+    found, unproven = [], []
+    for claim in claims_of(pod, snapshot):
+        volume = bound_volume(claim, snapshot)
+        if volume is None:
+            unproven.append(claim.key)
+        elif volume.exclusive:
+            found.append(claim)
+    if found:
+        return found, None
+    why = ("mounts no exclusive volume: no PVC bound to a ReadWriteOnce/ReadWriteOncePod PV without "
+           "ReadWriteMany or ReadOnlyMany")
+    if unproven:
+        why += f"; not Bound to a PV that names it back: {', '.join(unproven)}"
+    return [], why
 
 
-def select_pods(pods: Sequence[Pod], claims: Mapping[str, Claim],
-                settings: Settings) -> tuple[list[tuple[Pod, list[Claim]]], list[Skip]]:
-    """The pods to force-delete, each with its RWO claims; and a skip, with its reason, for every other pod."""
-    selected, skips = [], []
+def protection(pod: Pod, snapshot: Snapshot, settings: Settings) -> Optional[str]:
+    """Why this pod must not be deleted by Kubernetes because of a taint we add: a setting (or an opt-out on
+    the pod or any PVC it mounts) protects it, and it mounts a claim not provably shareable. RWX pods and pods
+    without volumes are not protected by any setting; mirror and DaemonSet pods are exempt."""
+    if exempt(pod) or not pod.claims:
+        return None
+    reason = setting_protects(pod, settings)
+    opted = opted_out_claim(pod, snapshot)
+    if reason is None and opted is not None:
+        reason = f"PVC {opted.key} is annotated rwo-failover.io/opt-out"
+    if reason is None:
+        return None
+    shareable = [c for c in claims_of(pod, snapshot)
+                 if (v := bound_volume(c, snapshot)) is not None and not v.exclusive]
+    return None if len(shareable) == len(pod.claims) else reason
+
+
+def _attached_here(claims: Sequence[Claim], node: str, snapshot: Snapshot) -> bool:
+    volumes = {c.volume for c in claims}
+    return any(a.node == node and a.volume in volumes for a in snapshot.attachments)
+
+
+def select_pods(pods: Sequence[Pod], snapshot: Snapshot, settings: Settings) -> tuple[Selected, list[Skip]]:
+    """The pods to force-delete, each with its exclusive claims; and a skip, with its reason, for every other."""
+    selected: Selected = []
+    skips = []
     for pod in pods:
         reason = pod_exclusion(pod, settings)
         found: list[Claim] = []
         if reason is None:
-            found, reason = _rwo_claims(pod, claims)
+            found, reason = exclusive_claims(pod, snapshot)
+        if reason is None and set(stuck_states(pod)) & settings.stuck_pod_states == {"NotStarted"} \
+                and not _attached_here(found, pod.node, snapshot):
+            reason = "never started, and none of its exclusive volumes is attached to this node"
         if reason:
             skips.append(Skip("pod", pod.key, reason))
         else:

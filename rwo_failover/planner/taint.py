@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Mapping, Optional, Sequence
+from typing import Optional, Sequence
 
 from ..config import Settings
-from ..model import Claim, Lease, Node, Pod, Snapshot
-from .nodes import LEASE_FRESH_SECONDS, age
-from .pods import opted_out_claim
+from ..model import Lease, Node, Pod, Snapshot
+from .nodes import age, lease_fresh
+from .pods import protection
 from .types import NodeState, NodeVerdict, Skip
 
 OUT_OF_SERVICE_SINCE = (1, 28)  # the out-of-service taint's force-detach is GA from Kubernetes 1.28
@@ -20,31 +20,55 @@ def wants_out_of_service(snapshot: Snapshot, settings: Settings) -> bool:
     return settings.out_of_service_taint == "always"
 
 
-def taint_blocker(pods: Sequence[Pod], claims: Mapping[str, Claim]) -> Optional[str]:
-    """Why the out-of-service taint must not go on: Kubernetes would then force-delete an opted-out pod."""
+def taint_blocker(pods: Sequence[Pod], snapshot: Snapshot, settings: Settings) -> Optional[str]:
+    """Why the out-of-service taint must not go on: Kubernetes would then delete *every* pod on the node,
+    including one that a setting protects from us. Such a node gets the direct path only."""
     for pod in pods:
-        if pod.opted_out or opted_out_claim(pod, claims) is not None:
-            return f"out-of-service taint not added: {pod.key} is opted out, and the taint would let " \
-                   "Kubernetes force-delete it"
+        reason = protection(pod, snapshot, settings)
+        if reason:
+            return (f"out-of-service taint not added: {pod.key} is protected ({reason}), and the taint would "
+                    "let Kubernetes delete it; using direct deletes only")
     return None
 
 
-def recovered(node: Node, lease: Optional[Lease], settings: Settings, now: datetime) -> bool:
-    """Ready for RECOVERY_SECONDS with a fresh Lease: our out-of-service taint may come off."""
-    return (node.ready == "True" and node.ready_since is not None
-            and age(now, node.ready_since) >= settings.recovery_seconds
-            and lease is not None and lease.renew_time is not None
-            and age(now, lease.renew_time) < LEASE_FRESH_SECONDS)
+def recovered(node: Node, lease: Optional[Lease], settings: Settings, now: datetime) -> Optional[str]:
+    """Why our taint must stay on a node judged recovering; None when the node itself is back for good:
+    Ready for RECOVERY_SECONDS, and a fresh Lease."""
+    if node.ready != "True" or node.ready_since is None or age(now, node.ready_since) < settings.recovery_seconds:
+        return f"our out-of-service taint stays until the node is Ready for RECOVERY_SECONDS=" \
+               f"{settings.recovery_seconds}"
+    if not lease_fresh(lease, now):
+        return "our out-of-service taint stays until the node's Lease is fresh"
+    return None
 
 
-def untaint(verdicts: Sequence[NodeVerdict], nodes: Mapping[str, Node], snapshot: Snapshot,
-            settings: Settings) -> tuple[tuple[str, ...], list[Skip]]:
-    """Recovering nodes whose out-of-service taint (ours) comes off now, and a skip for each that must wait."""
+def undo_blocker(node: Node, snapshot: Snapshot, settings: Settings) -> Optional[str]:
+    """recovered(), and nothing left from the outage: no pod on the node still terminating, and no
+    VolumeAttachment there being deleted. Removing the taint earlier races PodGC and the attach-detach
+    controller (kubernetes#142331); medik8s waits for the same."""
+    reason = recovered(node, snapshot.leases.get(node.name), settings, snapshot.now)
+    if reason:
+        return reason
+    terminating = sorted(p.key for p in snapshot.pods if p.node == node.name and p.deleting)
+    if terminating:
+        return f"our out-of-service taint stays while pods are still terminating: {', '.join(terminating)}"
+    detaching = sorted(a.name for a in snapshot.attachments if a.node == node.name and a.deleting)
+    if detaching:
+        return f"our out-of-service taint stays while VolumeAttachments are being deleted: {', '.join(detaching)}"
+    return None
+
+
+def untaint(verdicts: Sequence[NodeVerdict], snapshot: Snapshot,
+            settings: Settings) -> tuple[tuple[str, ...], tuple[str, ...], list[Skip]]:
+    """Recovering nodes whose taint (ours) comes off now; nodes whose annotation outlived our taint (a human
+    removed it) and is dropped; and a skip for each recovering node that must wait."""
+    nodes = {n.name: n for n in snapshot.nodes}
     ready, skips = [], []
     for verdict in (v for v in verdicts if v.state is NodeState.RECOVERING):
-        if recovered(nodes[verdict.node], snapshot.leases.get(verdict.node), settings, snapshot.now):
-            ready.append(verdict.node)
+        reason = undo_blocker(nodes[verdict.node], snapshot, settings)
+        if reason:
+            skips.append(Skip("node", verdict.node, reason))
         else:
-            skips.append(Skip("node", verdict.node, f"our out-of-service taint stays until Ready for "
-                                                    f"RECOVERY_SECONDS={settings.recovery_seconds} with a fresh Lease"))
-    return tuple(ready), skips
+            ready.append(verdict.node)
+    stale = tuple(sorted(n.name for n in snapshot.nodes if n.oos_added_at and n.our_taint is None))
+    return tuple(ready), stale, skips

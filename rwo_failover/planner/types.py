@@ -98,6 +98,11 @@ class Plan:
     not_ready: int = 0
     total_nodes: int = 0
     untaint: tuple[str, ...] = ()  # recovered nodes whose out-of-service taint (ours) comes off
+    drop_annotation: tuple[str, ...] = ()  # nodes whose annotation outlived our taint (a human removed it)
+
+    @property
+    def busy_nodes(self) -> tuple[NodePlan, ...]:
+        return tuple(n for n in self.nodes if n.has_work)
 
     @property
     def pod_count(self) -> int:
