@@ -38,3 +38,6 @@ test: $(VENV)/.dev  ## the layer contracts, then the whole test suite
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis *.egg-info
+
+e2e: $(VENV)/.dev  ## only the end-to-end tier: a real control plane (see tests/e2e and docs/design.md)
+	$(BIN)/python -m pytest tests/e2e

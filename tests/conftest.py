@@ -13,6 +13,9 @@ import pytest
 from rwo_failover.cli import main
 from rwo_testkit.fake_apiserver import FakeApiServer
 
+# The e2e tier's fixtures (a real control plane per module) and its figures at the end of the run.
+pytest_plugins = ["rwo_testkit.e2e"]
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -1,0 +1,182 @@
+"""The e2e tier's pytest plugin: a real control plane per test module, and helpers to drive an outage.
+
+The reconciler runs as it is deployed: `rbac.yaml` is applied with kubectl, a token for its ServiceAccount
+comes from the TokenRequest API, and `reconcile.py --once` runs as a subprocess with a kubeconfig for that
+token, so RBAC judges every call. Measured figures are printed at the end of the run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator, Optional, TypeVar
+
+import pytest
+
+from .control_plane import AssetsMissing, ControlPlane, find_assets
+from .kube import Kube
+from .node_sim import STORAGE_CLASS, NodeSimulator
+
+REPO = Path(__file__).resolve().parent.parent
+CLOUD_TAINT = {"key": "node.cloudprovider.kubernetes.io/shutdown", "effect": "NoSchedule"}
+OOS_KEY = "node.kubernetes.io/out-of-service"
+# Faster than the defaults so the tier stays short; the kubelet's lease duration is a kubelet flag, and
+# MIN_NOT_READY_SECONDS a setting. docs/failover.md says what the defaults would give.
+LEASE_SECONDS = 10
+PASS_ENV = {"MIN_NOT_READY_SECONDS": "10", "LOG_FORMAT": "json"}
+FIGURES: list[str] = []
+T = TypeVar("T")
+
+
+@dataclass
+class PassResult:
+    code: int
+    logs: list[dict]
+    stderr: str
+
+    @property
+    def summary(self) -> dict:
+        return next(line for line in self.logs if line.get("message") == "pass finished")
+
+
+def wait_for(what: str, check: Callable[[], Optional[T]], timeout: float, every: float = 0.5) -> T:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(every)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+
+
+class Cluster:
+    def __init__(self, cp: ControlPlane, sim: NodeSimulator) -> None:
+        self.cp, self.sim, self.kube = cp, sim, Kube(cp.kubeconfig)
+        self.kubeconfig = cp.kubeconfig
+
+    def kubectl(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        return subprocess.run(["kubectl", "--kubeconfig", str(self.kubeconfig), *args], capture_output=True,
+                              text=True, check=check, timeout=120)
+
+    def install_rbac(self) -> Path:
+        """kubectl apply -f rbac.yaml, then a kubeconfig with a TokenRequest token of its ServiceAccount."""
+        self.kubectl("apply", "-f", str(REPO / "rbac.yaml"))
+        answer = self.kube.create("/api/v1/namespaces/rwo-failover/serviceaccounts/rwo-failover/token",
+                                  {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                                   "spec": {"expirationSeconds": 7200}})
+        return self.cp.kubeconfig_for(answer["status"]["token"], "rwo-failover")
+
+    def run_pass(self, kubeconfig: Path, **env: str) -> PassResult:
+        full = {"PATH": os.environ.get("PATH", ""), "HOME": str(self.cp.workdir), "KUBECONFIG": str(kubeconfig),
+                **PASS_ENV, **env}
+        proc = subprocess.run([sys.executable, str(REPO / "reconcile.py"), "--once"], env=full, cwd=REPO,
+                              capture_output=True, text=True, timeout=120)
+        logs = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+        return PassResult(proc.returncode, logs, proc.stderr)
+
+    def namespace(self, name: str) -> None:
+        self.kube.apply("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+
+    def statefulset(self, namespace: str, name: str, node_affinity: Optional[str] = None) -> None:
+        """A one-replica StatefulSet with an RWO claim `data-<name>-0`, bound to a pre-made CSI PV."""
+        self.namespace(namespace)
+        self.sim.add_volume(f"pv-{namespace}-{name}", namespace, f"data-{name}-0")
+        spec: dict = {"containers": [{"name": name, "image": "sim"}], "terminationGracePeriodSeconds": 30}
+        if node_affinity:
+            # A new node carries not-ready:NoSchedule until the node controller has seen it Ready.
+            wait_for(f"{node_affinity} schedulable", lambda: not any(
+                t["effect"] == "NoSchedule" for t in self.taints(node_affinity)), 30)
+            spec["affinity"] = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
+                "weight": 100, "preference": {"matchExpressions": [{
+                    "key": "kubernetes.io/hostname", "operator": "In", "values": [node_affinity]}]}}]}}
+        self.kube.create(f"/apis/apps/v1/namespaces/{namespace}/statefulsets", {
+            "apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": name},
+            "spec": {"serviceName": name, "replicas": 1, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}}, "spec": spec},
+                     "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {
+                         "accessModes": ["ReadWriteOnce"], "storageClassName": STORAGE_CLASS,
+                         "resources": {"requests": {"storage": "1Gi"}}}}]}})
+
+    def pod(self, namespace: str, name: str) -> Optional[dict]:
+        return self.kube.get(f"/api/v1/namespaces/{namespace}/pods/{name}")
+
+    def running(self, namespace: str, name: str, not_on: str = "", not_uid: str = "") -> Optional[dict]:
+        """The pod, once Running and Ready (on another node and with another UID, when asked)."""
+        pod = self.pod(namespace, name)
+        if not pod or pod["metadata"].get("deletionTimestamp") or pod["metadata"]["uid"] == not_uid:
+            return None
+        ready = any(c["type"] == "Ready" and c["status"] == "True" for c in pod["status"].get("conditions") or ())
+        return pod if ready and pod["spec"].get("nodeName") not in ("", not_on) else None
+
+    def attached(self, pv: str, node: str) -> Optional[dict]:
+        for va in self.kube.items("/apis/storage.k8s.io/v1/volumeattachments"):
+            if va["spec"]["source"].get("persistentVolumeName") == pv and va["spec"]["nodeName"] == node \
+                    and (va.get("status") or {}).get("attached"):
+                return va
+        return None
+
+    def node(self, name: str) -> dict:
+        return self.kube.get(f"/api/v1/nodes/{name}") or {}
+
+    def ready(self, name: str) -> str:
+        return next((c["status"] for c in self.node(name)["status"].get("conditions") or () if c["type"] == "Ready"),
+                    "")
+
+    def taint(self, name: str, taint: dict) -> None:
+        """Add a taint by preconditioned read-modify-write, as a cloud controller would."""
+        for _ in range(10):
+            node = self.node(name)
+            taints = node["spec"].get("taints") or []
+            if any(t["key"] == taint["key"] for t in taints):
+                return
+            try:
+                self.kube.patch(f"/api/v1/nodes/{name}", {"metadata": {
+                    "resourceVersion": node["metadata"]["resourceVersion"]}, "spec": {"taints": taints + [taint]}})
+                return
+            except Exception:  # noqa: BLE001 - a 409 from a concurrent writer: read again
+                time.sleep(0.2)
+
+    def untaint(self, name: str, key: str) -> None:
+        for _ in range(10):
+            node = self.node(name)
+            kept = [t for t in node["spec"].get("taints") or () if t["key"] != key]
+            try:
+                self.kube.patch(f"/api/v1/nodes/{name}", {"metadata": {
+                    "resourceVersion": node["metadata"]["resourceVersion"]}, "spec": {"taints": kept}})
+                return
+            except Exception:  # noqa: BLE001 - a 409: read again
+                time.sleep(0.2)
+
+    def taints(self, name: str) -> list[dict]:
+        return self.node(name)["spec"].get("taints") or []
+
+
+def record(figure: str) -> None:
+    FIGURES.append(figure)
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Cluster]:
+    """One real control plane per test module, with simulated nodes; tests isolate by namespace and node."""
+    try:
+        assets = find_assets(REPO)
+    except AssetsMissing as err:
+        if os.environ.get("E2E_REQUIRED"):  # CI sets it: there, a missing binary is a failure, not a skip
+            pytest.fail(f"e2e tier required but cannot run: {err}")
+        pytest.skip(f"e2e tier skipped: {err}")
+    with tempfile.TemporaryDirectory(prefix="rwo-e2e-") as tmp, ControlPlane(assets, Path(tmp)) as cp, \
+            NodeSimulator(cp.kubeconfig, lease_seconds=LEASE_SECONDS) as sim:
+        yield Cluster(cp, sim)
+
+
+def pytest_terminal_summary(terminalreporter) -> None:  # noqa: ANN001 - pytest's hook signature
+    if FIGURES:
+        terminalreporter.section("e2e figures (real control plane)")
+        for line in FIGURES:
+            terminalreporter.write_line(line)

@@ -1,0 +1,139 @@
+"""The seed outage on a real control plane, both paths, and the safety scenarios around it.
+
+Real kube-apiserver, controller-manager (attach-detach, node lifecycle, PodGC, StatefulSet...) and scheduler;
+the kubelets and the CSI attacher are simulated (rwo_testkit/node_sim.py). Every assertion reads the real
+API state. The reconciler runs as deployed: its ServiceAccount token, through rbac.yaml.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from rwo_failover.exitcodes import EXIT_OK, EXIT_REFUSED
+from rwo_testkit.control_plane import NODE_MONITOR_GRACE_SECONDS
+from rwo_testkit.e2e import CLOUD_TAINT, LEASE_SECONDS, OOS_KEY, PASS_ENV, record, wait_for
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def sa(cluster):
+    """The reconciler's kubeconfig: rbac.yaml applied, a TokenRequest token for its ServiceAccount."""
+    for name in ("live-a", "live-b"):
+        cluster.sim.add_node(name)
+    return cluster.install_rbac()
+
+
+def outage(cluster, sa, namespace: str, name: str, node: str, env: dict, timeout: float = 240) -> dict:
+    """Power `node` off, add the cloud's shutdown taint once it is NotReady, run a pass every 2 s, and time
+    until the StatefulSet's replacement is Running and Ready elsewhere with its volume attached there."""
+    old = wait_for(f"{namespace}/{name}-0 running on {node}", lambda: cluster.running(namespace, f"{name}-0"), 60)
+    assert old["spec"]["nodeName"] == node
+    pv = f"pv-{namespace}-{name}"
+    wait_for("the volume attached", lambda: cluster.attached(pv, node), 30)
+    off = time.monotonic()
+    cluster.sim.power_off(node)
+    tainted_at, codes = None, []
+    deadline = off + timeout
+    while time.monotonic() < deadline:
+        if tainted_at is None and cluster.ready(node) != "True":
+            cluster.taint(node, CLOUD_TAINT)  # what the cloud provider does for a stopped instance
+            tainted_at = time.monotonic()
+        if tainted_at is not None:
+            codes.append(cluster.run_pass(sa, **env).code)
+        new = cluster.running(namespace, f"{name}-0", not_on=node, not_uid=old["metadata"]["uid"])
+        if new and cluster.attached(pv, new["spec"]["nodeName"]):
+            done = time.monotonic()
+            return {"from_taint": done - tainted_at, "from_power_off": done - off, "codes": codes,
+                    "to": new["spec"]["nodeName"]}
+        time.sleep(2)
+    raise AssertionError(f"no replacement within {timeout}s; pass exit codes {codes}")
+
+
+@pytest.mark.parametrize("path, env", [("direct", {"OUT_OF_SERVICE_TAINT": "never"}),
+                                       ("out-of-service", {"OUT_OF_SERVICE_TAINT": "auto"})])
+def test_the_seed_outage_fails_over_and_a_normal_outage_is_never_split_brain(cluster, sa, path, env):
+    node = f"victim-{path}"
+    cluster.sim.add_node(node)
+    cluster.statefulset(f"seed-{path}", "db", node_affinity=node)
+
+    timing = outage(cluster, sa, f"seed-{path}", "db", node, env)
+
+    assert set(timing["codes"]) == {EXIT_OK}, f"a normal outage never exits 3: {timing['codes']}"
+    assert timing["to"] in ("live-a", "live-b")
+    has_ours = any(t["key"] == OOS_KEY for t in cluster.taints(node))
+    assert has_ours == (path == "out-of-service")
+    record(f"seed outage, {path} path: replacement Running+Ready with its volume attached "
+           f"{timing['from_taint']:.0f}s after the shutdown taint, {timing['from_power_off']:.0f}s after power-off "
+           f"(node-monitor grace {NODE_MONITOR_GRACE_SECONDS}s, lease {LEASE_SECONDS}s, "
+           f"MIN_NOT_READY_SECONDS={PASS_ENV['MIN_NOT_READY_SECONDS']})")
+    if path == "out-of-service":
+        undo(cluster, sa, node)
+    else:
+        cluster.sim.remove_node(node)
+
+
+def undo(cluster, sa, node: str) -> None:
+    """The node comes back: our taint comes off after RECOVERY_SECONDS, and not before."""
+    cluster.sim.power_on(node)
+    cluster.untaint(node, CLOUD_TAINT["key"])  # the cloud: the instance runs again
+    back = time.monotonic()
+    wait_for(f"{node} Ready", lambda: cluster.ready(node) == "True", 30)
+    early = cluster.run_pass(sa, RECOVERY_SECONDS="20")
+    assert early.code == EXIT_OK and early.summary["recovering"] == 1
+    assert any(t["key"] == OOS_KEY for t in cluster.taints(node)), "not before RECOVERY_SECONDS"
+    time.sleep(max(0.0, back + 22 - time.monotonic()))
+    late = cluster.run_pass(sa, RECOVERY_SECONDS="20")
+    assert late.code == EXIT_OK and late.summary["taints_removed"] == 1, late.logs
+    assert not any(t["key"] == OOS_KEY for t in cluster.taints(node))
+    assert "rwo-failover.io/out-of-service-added-at" not in cluster.node(node)["metadata"].get("annotations", {})
+    cluster.sim.remove_node(node)
+
+
+def test_a_heartbeating_node_with_a_shutdown_taint_is_split_brain(cluster, sa):
+    cluster.sim.add_node("sb-node")
+    cluster.statefulset("split", "db", node_affinity="sb-node")
+    pod = wait_for("split/db-0 running", lambda: cluster.running("split", "db-0"), 60)
+    assert pod["spec"]["nodeName"] == "sb-node"
+    cluster.taint("sb-node", CLOUD_TAINT)
+
+    result = cluster.run_pass(sa)
+
+    assert result.code == EXIT_REFUSED and result.summary["split_brain"] == 1
+    assert cluster.pod("split", "db-0")["metadata"]["uid"] == pod["metadata"]["uid"]
+    assert cluster.attached("pv-split-db", "sb-node")
+    assert not any(t["key"] == OOS_KEY for t in cluster.taints("sb-node"))
+    events = cluster.kube.items("/api/v1/namespaces/default/events", fieldSelector="involvedObject.name=sb-node")
+    assert any(e["reason"] == "ShutdownTaintOnLiveNode" and e["type"] == "Warning" for e in events)
+    cluster.sim.remove_node("sb-node")
+
+
+def test_a_protected_pod_is_deleted_by_nothing_not_even_through_our_taint(cluster, sa):
+    """EXCLUDE_NAMESPACES protects vault/keep-0: no out-of-service taint (Kubernetes would delete it), and
+    the unprotected pod on the same dead node is still freed, directly."""
+    cluster.sim.add_node("p-node")
+    cluster.statefulset("app", "db", node_affinity="p-node")
+    cluster.statefulset("vault", "keep", node_affinity="p-node")
+    keep = wait_for("vault/keep-0 running", lambda: cluster.running("vault", "keep-0"), 60)
+    db = wait_for("app/db-0 running", lambda: cluster.running("app", "db-0"), 60)
+    assert keep["spec"]["nodeName"] == db["spec"]["nodeName"] == "p-node"
+    cluster.sim.power_off("p-node")
+    wait_for("p-node NotReady", lambda: cluster.ready("p-node") != "True", NODE_MONITOR_GRACE_SECONDS + 20)
+    cluster.taint("p-node", CLOUD_TAINT)
+    env = {"EXCLUDE_NAMESPACES": "kube-system,vault"}
+
+    def db_freed():
+        result = cluster.run_pass(sa, **env)
+        assert result.code == EXIT_OK, result.logs
+        pod = cluster.pod("app", "db-0")
+        return pod is None or pod["metadata"]["uid"] != db["metadata"]["uid"]
+    wait_for("app/db-0 force-deleted", db_freed, 90, every=2)
+    time.sleep(25)  # longer than PodGC's 20 s cycle, which would act on an out-of-service taint
+
+    assert not any(t["key"] == OOS_KEY for t in cluster.taints("p-node"))
+    still = cluster.pod("vault", "keep-0")
+    assert still and still["metadata"]["uid"] == keep["metadata"]["uid"]
+    assert not still["metadata"].get("deletionTimestamp")
+    cluster.sim.remove_node("p-node")
