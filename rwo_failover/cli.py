@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import sys
 import time
+import uuid
 from typing import IO, Callable, Mapping, Optional, Sequence
 
 from . import config, logs
 from .client import Api, load_api_client
 from .exitcodes import EXIT_CONFIG, EXIT_CRASH
+from .leader import LeaderElector
 from .loop import run_loop
 from .runner import run_pass
 
@@ -37,7 +40,12 @@ def main(argv: Optional[Sequence[str]] = None, environ: Optional[Mapping[str, st
         return EXIT_CONFIG
     try:
         if settings.interval and not args.once:
-            return run_loop(lambda: run_pass(Api(api_client, settings, sleep=sleep), settings), settings)
+            elector = LeaderElector(lambda: Api(api_client, settings, sleep=sleep), settings.leader_election_namespace,
+                                    settings.leader_election_lease_name,
+                                    f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}",
+                                    settings.leader_election_lease_seconds) if settings.leader_election else None
+            return run_loop(lambda: run_pass(Api(api_client, settings, sleep=sleep), settings), settings,
+                            elector=elector)
         return run_pass(Api(api_client, settings, sleep=sleep), settings)
     except Exception:  # noqa: BLE001 - a bug must still end with a code of its own and its traceback
         log.exception("unexpected error; this is a bug in rwo-failover")

@@ -34,6 +34,7 @@ from .config import ConfigError, Settings
 
 log = logging.getLogger("rwo_failover")
 LEASE_NAMESPACE = "kube-node-lease"
+ELECTION_LEASES = "leases (leader election)"  # named apart: their RBAC is another Role, in another namespace
 USER_AGENT = f"rwo-failover/{__version__}"
 MAX_RETRY_AFTER_SECONDS = 30.0
 # PVCs and VolumeAttachments are ~1 KB against ~9 KB for a node or ~5 KB for a pod, so their pages can be
@@ -297,6 +298,20 @@ class Api:
         """(major, minor) from /version, a non-resource URL every authenticated client may read."""
         found = self.call("get", "/version", "GET", "/version") or {}
         return parse_version(str(found.get("gitVersion", "")))
+
+    # Leader election (continuous mode with LEADER_ELECTION=true); RBAC in deploy/ha, one namespace only.
+    def read_namespaced_lease(self, namespace: str, name: str) -> Optional[dict]:
+        return self.call("get", ELECTION_LEASES, "GET",
+                         f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}")
+
+    def create_namespaced_lease(self, namespace: str, body: dict) -> Optional[dict]:
+        return self.call("create", ELECTION_LEASES, "POST",
+                         f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases", body=body)
+
+    def update_namespaced_lease(self, namespace: str, name: str, body: dict) -> Optional[dict]:
+        """A PUT carrying metadata.resourceVersion: 409 when someone else wrote since our read."""
+        return self.call("update", ELECTION_LEASES, "PUT",
+                         f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}", body=body)
 
     def create_event(self, namespace: str, event: dict) -> Optional[dict]:
         return self.call("create", "events", "POST", f"/api/v1/namespaces/{namespace}/events",

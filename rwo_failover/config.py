@@ -47,6 +47,10 @@ class Settings:
     out_of_service_taint: str
     recovery_seconds: int
     interval: float
+    leader_election: bool
+    leader_election_lease_seconds: int
+    leader_election_namespace: str
+    leader_election_lease_name: str
     kubeconfig: Optional[str]
     kube_context: Optional[str]
 
@@ -135,6 +139,23 @@ def _namespaces(text: str) -> frozenset[str]:
     return frozenset(items)
 
 
+def _namespace(text: str) -> str:
+    value = text.strip()
+    if not _DNS_LABEL.match(value):
+        raise ValueError(f"{value!r} is not a namespace name")
+    return value
+
+
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+def _object_name(text: str) -> str:
+    value = text.strip()
+    if len(value) > 253 or not _DNS_SUBDOMAIN.match(value):
+        raise ValueError(f"{value!r} is not an object name")
+    return value
+
+
 def _selector(text: str) -> LabelSelector:
     try:
         return LabelSelector.parse(text)
@@ -202,6 +223,15 @@ SPECS: tuple[Spec, ...] = (
     Spec("INTERVAL", _interval, "0",
          "Seconds between passes in continuous mode (until SIGTERM); 0 runs one pass. --once forces one pass.",
          "0, or a number of seconds in (0, 86400]"),
+    Spec("LEADER_ELECTION", _bool, "false",
+         "Continuous mode with several replicas: run passes only while holding the leader Lease.",
+         "true or false"),
+    Spec("LEADER_ELECTION_LEASE_SECONDS", _int_at_least(3), "15",
+         "How long a leader's Lease lasts unrenewed before a standby takes over.", _WHOLE.format(3)),
+    Spec("LEADER_ELECTION_NAMESPACE", _namespace, "rwo-failover", "Namespace of the leader Lease.",
+         "a namespace name"),
+    Spec("LEADER_ELECTION_LEASE_NAME", _object_name, "rwo-failover-leader", "Name of the leader Lease.",
+         "an object name (DNS subdomain)"),
     Spec("PASS_TIMEOUT_SECONDS", _number_in(0, 3600), "45",
          "Deadline for the whole pass, retries included; keep it below the CronJob interval.",
          "a number of seconds in (0, 3600]"),
@@ -257,6 +287,8 @@ def load(argv: Sequence[str], environ: Mapping[str, str]) -> tuple[argparse.Name
     values = {spec.field: _resolve(spec, getattr(args, spec.field), environ) for spec in SPECS}
     settings = Settings(**values)
     _check_consistent(settings)
+    if settings.leader_election and (args.once or not settings.interval):
+        raise ConfigError("LEADER_ELECTION=true needs continuous mode; allowed: INTERVAL > 0 without --once")
     return args, settings
 
 

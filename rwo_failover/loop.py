@@ -11,6 +11,7 @@ from typing import Callable, Optional
 from . import logs
 from .config import Settings
 from .exitcodes import EXIT_FAILED, EXIT_OK
+from .leader import LeaderElector
 
 log = logging.getLogger(logs.LOGGER)
 MAX_CRASHES_IN_A_ROW = 5  # then exit 1, so Kubernetes restarts the process: something is persistently wrong
@@ -40,18 +41,33 @@ class StopFlag:
             time.sleep(min(SLEEP_SLICE_SECONDS, left))
 
 
-def run_loop(one_pass: Callable[[], int], settings: Settings, flag: Optional[StopFlag] = None) -> int:
+def run_loop(one_pass: Callable[[], int], settings: Settings, flag: Optional[StopFlag] = None,
+             elector: Optional[LeaderElector] = None) -> int:
     """Passes until a stop signal, then exit 0; exit 1 after MAX_CRASHES_IN_A_ROW passes crashed.
 
     A signal never interrupts a pass: it is finished (within PASS_TIMEOUT_SECONDS), so no pod is left
     deleted with its attachment still in place. Each pass has its own deadline. A pass that raises is
     logged with its traceback and the loop goes on: one odd object must not stop every later failover.
+    With an elector, only the leader passes; on stop it releases the Lease after the pass in flight.
     """
     flag = flag or StopFlag()
     flag.install()
-    log.info("continuous mode", extra={"interval_seconds": settings.interval})
+    log.info("continuous mode", extra={"interval_seconds": settings.interval, "leader_election": bool(elector)})
+    if elector:
+        elector.start()
+    try:
+        return _passes(one_pass, settings, flag, elector)
+    finally:
+        if elector:
+            elector.stop()
+
+
+def _passes(one_pass: Callable[[], int], settings: Settings, flag: StopFlag, elector: Optional[LeaderElector]) -> int:
     crashes = 0
     while flag.requested is None:
+        if elector and not elector.leading:
+            flag.sleep(SLEEP_SLICE_SECONDS * 5)  # standby: check again soon, to pass as soon as we lead
+            continue
         try:
             one_pass()
             crashes = 0

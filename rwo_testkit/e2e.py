@@ -157,6 +157,41 @@ class Cluster:
         return self.node(name)["spec"].get("taints") or []
 
 
+@dataclass
+class Timing:
+    from_taint: float
+    from_power_off: float
+    to: str
+
+
+def outage(cluster: Cluster, namespace: str, name: str, node: str, act: Callable[[], None],
+           timeout: float = 240) -> Optional[Timing]:
+    """Power `node` off; once it is NotReady, add the cloud's shutdown taint, as a cloud provider does for a
+    stopped instance; then call `act` every 2 s (a pass, say) until the StatefulSet's replacement is Running
+    and Ready on another node with its volume attached there. None when that did not happen in `timeout`."""
+    old = wait_for(f"{namespace}/{name}-0 running", lambda: cluster.running(namespace, f"{name}-0"), 60)
+    if old["spec"]["nodeName"] != node:
+        raise AssertionError(f"{namespace}/{name}-0 runs on {old['spec']['nodeName']}, not {node}")
+    pv = f"pv-{namespace}-{name}"
+    wait_for("the volume attached", lambda: cluster.attached(pv, node), 30)
+    off = time.monotonic()
+    cluster.sim.power_off(node)
+    tainted_at: Optional[float] = None
+    while time.monotonic() < off + timeout:
+        if tainted_at is None and cluster.ready(node) != "True":
+            cluster.taint(node, CLOUD_TAINT)
+            tainted_at = time.monotonic()
+        if tainted_at is not None:
+            act()
+        new = cluster.running(namespace, f"{name}-0", not_on=node, not_uid=old["metadata"]["uid"])
+        if new and cluster.attached(pv, new["spec"]["nodeName"]):
+            done = time.monotonic()
+            assert tainted_at is not None
+            return Timing(done - tainted_at, done - off, new["spec"]["nodeName"])
+        time.sleep(2)
+    return None
+
+
 def record(figure: str) -> None:
     FIGURES.append(figure)
 

@@ -408,6 +408,24 @@ class FakeApiServer:
         self._put(kind, merged)
         return self._json(200, merged)
 
+    def _do_update(self, req: Request) -> Response:
+        """PUT: a whole object; metadata.resourceVersion, when given, must match (409 otherwise), as in the real API."""
+        kind, _key, obj = self._find(req)
+        body = req.body if isinstance(req.body, dict) else {}
+        wanted = (body.get("metadata") or {}).get("resourceVersion")
+        if wanted and wanted != obj["metadata"]["resourceVersion"]:
+            raise ApiStatus(409, "Conflict", f'Operation cannot be fulfilled on {req.resource} "{req.name}": '
+                                             "the object has been modified; please apply your changes to the latest "
+                                             "version")
+        body.setdefault("metadata", {}).update(uid=obj["metadata"]["uid"], name=req.name,
+                                               creationTimestamp=obj["metadata"].get("creationTimestamp"))
+        if kind.namespaced:
+            body["metadata"]["namespace"] = req.namespace
+        body.setdefault("apiVersion", kind.api_version)
+        body.setdefault("kind", kind.kind)
+        self._put(kind, body)
+        return self._json(200, body)
+
     def _do_delete(self, req: Request) -> Response:
         kind, key, obj = self._find(req)
         options = req.body if isinstance(req.body, dict) else {}

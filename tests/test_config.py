@@ -10,6 +10,10 @@ from rwo_failover.matchers import LabelSelector, MatcherError, TaintSpec
 
 BAD_VALUES = {
     "DRY_RUN": ["", "maybe", "2"],
+    "LEADER_ELECTION": ["", "maybe"],
+    "LEADER_ELECTION_LEASE_SECONDS": ["", "2", "x"],
+    "LEADER_ELECTION_NAMESPACE": ["", "Bad_NS", "a/b"],
+    "LEADER_ELECTION_LEASE_NAME": ["", "Has Space", "UPPER"],
     "SHUTDOWN_TAINTS": ["", ",", "bad key!", "a=b:Sometimes", "-leading=x", "k=v=w"],
     "MIN_NOT_READY_SECONDS": ["", "x", "-1", "1.5"],
     "MAX_UNHEALTHY_FRACTION": ["", "half", "0", "-0.1", "1.01", "nan"],

@@ -34,11 +34,12 @@ def cronjob() -> dict:
 
 def pod_spec(which: str = "cronjob") -> dict:
     if which == "deployment":
-        return manifest("deployment.yaml", "Deployment")["spec"]["template"]["spec"]
+        return manifest("deploy/ha/deployment.yaml", "Deployment")["spec"]["template"]["spec"]
     return cronjob()["spec"]["jobTemplate"]["spec"]["template"]["spec"]
 
 
-@pytest.mark.parametrize("which, overrides", [("cronjob", {}), ("deployment", {"INTERVAL": "15"})])
+@pytest.mark.parametrize("which, overrides", [("cronjob", {}),
+                                              ("deployment", {"INTERVAL": "15", "LEADER_ELECTION": "true"})])
 def test_every_env_var_is_a_setting_and_every_setting_is_there_with_its_default(which, overrides):
     [container] = pod_spec(which)["containers"]
     env = {e["name"]: e["value"] for e in container["env"]}
@@ -49,7 +50,8 @@ def test_every_env_var_is_a_setting_and_every_setting_is_there_with_its_default(
 def test_cronjob_schedule_and_job_limits():
     job = cronjob()["spec"]
     template = job["jobTemplate"]["spec"]
-    assert job["schedule"] == "* * * * *" and job["concurrencyPolicy"] == "Forbid"
+    # Replace: a Job stuck on a dead node must never block the next pass (Forbid would, for good).
+    assert job["schedule"] == "* * * * *" and job["concurrencyPolicy"] == "Replace"
     assert job["startingDeadlineSeconds"] <= 60
     assert job["successfulJobsHistoryLimit"] >= 1 and job["failedJobsHistoryLimit"] >= 1
     assert template["activeDeadlineSeconds"] < 60, "shorter than the schedule"
@@ -78,11 +80,43 @@ def test_never_tolerates_the_taints_of_a_dead_node(which):
     assert not any(t.get("operator") == "Exists" and not t.get("key") for t in tolerations)
 
 
-def test_deployment_is_one_replica_that_finishes_its_pass_on_sigterm():
-    deployment = manifest("deployment.yaml", "Deployment")["spec"]
-    assert deployment["replicas"] == 1 and deployment["strategy"]["type"] == "Recreate"
+def test_the_ha_deployment_is_two_leader_elected_replicas_on_different_nodes():
+    deployment = manifest("deploy/ha/deployment.yaml", "Deployment")["spec"]
+    assert deployment["replicas"] == 2
+    assert deployment["strategy"]["rollingUpdate"] == {"maxSurge": 0, "maxUnavailable": 1}
     grace = deployment["template"]["spec"]["terminationGracePeriodSeconds"]
-    assert grace > float(config.BY_NAME["PASS_TIMEOUT_SECONDS"].default)
+    assert grace > float(config.BY_NAME["PASS_TIMEOUT_SECONDS"].default), "the pass in flight finishes"
+    [term] = deployment["template"]["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert term["topologyKey"] == "kubernetes.io/hostname"
+    assert term["labelSelector"]["matchLabels"] == deployment["selector"]["matchLabels"]
+    pdb = manifest("deploy/ha/deployment.yaml", "PodDisruptionBudget")["spec"]
+    assert pdb["minAvailable"] == 1 and pdb["selector"] == deployment["selector"]
+
+
+def test_the_leader_lease_rbac_is_one_namespace_only():
+    docs = [d for d in yaml.safe_load_all((ROOT / "deploy/ha/leader-election-rbac.yaml").read_text()) if d]
+    assert {d["kind"] for d in docs} == {"Role", "RoleBinding"}
+    assert {d["metadata"]["namespace"] for d in docs} == {config.BY_NAME["LEADER_ELECTION_NAMESPACE"].default}
+    named = [r for d in docs if d["kind"] == "Role" for r in d["rules"] if r.get("resourceNames")]
+    assert named and all(r["resourceNames"] == [config.BY_NAME["LEADER_ELECTION_LEASE_NAME"].default] for r in named)
+
+
+@pytest.mark.parametrize("variant, kinds", [
+    (".", {"Namespace", "ServiceAccount", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding",
+           "PriorityClass", "CronJob"}),
+    ("deploy/ha", {"Namespace", "ServiceAccount", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding",
+                   "PriorityClass", "Deployment", "PodDisruptionBudget", "NetworkPolicy"}),
+])
+def test_every_kustomize_variant_renders_with_the_image_set_once(variant, kinds):
+    if not shutil.which("kubectl"):
+        pytest.skip("kubectl is not installed (CI installs Debian's)")
+    rendered = subprocess.run(["kubectl", "kustomize", str(ROOT / variant)], capture_output=True, text=True,
+                              check=True).stdout
+    docs = [d for d in yaml.safe_load_all(rendered) if d]
+    assert {d["kind"] for d in docs} == kinds
+    images = {c["image"] for d in docs if d["kind"] in ("CronJob", "Deployment")
+              for c in (d["spec"].get("jobTemplate", d)["spec"]["template"]["spec"]["containers"])}
+    assert images == {"registry.example.com/rwo-failover:0.1.0"}
 
 
 def dockerfile_runtime() -> dict:

@@ -13,7 +13,7 @@ import pytest
 
 from rwo_failover.exitcodes import EXIT_OK, EXIT_REFUSED
 from rwo_testkit.control_plane import NODE_MONITOR_GRACE_SECONDS
-from rwo_testkit.e2e import CLOUD_TAINT, LEASE_SECONDS, OOS_KEY, PASS_ENV, record, wait_for
+from rwo_testkit.e2e import CLOUD_TAINT, LEASE_SECONDS, OOS_KEY, PASS_ENV, outage, record, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -26,32 +26,6 @@ def sa(cluster):
     return cluster.install_rbac()
 
 
-def outage(cluster, sa, namespace: str, name: str, node: str, env: dict, timeout: float = 240) -> dict:
-    """Power `node` off, add the cloud's shutdown taint once it is NotReady, run a pass every 2 s, and time
-    until the StatefulSet's replacement is Running and Ready elsewhere with its volume attached there."""
-    old = wait_for(f"{namespace}/{name}-0 running on {node}", lambda: cluster.running(namespace, f"{name}-0"), 60)
-    assert old["spec"]["nodeName"] == node
-    pv = f"pv-{namespace}-{name}"
-    wait_for("the volume attached", lambda: cluster.attached(pv, node), 30)
-    off = time.monotonic()
-    cluster.sim.power_off(node)
-    tainted_at, codes = None, []
-    deadline = off + timeout
-    while time.monotonic() < deadline:
-        if tainted_at is None and cluster.ready(node) != "True":
-            cluster.taint(node, CLOUD_TAINT)  # what the cloud provider does for a stopped instance
-            tainted_at = time.monotonic()
-        if tainted_at is not None:
-            codes.append(cluster.run_pass(sa, **env).code)
-        new = cluster.running(namespace, f"{name}-0", not_on=node, not_uid=old["metadata"]["uid"])
-        if new and cluster.attached(pv, new["spec"]["nodeName"]):
-            done = time.monotonic()
-            return {"from_taint": done - tainted_at, "from_power_off": done - off, "codes": codes,
-                    "to": new["spec"]["nodeName"]}
-        time.sleep(2)
-    raise AssertionError(f"no replacement within {timeout}s; pass exit codes {codes}")
-
-
 @pytest.mark.parametrize("path, env", [("direct", {"OUT_OF_SERVICE_TAINT": "never"}),
                                        ("out-of-service", {"OUT_OF_SERVICE_TAINT": "auto"})])
 def test_the_seed_outage_fails_over_and_a_normal_outage_is_never_split_brain(cluster, sa, path, env):
@@ -59,14 +33,16 @@ def test_the_seed_outage_fails_over_and_a_normal_outage_is_never_split_brain(clu
     cluster.sim.add_node(node)
     cluster.statefulset(f"seed-{path}", "db", node_affinity=node)
 
-    timing = outage(cluster, sa, f"seed-{path}", "db", node, env)
+    codes: list[int] = []
+    timing = outage(cluster, f"seed-{path}", "db", node, lambda: codes.append(cluster.run_pass(sa, **env).code))
 
-    assert set(timing["codes"]) == {EXIT_OK}, f"a normal outage never exits 3: {timing['codes']}"
-    assert timing["to"] in ("live-a", "live-b")
+    assert timing is not None, f"no replacement; pass exit codes {codes}"
+    assert set(codes) == {EXIT_OK}, f"a normal outage never exits 3: {codes}"
+    assert timing.to in ("live-a", "live-b")
     has_ours = any(t["key"] == OOS_KEY for t in cluster.taints(node))
     assert has_ours == (path == "out-of-service")
     record(f"seed outage, {path} path: replacement Running+Ready with its volume attached "
-           f"{timing['from_taint']:.0f}s after the shutdown taint, {timing['from_power_off']:.0f}s after power-off "
+           f"{timing.from_taint:.0f}s after the shutdown taint, {timing.from_power_off:.0f}s after power-off "
            f"(node-monitor grace {NODE_MONITOR_GRACE_SECONDS}s, lease {LEASE_SECONDS}s, "
            f"MIN_NOT_READY_SECONDS={PASS_ENV['MIN_NOT_READY_SECONDS']})")
     if path == "out-of-service":

@@ -1,0 +1,123 @@
+"""Leader election on a coordination.k8s.io Lease, for two or more continuous-mode replicas.
+
+Only the leader runs passes. The rules are client-go's (tools/leaderelection): a candidate takes the Lease
+when it is missing, released (no holder), or unchanged for a whole lease duration *as timed by the
+candidate's own monotonic clock* since it last saw it change. So no two clocks are ever compared. On stop,
+the leader releases the Lease (empty holder), so a standby takes over at once instead of after a lease.
+Every write is preconditioned on the resourceVersion read, so two candidates never both win one round.
+
+Why not `kubernetes.leaderelection` from the client: its loop blocks forever with no way to stop it or to
+release the Lease on SIGTERM, its LeaseLock uses the client's global default configuration rather than
+ours (kubeconfig, retries, deadline, User-Agent), and it stamps the Lease with naive local times.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Callable, Optional
+
+from .client import Api, ApiError
+
+log = logging.getLogger("rwo_failover")
+
+
+class LeaderElector:
+    def __init__(self, new_api: Callable[[], Api], namespace: str, name: str, identity: str, lease_seconds: int,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
+        self.new_api, self.namespace, self.name = new_api, namespace, name
+        self.identity, self.lease_seconds, self.monotonic = identity, lease_seconds, monotonic
+        self.retry_seconds = max(1.0, lease_seconds / 15)
+        # The leader keeps leading while its last renewal is younger than this; a standby waits a whole lease.
+        self.renew_deadline = lease_seconds * 2 / 3
+        self._observed: Optional[tuple] = None
+        self._observed_at = 0.0
+        self._renewed_at: Optional[float] = None
+        self._stop = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+
+    @property
+    def leading(self) -> bool:
+        renewed = self._renewed_at
+        return renewed is not None and self.monotonic() - renewed < self.renew_deadline
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="leader-election", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop renewing, then release the Lease if we hold it, so a standby takes over at once."""
+        self._stop.set()
+        if self._thread:
+            self._thread.join(timeout=30)
+        if self._renewed_at is not None:
+            self.release()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            was = self.leading
+            try:
+                self.step()
+            except ApiError as err:
+                log.warning("leader election: cannot read or write the Lease", extra={"error": str(err)})
+            if self.leading != was:
+                log.info("leader election: now leading" if self.leading else "leader election: lost the lead",
+                         extra={"identity": self.identity, "lease": f"{self.namespace}/{self.name}"})
+            self._stop.wait(self.retry_seconds)
+
+    def step(self) -> bool:
+        """One round: acquire or renew. True when we hold the Lease after it."""
+        api = self.new_api()
+        lease = api.read_namespaced_lease(self.namespace, self.name)
+        now = api.server_clock.now().strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        if lease is None:
+            return self._write(api.create_namespaced_lease, None, self._spec(now, now, 0))
+        spec = lease.get("spec") or {}
+        holder = spec.get("holderIdentity") or ""
+        record = (holder, spec.get("renewTime"), spec.get("leaseTransitions"), spec.get("acquireTime"))
+        if record != self._observed:
+            self._observed, self._observed_at = record, self.monotonic()
+        duration = int(spec.get("leaseDurationSeconds") or self.lease_seconds)
+        if holder == self.identity:
+            return self._write(api.update_namespaced_lease, lease,
+                               self._spec(spec.get("acquireTime") or now, now, spec.get("leaseTransitions") or 0))
+        if holder and self.monotonic() - self._observed_at < duration:
+            self._renewed_at = None
+            return False
+        return self._write(api.update_namespaced_lease, lease, self._spec(now, now, (spec.get("leaseTransitions") or 0) + 1))
+
+    def release(self) -> None:
+        api = self.new_api()
+        lease = api.read_namespaced_lease(self.namespace, self.name)
+        if lease and (lease.get("spec") or {}).get("holderIdentity") == self.identity:
+            now = api.server_clock.now().strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+            released = dict(self._spec(now, now, (lease["spec"].get("leaseTransitions") or 0)),
+                            holderIdentity=None, leaseDurationSeconds=1)
+            try:
+                api.update_namespaced_lease(self.namespace, self.name, dict(lease, spec=released))
+                log.info("leader election: released the Lease", extra={"identity": self.identity})
+            except ApiError as err:
+                log.warning("leader election: could not release the Lease", extra={"error": str(err)})
+        self._renewed_at = None
+
+    def _spec(self, acquired: str, renewed: str, transitions: int) -> dict:
+        return {"holderIdentity": self.identity, "leaseDurationSeconds": self.lease_seconds,
+                "acquireTime": acquired, "renewTime": renewed, "leaseTransitions": transitions}
+
+    def _write(self, call: Callable[..., Optional[dict]], lease: Optional[dict], spec: dict) -> bool:
+        body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {"name": self.name, "namespace": self.namespace}, "spec": spec}
+        if lease is not None:
+            body["metadata"]["resourceVersion"] = lease["metadata"]["resourceVersion"]
+        try:
+            if lease is None:
+                call(self.namespace, body)
+            else:
+                call(self.namespace, self.name, body)
+        except ApiError as err:
+            if err.status != 409:  # 409: another candidate wrote first; not ours this round
+                raise
+            return self.leading
+        self._renewed_at = self.monotonic()
+        return True

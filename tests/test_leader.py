@@ -1,0 +1,160 @@
+"""Leader election for the HA continuous mode, over HTTP against the fixture API server."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import ROOT
+from rwo_failover import config
+from rwo_failover.client import Api, load_api_client
+from rwo_failover.exitcodes import EXIT_CONFIG, EXIT_OK
+from rwo_failover.leader import LeaderElector
+from rwo_testkit import fake_cluster as fc
+
+LEASE = ("rwo-failover", "rwo-failover-leader")
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def elect(kubeconfig):
+    _args, settings = config.load(["--interval", "5"], {"KUBECONFIG": kubeconfig})
+    api_client = load_api_client(settings)
+
+    def make(identity: str, clock: Clock, lease_seconds: int = 15) -> LeaderElector:
+        return LeaderElector(lambda: Api(api_client, settings), *LEASE, identity, lease_seconds, monotonic=clock)
+    return make
+
+
+def holder(api) -> str:
+    lease = api.get("leases", LEASE[1], LEASE[0])
+    return (lease or {}).get("spec", {}).get("holderIdentity") or ""
+
+
+def test_one_candidate_wins_and_the_other_stands_by(api, elect):
+    clock = Clock()
+    a, b = elect("a", clock), elect("b", clock)
+    assert a.step() and a.leading
+    assert not b.step() and not b.leading
+    assert holder(api) == "a"
+    clock.now += 5
+    assert a.step() and not b.step(), "renewing keeps the lead"
+
+
+def test_a_released_lease_is_taken_at_once(api, elect):
+    clock = Clock()
+    a, b = elect("a", clock), elect("b", clock)
+    a.step()
+    b.step()
+    a.release()
+    assert holder(api) == "" and not a.leading
+    assert b.step() and holder(api) == "b", "no waiting out the lease after a release"
+
+
+def test_a_dead_leader_is_replaced_only_after_a_whole_lease_unchanged(api, elect):
+    clock = Clock()
+    a, b = elect("a", clock), elect("b", clock)
+    a.step()
+    assert not b.step()  # b sees a's record now
+    clock.now += 14
+    assert not b.step() and holder(api) == "a", "a lease is 15 s: not yet"
+    clock.now += 1.5
+    assert b.step() and holder(api) == "b"
+    lease = api.get("leases", LEASE[1], LEASE[0])
+    assert lease["spec"]["leaseTransitions"] == 1
+
+
+def test_a_leader_that_cannot_renew_stops_leading_before_its_lease_runs_out(api, elect):
+    clock = Clock()
+    a = elect("a", clock)
+    a.step()
+    api.deny("update", "leases")
+    clock.now += a.renew_deadline + 0.1
+    with pytest.raises(Exception):
+        a.step()
+    assert not a.leading, "a standby may take over after a full lease; the leader stops well before"
+
+
+def test_two_candidates_writing_at_once_never_both_win(api, elect):
+    clock = Clock()
+    a, b = elect("a", clock), elect("b", clock)
+    a.step()
+    b.step()
+    api.add(dict(api.get("leases", LEASE[1], LEASE[0]), spec=dict(api.get("leases", LEASE[1], LEASE[0])["spec"],
+                                                                   holderIdentity="")))  # released
+    results = [a.step(), b.step()]
+    assert results.count(True) == 1 and holder(api) in ("a", "b")
+
+
+def test_leader_election_needs_continuous_mode(kubeconfig, run_pass):
+    assert run_pass(LEADER_ELECTION="true").code == EXIT_CONFIG
+
+
+def loop(kubeconfig: str, **env: str) -> subprocess.Popen:
+    full = {"KUBECONFIG": kubeconfig, "PATH": "/usr/bin:/bin", "LOG_FORMAT": "json", "INTERVAL": "0.2", **env}
+    return subprocess.Popen([sys.executable, str(ROOT / "reconcile.py")], cwd=ROOT, env=full,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_only_the_leader_passes_and_sigterm_releases_the_lease(api, kubeconfig):
+    fc.outage(api)
+    leader = loop(kubeconfig, LEADER_ELECTION="true")
+    deadline = time.monotonic() + 30
+    while not holder(api) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    standby = loop(kubeconfig, LEADER_ELECTION="true")
+    time.sleep(2)
+    leader.send_signal(signal.SIGTERM)
+    out, _ = leader.communicate(timeout=60)
+    released = holder(api)
+    deadline = time.monotonic() + 10
+    while holder(api) in ("", released) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    taken = holder(api)
+    standby.send_signal(signal.SIGTERM)
+    standby_out, _ = standby.communicate(timeout=60)
+
+    assert leader.returncode == EXIT_OK and "leader election: released the Lease" in out
+    assert taken and taken != released, "the standby took over after the release"
+    leader_passes = [json.loads(line) for line in out.splitlines() if '"pass finished"' in line]
+    standby_lines = [json.loads(line) for line in standby_out.splitlines()]
+    first_lead = next(i for i, line in enumerate(standby_lines) if line["message"] == "leader election: now leading")
+    assert leader_passes and not any(line["message"] == "pass finished" for line in standby_lines[:first_lead]), \
+        "the standby never passed before it led"
+    assert api.objects("pods") == [] and api.objects("volumeattachments") == []
+
+
+def test_two_replicas_that_both_believe_they_lead_stay_safe(api, kubeconfig):
+    """A partition or a clock jump can make two replicas lead at once (here: two lease names). The UID and
+    resourceVersion preconditions keep every action single: one pod delete lands, the other gets 404."""
+    fc.outage(api, pods=("db-0", "db-1", "db-2"))
+    api.hooks.append(lambda req: time.sleep(0.05) if req.verb == "delete" else None)
+    first = loop(kubeconfig, LEADER_ELECTION="true", LEADER_ELECTION_LEASE_NAME="one")
+    second = loop(kubeconfig, LEADER_ELECTION="true", LEADER_ELECTION_LEASE_NAME="two")
+    deadline = time.monotonic() + 60
+    while (api.objects("pods") or api.objects("volumeattachments")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(1)
+    for proc in (first, second):
+        proc.send_signal(signal.SIGTERM)
+    outs = [proc.communicate(timeout=60)[0] for proc in (first, second)]
+
+    assert [p.returncode for p in (first, second)] == [EXIT_OK, EXIT_OK]
+    assert api.objects("pods") == [] and api.objects("volumeattachments") == []
+    landed = [r for r in api.requests if r.verb == "delete" and r.resource == "pods" and r.status == 200]
+    assert sorted(r.name for r in landed) == ["db-0", "db-1", "db-2"], "each pod deleted once"
+    for line in (json.loads(raw) for out in outs for raw in out.splitlines()):
+        if line["message"] == "pass finished":
+            assert line["exit_code"] == EXIT_OK and line["failures"] == 0
