@@ -10,7 +10,10 @@ is Running and Ready on another node with its volume attached there. Approaches:
 - out-of-service taint alone: a human adds node.kubernetes.io/out-of-service at the shutdown taint;
 - rwo-failover, direct path: `reconcile.py --once` every 2 s with OUT_OF_SERVICE_TAINT=never;
 - rwo-failover with the out-of-service taint: the same, OUT_OF_SERVICE_TAINT=auto;
-- rwo-failover, continuous mode: one `reconcile.py` process with INTERVAL=2, started before the outage.
+- rwo-failover, continuous mode: one `reconcile.py` process with INTERVAL=2, started before the outage;
+- rwo-failover + networkfence: the out-of-service path with FENCING=networkfence, the NetworkFence CRD
+  installed and a simulated csi-addons controller that answers in 2 s;
+- rwo-failover + fence webhook: the same with FENCING=webhook, a local HTTPS fencer that says yes.
 
 The reconciler runs as deployed (rbac.yaml, its ServiceAccount's token). Timing is printed, never asserted.
 """
@@ -26,35 +29,47 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Optional
 
 from rwo_testkit.control_plane import NODE_MONITOR_GRACE_SECONDS, ControlPlane, find_assets
 from rwo_testkit.e2e import LEASE_SECONDS, OOS_KEY, PASS_ENV, REPO, Cluster, outage
-from rwo_testkit.node_sim import NodeSimulator
+from rwo_testkit.fence_server import FenceServer
+from rwo_testkit.node_sim import FenceController, NodeSimulator
 
 APPROACHES = ("nothing", "out-of-service taint alone", "rwo-failover, direct path",
-              "rwo-failover + out-of-service taint", "rwo-failover, continuous mode")
+              "rwo-failover + out-of-service taint", "rwo-failover, continuous mode",
+              "rwo-failover + networkfence", "rwo-failover + fence webhook")
+Result = Optional[tuple[float, float]]  # seconds from the shutdown taint, and from power-off
 
 
-def one_run(cluster: Cluster, sa: Path, approach: str, run: int, limit: float) -> Optional[float]:
-    """Seconds from the shutdown taint to the replacement, or None when it never came within `limit`."""
+def pass_env(approach: str, fencer: FenceServer) -> dict[str, str]:
+    env = {"OUT_OF_SERVICE_TAINT": "never" if "direct" in approach else "auto"}
+    if "networkfence" in approach:
+        env.update(FENCING="networkfence", NETWORK_FENCE_CLASS="sim-fence")
+    if "webhook" in approach:
+        env.update(FENCING="webhook", FENCE_WEBHOOK_URL=fencer.url, FENCE_WEBHOOK_CA_FILE=fencer.ca_file)
+    return env
+
+
+def one_run(cluster: Cluster, sa: Path, approach: str, run: int, limit: float, fencer: FenceServer) -> Result:
+    """The two times to the replacement, or None when it never came within `limit`."""
     tag = f"{APPROACHES.index(approach)}-{run}"
     node, namespace = f"victim-{tag}", f"bench-{tag}"
     cluster.sim.add_node(node)
     cluster.statefulset(namespace, "db", node_affinity=node)
     loop: Optional[subprocess.Popen] = None
-    act: Callable[[], None] = lambda: None  # noqa: E731 - "nothing" does nothing
-    if approach == "out-of-service taint alone":
-        act = lambda: cluster.taint(node, {"key": OOS_KEY, "value": "nodeshutdown", "effect": "NoExecute"})  # noqa: E731
-    elif approach.startswith("rwo-failover,") or approach.startswith("rwo-failover +"):
-        env = {"OUT_OF_SERVICE_TAINT": "never" if "direct" in approach else "auto"}
-        if "continuous" in approach:
-            loop = subprocess.Popen([sys.executable, str(REPO / "reconcile.py")], cwd=REPO, stdout=subprocess.DEVNULL,
-                                    stderr=subprocess.DEVNULL,
-                                    env={"PATH": os.environ.get("PATH", ""), "KUBECONFIG": str(sa), "INTERVAL": "2",
-                                         "HOME": str(cluster.cp.workdir), **PASS_ENV})
-        else:
-            act = lambda: cluster.run_pass(sa, **env) and None  # noqa: E731
+    env = pass_env(approach, fencer)
+
+    def act() -> None:
+        if approach == "out-of-service taint alone":
+            cluster.taint(node, {"key": OOS_KEY, "value": "nodeshutdown", "effect": "NoExecute"})
+        elif approach.startswith("rwo-failover") and "continuous" not in approach:
+            cluster.run_pass(sa, **env)
+    if "continuous" in approach:
+        loop = subprocess.Popen([sys.executable, str(REPO / "reconcile.py")], cwd=REPO, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL,
+                                env={"PATH": os.environ.get("PATH", ""), "KUBECONFIG": str(sa), "INTERVAL": "2",
+                                     "HOME": str(cluster.cp.workdir), **PASS_ENV, **env})
     try:
         timing = outage(cluster, namespace, "db", node, act, timeout=limit)
     finally:
@@ -62,40 +77,49 @@ def one_run(cluster: Cluster, sa: Path, approach: str, run: int, limit: float) -
             loop.terminate()
             loop.wait(timeout=60)
         cluster.sim.remove_node(node)
-    return None if timing is None else timing.from_taint
+    return None if timing is None else (timing.from_taint, timing.from_power_off)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--limit", type=float, default=150, help="seconds before a run counts as stuck")
+    parser.add_argument("--only", action="append", choices=APPROACHES, help="run only these approaches")
     args = parser.parse_args()
+    approaches = args.only or APPROACHES
     assets = find_assets(REPO)
-    results: dict[str, list[Optional[float]]] = {a: [] for a in APPROACHES}
+    results: dict[str, list[Result]] = {a: [] for a in approaches}
     with tempfile.TemporaryDirectory(prefix="rwo-bench-") as tmp, ControlPlane(assets, Path(tmp)) as cp, \
-            NodeSimulator(cp.kubeconfig, lease_seconds=LEASE_SECONDS) as sim:
+            NodeSimulator(cp.kubeconfig, lease_seconds=LEASE_SECONDS) as sim, \
+            FenceController(cp.kubeconfig, delay=2.0), FenceServer() as fencer:
         cluster = Cluster(cp, sim)
+        cluster.kubectl("apply", "-f", str(REPO / "rwo_testkit" / "crds" / "networkfence.yaml"))
         for name in ("live-a", "live-b"):
             sim.add_node(name)
         sa = cluster.install_rbac()
+        cluster.kubectl("apply", "-f", str(REPO / "deploy" / "components" / "networkfence" / "rbac.yaml"))
         for run in range(args.runs):
-            for approach in APPROACHES:
-                seconds = one_run(cluster, sa, approach, run, args.limit)
-                results[approach].append(seconds)
-                shown = "stuck" if seconds is None else f"{seconds:.0f}s"
+            for approach in approaches:
+                found = one_run(cluster, sa, approach, run, args.limit, fencer)
+                results[approach].append(found)
+                shown = "stuck" if found is None else f"{found[0]:.0f}s from the taint, {found[1]:.0f}s from power-off"
                 print(f"run {run + 1}: {approach}: {shown}", file=sys.stderr, flush=True)
     print(f"## Seed outage, from the shutdown taint to the replacement Running and Ready with its volume attached "
           f"elsewhere ({args.runs} runs; {time.strftime('%Y-%m-%d')}, {platform.machine()}, {os.cpu_count()} cores)")
     print(f"Kubernetes v1.36.2 control plane; node-monitor grace {NODE_MONITOR_GRACE_SECONDS}s (NotReady about "
           f"{NODE_MONITOR_GRACE_SECONDS}s after power-off); kubelet lease {LEASE_SECONDS}s; "
           f"MIN_NOT_READY_SECONDS={PASS_ENV['MIN_NOT_READY_SECONDS']}; passes every 2 s.\n")
-    print("| Approach | Median | Runs |")
-    print("|---|---|---|")
+    print("| Approach | From the shutdown taint (median) | From power-off (median) | Runs, from the taint |")
+    print("|---|---|---|---|")
     for approach, found in results.items():
         done = [s for s in found if s is not None]
-        median = f"{statistics.median(done):.0f} s" if len(done) == len(found) else f"stuck (> {args.limit:.0f} s)"
-        runs = ", ".join("stuck" if s is None else f"{s:.0f}" for s in found)
-        print(f"| {approach} | {median} | {runs} |")
+        if len(done) == len(found):
+            taint = f"{statistics.median(s[0] for s in done):.0f} s"
+            power = f"{statistics.median(s[1] for s in done):.0f} s"
+        else:
+            taint = power = f"stuck (> {args.limit:.0f} s)"
+        runs = ", ".join("stuck" if s is None else f"{s[0]:.0f}" for s in found)
+        print(f"| {approach} | {taint} | {power} | {runs} |")
     return 0
 
 

@@ -16,6 +16,7 @@ from typing import Callable, Optional
 from .client import Api, ApiError
 from .config import Settings
 from .events import EventRecorder
+from .fencing import Fencer
 from .model import Lease, Node
 from .node_taint import Build
 from .node_taint import LANDED, add_patch, drop_annotation_patch, read_modify_write, remove_patch
@@ -34,6 +35,7 @@ class Actor:
         self.outcome = Outcome()
         self.writer = Writer(api, settings.dry_run, self.outcome)
         self.events = EventRecorder(self.writer, now)
+        self.fencer = Fencer(api, settings, self.writer, self.events, self.outcome, api.sleep)
 
     def warn_split_brain(self, verdicts: tuple[NodeVerdict, ...]) -> None:
         for verdict in verdicts:
@@ -60,6 +62,8 @@ class Actor:
             self._remove_taint(name)
         for name in plan.drop_annotation:
             self._drop_annotation(name)
+        for name, step in plan.unfence:
+            self.fencer.unfence(name, step)
         return self.outcome
 
     def _act_on_node(self, node_plan: NodePlan) -> None:
@@ -75,6 +79,8 @@ class Actor:
             if verdict.state is NodeState.SPLIT_BRAIN:
                 self.warn_split_brain((verdict,))
             return
+        if not self.fencer.ensure(node_plan, Node.from_json(raw)):
+            return  # fencing not confirmed: no pod, no attachment, no taint
         if node_plan.add_taint:
             # First, so the attach-detach controller force-detaches the moment each pod is gone.
             self._add_taint(name, raw)

@@ -34,6 +34,7 @@ from .config import ConfigError, Settings
 
 log = logging.getLogger("rwo_failover")
 LEASE_NAMESPACE = "kube-node-lease"
+NETWORK_FENCES = "/apis/csiaddons.openshift.io/v1alpha1/networkfences"
 ELECTION_LEASES = "leases (leader election)"  # named apart: their RBAC is another Role, in another namespace
 USER_AGENT = f"rwo-failover/{__version__}"
 MAX_RETRY_AFTER_SECONDS = 30.0
@@ -298,6 +299,20 @@ class Api:
         """(major, minor) from /version, a non-resource URL every authenticated client may read."""
         found = self.call("get", "/version", "GET", "/version") or {}
         return parse_version(str(found.get("gitVersion", "")))
+
+    # Fencing with FENCING=networkfence; RBAC in the optional deploy/components/networkfence.
+    def list_networkfences(self, convert: Callable[[dict], T]) -> list[T]:
+        return self.list_all("networkfences", NETWORK_FENCES, convert)
+
+    def create_networkfence(self, body: dict) -> Optional[dict]:
+        return self.call("create", "networkfences", "POST", NETWORK_FENCES, body=body)
+
+    def patch_networkfence(self, name: str, patch: dict) -> Optional[dict]:
+        return self.call("patch", "networkfences", "PATCH", f"{NETWORK_FENCES}/{name}", body=patch,
+                         content_type="application/merge-patch+json")
+
+    def delete_networkfence(self, name: str) -> Optional[dict]:
+        return self.call("delete", "networkfences", "DELETE", f"{NETWORK_FENCES}/{name}")
 
     # Leader election (continuous mode with LEADER_ELECTION=true); RBAC in deploy/ha, one namespace only.
     def read_namespaced_lease(self, namespace: str, name: str) -> Optional[dict]:

@@ -19,6 +19,7 @@ from .model import CLOUD_SHUTDOWN_KEY, OUT_OF_SERVICE_KEY
 STUCK_STATES = ("Terminating", "Unknown", "NodeLost", "NotReady", "NotStarted")
 LOG_FORMATS = ("auto", "json", "text")
 OUT_OF_SERVICE_MODES = ("auto", "always", "never")
+FENCING_MODES = ("none", "networkfence", "webhook")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 
@@ -47,6 +48,12 @@ class Settings:
     out_of_service_taint: str
     recovery_seconds: int
     interval: float
+    fencing: str
+    network_fence_class: Optional[str]
+    fence_webhook_url: Optional[str]
+    fence_webhook_token_file: Optional[str]
+    fence_webhook_ca_file: Optional[str]
+    fenced_min_not_ready_seconds: Optional[int]
     leader_election: bool
     leader_election_lease_seconds: int
     leader_election_namespace: str
@@ -156,6 +163,18 @@ def _object_name(text: str) -> str:
     return value
 
 
+def _https_url(text: str) -> str:
+    value = text.strip()
+    if not re.match(r"^https://[^\s/]+(/\S*)?$", value):
+        raise ValueError("not an https:// URL (TLS is always verified; there is no plain-HTTP option)")
+    return value
+
+
+def _lease_or_seconds(text: str) -> Optional[int]:
+    """None means "the node's own Lease duration"."""
+    return None if text.strip().lower() == "lease" else _int_at_least(0)(text)
+
+
 def _selector(text: str) -> LabelSelector:
     try:
         return LabelSelector.parse(text)
@@ -223,6 +242,22 @@ SPECS: tuple[Spec, ...] = (
     Spec("INTERVAL", _interval, "0",
          "Seconds between passes in continuous mode (until SIGTERM); 0 runs one pass. --once forces one pass.",
          "0, or a number of seconds in (0, 86400]"),
+    Spec("FENCING", _choice(FENCING_MODES), "none",
+         "Fence a proven-down node before touching anything on it: none, networkfence (csi-addons NetworkFence), "
+         "or webhook (FENCE_WEBHOOK_URL).", f"one of {', '.join(FENCING_MODES)}"),
+    Spec("NETWORK_FENCE_CLASS", lambda t: _object_name(t) if t.strip() else None, "", "spec.networkFenceClassName of the NetworkFences we create.",
+         "a NetworkFenceClass name, or empty", empty_ok=True),
+    Spec("FENCE_WEBHOOK_URL", lambda t: _https_url(t) if t.strip() else None, "", "The https:// URL that FENCING=webhook POSTs to.",
+         "an https:// URL, or empty", empty_ok=True),
+    Spec("FENCE_WEBHOOK_TOKEN_FILE", _optional_text, "",
+         "A file whose content is sent as the webhook's bearer token; empty sends none.", "a path, or empty",
+         empty_ok=True),
+    Spec("FENCE_WEBHOOK_CA_FILE", _optional_text, "",
+         "CA bundle to verify the webhook's TLS certificate; empty uses the system's.", "a path, or empty",
+         empty_ok=True),
+    Spec("FENCED_MIN_NOT_READY_SECONDS", _lease_or_seconds, "lease",
+         "With fencing confirmed: how long Ready must have been not True (and the Lease unrenewed) instead of "
+         "MIN_NOT_READY_SECONDS; lease means the node's Lease duration.", "lease, or " + _WHOLE.format(0)),
     Spec("LEADER_ELECTION", _bool, "false",
          "Continuous mode with several replicas: run passes only while holding the leader Lease.",
          "true or false"),
@@ -287,6 +322,7 @@ def load(argv: Sequence[str], environ: Mapping[str, str]) -> tuple[argparse.Name
     values = {spec.field: _resolve(spec, getattr(args, spec.field), environ) for spec in SPECS}
     settings = Settings(**values)
     _check_consistent(settings)
+    _check_fencing(settings)
     if settings.leader_election and (args.once or not settings.interval):
         raise ConfigError("LEADER_ELECTION=true needs continuous mode; allowed: INTERVAL > 0 without --once")
     return args, settings
@@ -302,3 +338,19 @@ def _check_consistent(settings: Settings) -> None:
         raise ConfigError(
             f"REQUEST_TIMEOUT_SECONDS={settings.request_timeout_seconds:g} exceeds "
             f"PASS_TIMEOUT_SECONDS={settings.pass_timeout_seconds:g}; allowed: a request timeout <= the pass timeout")
+
+
+def _check_fencing(settings: Settings) -> None:
+    if settings.fencing == "networkfence" and not settings.network_fence_class:
+        raise ConfigError("FENCING=networkfence needs NETWORK_FENCE_CLASS; allowed: a NetworkFenceClass name")
+    if settings.fencing == "webhook" and not settings.fence_webhook_url:
+        raise ConfigError("FENCING=webhook needs FENCE_WEBHOOK_URL; allowed: an https:// URL")
+    for name, path in (("FENCE_WEBHOOK_TOKEN_FILE", settings.fence_webhook_token_file),
+                       ("FENCE_WEBHOOK_CA_FILE", settings.fence_webhook_ca_file)):
+        if path:
+            try:
+                with open(path, "rb"):
+                    pass
+            except OSError as err:
+                raise ConfigError(f"{name}={path!r} is invalid ({err.strerror}); allowed: a readable file") \
+                    from None

@@ -72,6 +72,9 @@ class Node:
     ready: Optional[str] = None  # "True", "False", "Unknown", or None when never reported
     ready_since: Optional[datetime] = None
     oos_added_at: Optional[str] = None  # our OOS_ANNOTATION: we added the out-of-service taint
+    uid: str = ""  # for fencing: the webhook is told exactly which Node object
+    provider_id: str = ""
+    internal_ips: tuple[str, ...] = ()  # status.addresses of type InternalIP: what a NetworkFence cuts off
 
     @property
     def has_oos_taint(self) -> bool:
@@ -94,8 +97,10 @@ class Node:
         ready, since = _ready((obj.get("status") or {}).get("conditions"))
         taints = tuple(Taint(t.get("key", ""), t.get("value", ""), t.get("effect", ""), t.get("timeAdded") or "")
                        for t in spec.get("taints") or ())
-        return cls(meta.get("name", ""), taints, ready, since,
-                   (meta.get("annotations") or {}).get(OOS_ANNOTATION))
+        ips = tuple(a.get("address", "") for a in (obj.get("status") or {}).get("addresses") or ()
+                    if a.get("type") == "InternalIP" and a.get("address"))
+        return cls(meta.get("name", ""), taints, ready, since, (meta.get("annotations") or {}).get(OOS_ANNOTATION),
+                   meta.get("uid", ""), spec.get("providerID", ""), ips)
 
 
 @dataclass(frozen=True)
@@ -224,6 +229,35 @@ class Attachment:
                    bool(source.get("inlineVolumeSpec")), bool(meta.get("deletionTimestamp")))
 
 
+FENCE_LABEL = "app.kubernetes.io/managed-by"  # value "rwo-failover": a NetworkFence we created
+
+
+@dataclass(frozen=True)
+class Fence:
+    """A csiaddons NetworkFence named after a node: what we asked (Fenced/Unfenced) and what it answered."""
+
+    node: str
+    ours: bool
+    state: str  # spec.fenceState: "Fenced" or "Unfenced"
+    result: str  # status.result: "Succeeded", "Failed", or "" while pending (or stale: see from_json)
+    message: str = ""
+
+    @classmethod
+    def from_json(cls, obj: Json) -> "Fence":
+        """A result left over from the previous state (Succeeded for Fenced, after we asked for Unfenced) must
+        not count: it is current only when a condition observed this generation of the spec, or, from a
+        controller that sets no conditions, when its message speaks of the state asked for."""
+        meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
+        state, message = spec.get("fenceState", ""), status.get("message", "")
+        observed = [c.get("observedGeneration") for c in status.get("conditions") or () if c.get("observedGeneration")]
+        if observed:
+            current = max(observed) >= int(meta.get("generation") or 0)
+        else:
+            current = message.lower().startswith("unfenc") == (state == "Unfenced")
+        return cls(meta.get("name", ""), (meta.get("labels") or {}).get(FENCE_LABEL) == "rwo-failover",
+                   state, status.get("result", "") if current else "", message)
+
+
 @dataclass(frozen=True)
 class Snapshot:
     """What observe read. `leases` holds an entry for every tainted node (None when absent)."""
@@ -236,3 +270,4 @@ class Snapshot:
     attachments: tuple[Attachment, ...] = ()
     volumes: Mapping[str, Volume] = field(default_factory=dict)  # PVs of the claims read, and of attachments
     server_version: Optional[tuple[int, int]] = None  # read only when OUT_OF_SERVICE_TAINT=auto needs it
+    fences: Mapping[str, Fence] = field(default_factory=dict)  # NetworkFences by node, when FENCING=networkfence

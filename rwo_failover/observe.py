@@ -14,7 +14,7 @@ from typing import Callable, Optional, TypeVar
 
 from .client import Api, ApiError
 from .config import Settings
-from .model import Attachment, Claim, Lease, Node, Pod, Snapshot, Volume
+from .model import Attachment, Claim, Fence, Lease, Node, Pod, Snapshot, Volume
 from .planner import nodes_to_inspect, tainted_nodes
 from .planner.pods import exempt
 
@@ -29,9 +29,13 @@ def observe(api: Api, settings: Settings, now: Callable[[], datetime]) -> Snapsh
     """`now` is read after the nodes and Leases, so ages are judged against the time of the reads."""
     # Keyed by name: a list is never judged with an object twice.
     nodes = tuple({n.name: n for n in api.list_nodes(Node.from_json)}.values())
-    watched = {n.name for n, _ in tainted_nodes(nodes, settings)} | {n.name for n in nodes if n.our_taint}
+    fences = {f.node: f for f in api.list_networkfences(Fence.from_json)} if settings.fencing == "networkfence" \
+        else {}
+    names = {n.name for n in nodes}
+    watched = {n.name for n, _ in tainted_nodes(nodes, settings)} | {n.name for n in nodes if n.our_taint} | \
+        {name for name, f in fences.items() if f.ours and name in names}
     leases = {name: _lease(api, name) for name in sorted(watched)}
-    snapshot = Snapshot(now(), nodes, leases)
+    snapshot = Snapshot(now(), nodes, leases, fences=fences)
     inspect = nodes_to_inspect(snapshot, settings)
     if not inspect:
         return snapshot
@@ -45,7 +49,7 @@ def observe(api: Api, settings: Settings, now: Callable[[], datetime]) -> Snapsh
     claims.update(_read_claims(api, {tuple(v.claim.split("/", 1)) for v in volumes.values()
                                      if v.claim and v.claim not in claims}))
     version = _server_version(api) if settings.out_of_service_taint == "auto" else None
-    return Snapshot(snapshot.now, nodes, leases, pods, claims, attachments, volumes, version)
+    return Snapshot(snapshot.now, nodes, leases, pods, claims, attachments, volumes, version, fences)
 
 
 def _lease(api: Api, node: str) -> Optional[Lease]:

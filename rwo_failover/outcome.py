@@ -19,6 +19,9 @@ class Outcome:
     forbidden: list[str] = field(default_factory=list)
     not_attempted: list[str] = field(default_factory=list)  # writes refused because the pass deadline had passed
     unconfirmed: list[str] = field(default_factory=list)  # writes sent whose answer never came: they may have landed
+    fenced: list[str] = field(default_factory=list)
+    fencing_pending: list[str] = field(default_factory=list)
+    unfenced: list[str] = field(default_factory=list)
     taints_added: list[str] = field(default_factory=list)
     taints_removed: list[str] = field(default_factory=list)
     events: int = 0

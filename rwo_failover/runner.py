@@ -91,5 +91,7 @@ def _summary(settings: Settings, plan: Optional[planner.Plan], outcome: Optional
                       nodes_not_down_on_recheck=len(outcome.nodes_not_down_on_recheck),
                       taints_added=len(outcome.taints_added), taints_removed=len(outcome.taints_removed),
                       events=outcome.events, failures=len(outcome.failures) + len(outcome.forbidden),
-                      not_attempted=len(outcome.not_attempted), unconfirmed=len(outcome.unconfirmed))
+                      not_attempted=len(outcome.not_attempted), unconfirmed=len(outcome.unconfirmed),
+                      fenced=len(outcome.fenced), fencing_pending=len(outcome.fencing_pending),
+                      unfenced=len(outcome.unfenced))
     log.log(logging.INFO if code == EXIT_OK else logging.ERROR, "pass finished", extra=fields)

@@ -76,6 +76,33 @@ class Writer:
             self.outcome.events += 1
         return result
 
+    def create_networkfence(self, name: str, body: dict) -> Result:
+        return self._write(f"creating NetworkFence {name}", "would create NetworkFence", {"networkfence": name},
+                           lambda: self.api.create_networkfence(body), conflict_ok=True)
+
+    def patch_networkfence(self, name: str, patch: dict, purpose: str) -> Result:
+        return self._write(f"patching NetworkFence {name} to {purpose}", f"would {purpose}", {"networkfence": name},
+                           lambda: self.api.patch_networkfence(name, patch), conflict_ok=True)
+
+    def delete_networkfence(self, name: str) -> Result:
+        return self._write(f"deleting NetworkFence {name}", "would delete NetworkFence", {"networkfence": name},
+                           lambda: self.api.delete_networkfence(name))
+
+    def call_fence_webhook(self, node: str, call: Callable[[], tuple[bool, str]]) -> tuple[Result, str]:
+        """The webhook is a write too: dry-run logs it, the deadline refuses it. (DONE, "") when it answered
+        fenced; (FAILED, why) otherwise, recorded as a failure."""
+        if self.dry_run:
+            log.info("dry-run: would call the fence webhook", extra={"node": node})
+            return Result.WOULD, ""
+        if self.api.remaining() <= 0:
+            self.outcome.not_attempted.append(f"fence webhook for node {node}")
+            return Result.NOT_ATTEMPTED, "the pass deadline had passed"
+        fenced, why = call()
+        if fenced:
+            return Result.DONE, ""
+        self.fail(f"fence webhook did not confirm node {node} fenced: {why}")
+        return Result.FAILED, why
+
     def fail(self, message: str, err: Optional[ApiError] = None) -> None:
         """Record a failure that is not a write error (a finalizer, a node that keeps changing)."""
         (self.outcome.forbidden if isinstance(err, Forbidden) else self.outcome.failures).append(message)

@@ -48,6 +48,7 @@ KINDS = {k.plural: k for k in (
     Kind("events", "Event", "v1", True),
     Kind("leases", "Lease", "coordination.k8s.io/v1", True),
     Kind("volumeattachments", "VolumeAttachment", "storage.k8s.io/v1", False),
+    Kind("networkfences", "NetworkFence", "csiaddons.openshift.io/v1alpha1", False),
 )}
 _BY_KIND = {(k.api_version, k.kind): k for k in KINDS.values()}
 
@@ -389,6 +390,7 @@ class FakeApiServer:
         obj.setdefault("kind", kind.kind)
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = now_text()
+        meta["generation"] = 1
         self._put(kind, obj)
         return self._json(201, obj)
 
@@ -405,6 +407,8 @@ class FakeApiServer:
                                              "version")
         merged = _merge_patch(obj, patch)
         merged["metadata"]["uid"] = obj["metadata"]["uid"]
+        if merged.get("spec") != obj.get("spec"):  # as the real API server: a spec change is a new generation
+            merged["metadata"]["generation"] = int(obj["metadata"].get("generation") or 1) + 1
         self._put(kind, merged)
         return self._json(200, merged)
 

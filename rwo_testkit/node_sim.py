@@ -60,6 +60,7 @@ class NodeSimulator:
         self.kube = Kube(kubeconfig)
         self.lease_seconds, self.tick = lease_seconds, tick
         self.nodes: dict[str, SimNode] = {}
+        self._added = 0
         self.lock = threading.Lock()
         self.errors: list[str] = []
         self._stop = threading.Event()
@@ -95,7 +96,8 @@ class NodeSimulator:
                      "csi": {"driver": DRIVER, "volumeHandle": f"handle-{name}"}}})
 
     def add_node(self, name: str, labels: Optional[dict] = None) -> None:
-        address = f"10.99.0.{len(self.nodes) + 10}"
+        self._added += 1  # never reused, so no two nodes ever share an address
+        address = f"10.99.{self._added // 250}.{self._added % 250 + 2}"
         self.kube.create("/api/v1/nodes", {
             "apiVersion": "v1", "kind": "Node",
             "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
@@ -234,3 +236,49 @@ class NodeSimulator:
                                                          "resourceVersion": meta["resourceVersion"]}})
             if not (va.get("status") or {}).get("attached"):  # ControllerPublishVolume done
                 self.kube.patch(f"{path}/status", {"status": {"attached": True}})
+
+
+class FenceController:
+    """A simulated csi-addons NetworkFence controller: it answers each spec generation after `delay` seconds,
+    as the real one does once the CSI driver's FenceClusterNetwork (or Unfence) call returns: status.result,
+    the upstream success messages, and a condition carrying the observed generation."""
+
+    def __init__(self, kubeconfig: Path, delay: float = 2.0, tick: float = 0.25) -> None:
+        self.kube, self.delay, self.tick = Kube(kubeconfig), delay, tick
+        self.first_seen: dict[tuple[str, int], float] = {}
+        self._stop = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+
+    def __enter__(self) -> "FenceController":
+        self._thread = threading.Thread(target=self._run, name="fence-controller", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread:
+            self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.tick):
+            try:
+                for fence in self.kube.items("/apis/csiaddons.openshift.io/v1alpha1/networkfences"):
+                    self._answer(fence)
+            except (KubeError, OSError):
+                continue
+
+    def _answer(self, fence: dict) -> None:
+        meta, generation = fence["metadata"], int(fence["metadata"].get("generation") or 1)
+        observed = [c.get("observedGeneration") for c in (fence.get("status") or {}).get("conditions") or ()]
+        if generation in observed:
+            return
+        seen = self.first_seen.setdefault((meta["uid"], generation), time.monotonic())
+        if time.monotonic() - seen < self.delay:
+            return
+        unfence = fence["spec"]["fenceState"] == "Unfenced"
+        message = "unfencing operation successful" if unfence else "fencing operation successful"
+        self.kube.patch(f"/apis/csiaddons.openshift.io/v1alpha1/networkfences/{meta['name']}/status", {"status": {
+            "result": "Succeeded", "message": message,
+            "conditions": [{"type": "Fenced", "status": "False" if unfence else "True", "reason": "Succeeded",
+                            "message": message, "observedGeneration": generation,
+                            "lastTransitionTime": now_text()}]}})

@@ -11,6 +11,12 @@ from rwo_failover.matchers import LabelSelector, MatcherError, TaintSpec
 BAD_VALUES = {
     "DRY_RUN": ["", "maybe", "2"],
     "LEADER_ELECTION": ["", "maybe"],
+    "FENCING": ["", "stonith"],
+    "NETWORK_FENCE_CLASS": ["Bad Class"],
+    "FENCE_WEBHOOK_URL": ["http://fencer.example", "not a url", "https://"],
+    "FENCE_WEBHOOK_TOKEN_FILE": ["/nonexistent/token"],
+    "FENCE_WEBHOOK_CA_FILE": ["/nonexistent/ca.crt"],
+    "FENCED_MIN_NOT_READY_SECONDS": ["", "x", "-1"],
     "LEADER_ELECTION_LEASE_SECONDS": ["", "2", "x"],
     "LEADER_ELECTION_NAMESPACE": ["", "Bad_NS", "a/b"],
     "LEADER_ELECTION_LEASE_NAME": ["", "Has Space", "UPPER"],

@@ -25,7 +25,7 @@ def group_of(resource: str) -> str:
     return version.split("/")[0] if "/" in version else ""
 
 
-RBAC_FILES = ("rbac.yaml", "deploy/ha/leader-election-rbac.yaml")
+RBAC_FILES = ("rbac.yaml", "deploy/ha/leader-election-rbac.yaml", "deploy/components/networkfence/rbac.yaml")
 ELECTION_NAMESPACE = "rwo-failover"
 
 

@@ -9,9 +9,12 @@ before acting uses the same rules as the plan.
 
 from __future__ import annotations
 
+import dataclasses
+
 from ..config import Settings
 from ..model import Node, Snapshot
 from .attachments import attachments_for
+from .fencing import fence_step, unfence_steps
 from .nodes import (judge_liveness, judge_nodes, judge_ours, judge_tainted_node, lease_fresh, nodes_brake,
                     nodes_to_inspect, not_ready_count, shutdown_taint, tainted_nodes, unhealthy_brake)
 from .pods import exclusive_claims, pod_exclusion, select_pods, stuck_states
@@ -39,7 +42,11 @@ def _plan_node(verdict: NodeVerdict, node: Node, snapshot: Snapshot, settings: S
     blocker = taint_blocker(pods, snapshot, settings) if add_taint else None
     if blocker:
         skips.append(Skip("node", node.name, blocker))
-    return NodePlan(verdict, actions, tuple(attachments), add_taint and blocker is None), skips
+    node_plan = NodePlan(verdict, actions, tuple(attachments), add_taint and blocker is None)
+    if node_plan.has_work:
+        step, why = fence_step(node.name, snapshot, settings)
+        node_plan = dataclasses.replace(node_plan, fence=step, fence_reason=why)
+    return node_plan, skips
 
 
 def plan(snapshot: Snapshot, settings: Settings) -> Plan:
@@ -48,9 +55,10 @@ def plan(snapshot: Snapshot, settings: Settings) -> Plan:
     skips = [Skip("node", v.node, v.reason) for v in verdicts if v.state is not NodeState.DOWN]
     nodes = {n.name: n for n in snapshot.nodes}
     untainted, stale, undo_skips = untaint(verdicts, snapshot, settings)
-    skips += undo_skips
+    unfence, unfence_skips = unfence_steps(snapshot, settings)
+    skips += undo_skips + unfence_skips
     totals = {"not_ready": not_ready_count(snapshot), "total_nodes": len(snapshot.nodes), "untaint": untainted,
-              "drop_annotation": stale}
+              "drop_annotation": stale, "unfence": unfence}
     refusal = unhealthy_brake(snapshot, settings)
     if refusal:
         return Plan(tuple(verdicts), (), tuple(skips), refusal, **totals)

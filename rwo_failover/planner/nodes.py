@@ -7,7 +7,7 @@ from typing import Iterable, Optional, Sequence
 
 from ..config import Settings
 from ..matchers import TaintSpec, any_taint_matches
-from ..model import Lease, Node, Snapshot
+from ..model import DEFAULT_LEASE_SECONDS, Lease, Node, Snapshot
 from .types import NodePlan, NodeState, NodeVerdict, Refusal, RefusalKind
 
 
@@ -58,10 +58,20 @@ def judge_liveness(node: Node, lease: Optional[Lease], taint: str, min_seconds: 
     return verdict(NodeState.DOWN, f"Ready={node.ready} for {down_for:.0f}s, Lease unrenewed for {unrenewed:.0f}s")
 
 
+def min_not_ready(settings: Settings, lease: Optional[Lease]) -> int:
+    """The NotReady time that makes a node down: MIN_NOT_READY_SECONDS; or, with fencing (whose confirmation
+    is then required before acting), FENCED_MIN_NOT_READY_SECONDS, by default the node's own Lease duration."""
+    if settings.fencing == "none":
+        return settings.min_not_ready_seconds
+    if settings.fenced_min_not_ready_seconds is not None:
+        return settings.fenced_min_not_ready_seconds
+    return lease.duration if lease is not None else DEFAULT_LEASE_SECONDS
+
+
 def judge_tainted_node(node: Node, lease: Optional[Lease], taint: TaintSpec, settings: Settings,
                        now: datetime) -> NodeVerdict:
     """judge_liveness of a node with a shutdown taint (never our own, see shutdown_taint)."""
-    return judge_liveness(node, lease, str(taint), settings.min_not_ready_seconds, now)
+    return judge_liveness(node, lease, str(taint), min_not_ready(settings, lease), now)
 
 
 def tainted_nodes(nodes: Iterable[Node], settings: Settings) -> list[tuple[Node, TaintSpec]]:
@@ -88,7 +98,7 @@ def judge_nodes(snapshot: Snapshot, settings: Settings) -> list[NodeVerdict]:
 
 def judge_ours(node: Node, lease: Optional[Lease], settings: Settings, now: datetime) -> NodeVerdict:
     """A node whose only shutdown taint is the out-of-service taint we added: still down, or recovering."""
-    verdict = judge_liveness(node, lease, str(node.our_taint), settings.min_not_ready_seconds, now)
+    verdict = judge_liveness(node, lease, str(node.our_taint), min_not_ready(settings, lease), now)
     if verdict.state is NodeState.SPLIT_BRAIN:
         return NodeVerdict(node.name, NodeState.RECOVERING, verdict.taint,
                            "alive again and carries only the out-of-service taint rwo-failover added")

@@ -49,6 +49,9 @@ def undo_blocker(node: Node, snapshot: Snapshot, settings: Settings) -> Optional
     reason = recovered(node, snapshot.leases.get(node.name), settings, snapshot.now)
     if reason:
         return reason
+    fence = snapshot.fences.get(node.name)
+    if fence is not None and fence.ours:
+        return "our out-of-service taint stays until the node is unfenced and its NetworkFence deleted"
     terminating = sorted(p.key for p in snapshot.pods if p.node == node.name and p.deleting)
     if terminating:
         return f"our out-of-service taint stays while pods are still terminating: {', '.join(terminating)}"

@@ -51,6 +51,8 @@ class NodePlan:
     pods: tuple[PodAction, ...] = ()
     attachments: tuple[AttachmentAction, ...] = ()
     add_taint: bool = False  # add the out-of-service taint before deleting anything
+    fence: Optional[str] = None  # a fencing step still needed (fencing.REQUEST, PENDING, "failed"); None: go on
+    fence_reason: str = ""
 
     @property
     def has_work(self) -> bool:
@@ -99,6 +101,7 @@ class Plan:
     total_nodes: int = 0
     untaint: tuple[str, ...] = ()  # recovered nodes whose out-of-service taint (ours) comes off
     drop_annotation: tuple[str, ...] = ()  # nodes whose annotation outlived our taint (a human removed it)
+    unfence: tuple[tuple[str, str], ...] = ()  # (node, fencing.UNFENCE or DELETE) for nodes back for good
 
     @property
     def busy_nodes(self) -> tuple[NodePlan, ...]:
