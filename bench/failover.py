@@ -69,7 +69,7 @@ def one_run(cluster: Cluster, sa: Path, approach: str, run: int, limit: float, f
         loop = subprocess.Popen([sys.executable, str(REPO / "reconcile.py")], cwd=REPO, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL,
                                 env={"PATH": os.environ.get("PATH", ""), "KUBECONFIG": str(sa), "INTERVAL": "2",
-                                     "HOME": str(cluster.cp.workdir), **PASS_ENV, **env})
+                                     "METRICS_PORT": "0", "HOME": str(cluster.cp.workdir), **PASS_ENV, **env})
     try:
         timing = outage(cluster, namespace, "db", node, act, timeout=limit)
     finally:

@@ -17,6 +17,8 @@ from .client import Api, ApiError
 from .config import Settings
 from .events import EventRecorder
 from .fencing import Fencer
+from .metrics import Metrics
+from .recovery import RecoveryTracker
 from .model import Lease, Node
 from .node_taint import Build
 from .node_taint import LANDED, add_patch, drop_annotation_patch, read_modify_write, remove_patch
@@ -30,12 +32,14 @@ Live = tuple[Node, Optional[Lease], dict]
 
 
 class Actor:
-    def __init__(self, api: Api, settings: Settings, now: Callable[[], datetime]) -> None:
+    def __init__(self, api: Api, settings: Settings, now: Callable[[], datetime],
+                 metrics: Optional[Metrics] = None) -> None:
         self.api, self.settings, self.now = api, settings, now
         self.outcome = Outcome()
         self.writer = Writer(api, settings.dry_run, self.outcome)
         self.events = EventRecorder(self.writer, now)
         self.fencer = Fencer(api, settings, self.writer, self.events, self.outcome, api.sleep)
+        self.recovery = RecoveryTracker(self.writer, self.events, metrics, now)
 
     def warn_split_brain(self, verdicts: tuple[NodeVerdict, ...]) -> None:
         for verdict in verdicts:
@@ -64,6 +68,8 @@ class Actor:
             self._drop_annotation(name)
         for name, step in plan.unfence:
             self.fencer.unfence(name, step)
+        for verdict in plan.recovery:
+            self.recovery.settle(verdict)
         return self.outcome
 
     def _act_on_node(self, node_plan: NodePlan) -> None:
@@ -86,7 +92,7 @@ class Actor:
             self._add_taint(name, raw)
         if not (node_plan.pods or node_plan.attachments):
             return
-        gone = {p.key for p in node_plan.pods if self._delete_pod(p)}
+        gone = {p.key for p in node_plan.pods if self._delete_pod(p, verdict.not_ready_since)}
         releasable = [a for a in node_plan.attachments if self._releasable(a, gone)]
         if releasable and node_plan.pods and not self._still_down(name):
             releasable = []
@@ -207,7 +213,7 @@ class Actor:
         if read_modify_write(self.writer, name, "drop our annotation, whose taint is gone", build):
             log.info("dropped our out-of-service annotation: its taint is gone", extra={"node": name})
 
-    def _delete_pod(self, action: PodAction) -> bool:
+    def _delete_pod(self, action: PodAction, not_ready_since: str) -> bool:
         """True when the pod we inspected is gone (or would be, in a dry run)."""
         fields = {"pod": action.key, "uid": action.uid, "node": action.node, "reason": action.reason,
                   "claims": list(action.claims)}
@@ -225,6 +231,8 @@ class Actor:
         if result not in (Result.DONE, Result.GONE):
             return False
         log.info("force-deleted pod" if result is Result.DONE else "pod already gone", extra=fields)
+        if result is Result.DONE:
+            self.recovery.mark(action, not_ready_since)
         self.events.pod(action.namespace, action.name, action.uid, "ForceDeletedFromDeadNode",
                         f"{action.reason}; force-deleted by rwo-failover to release {', '.join(action.claims)}")
         return True

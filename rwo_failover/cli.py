@@ -15,6 +15,7 @@ from .client import Api, load_api_client
 from .exitcodes import EXIT_CONFIG, EXIT_CRASH
 from .leader import LeaderElector
 from .loop import run_loop
+from .metrics import Metrics
 from .runner import run_pass
 
 log = logging.getLogger(logs.LOGGER)
@@ -38,15 +39,22 @@ def main(argv: Optional[Sequence[str]] = None, environ: Optional[Mapping[str, st
     except config.ConfigError as err:
         print(f"rwo-failover: configuration error: {err}", file=stderr)
         return EXIT_CONFIG
+    metrics = Metrics()
+
+    def new_api() -> Api:
+        return Api(api_client, settings, sleep=sleep, on_attempt=metrics.api_request)
     try:
         if settings.interval and not args.once:
-            elector = LeaderElector(lambda: Api(api_client, settings, sleep=sleep), settings.leader_election_namespace,
-                                    settings.leader_election_lease_name,
+            elector = LeaderElector(new_api, settings.leader_election_namespace, settings.leader_election_lease_name,
                                     f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}",
                                     settings.leader_election_lease_seconds) if settings.leader_election else None
-            return run_loop(lambda: run_pass(Api(api_client, settings, sleep=sleep), settings), settings,
-                            elector=elector)
-        return run_pass(Api(api_client, settings, sleep=sleep), settings)
+            return run_loop(lambda: run_pass(new_api(), settings, metrics=metrics), settings, elector=elector,
+                            metrics=metrics)
+        code = run_pass(new_api(), settings, metrics=metrics)
     except Exception:  # noqa: BLE001 - a bug must still end with a code of its own and its traceback
         log.exception("unexpected error; this is a bug in rwo-failover")
-        return EXIT_CRASH
+        metrics.record_pass(None, None, EXIT_CRASH, 0.0)
+        code = EXIT_CRASH
+    if settings.pushgateway_url:
+        metrics.push(settings.pushgateway_url, settings.pushgateway_instance)
+    return code

@@ -136,8 +136,10 @@ class Api:
     """The calls a pass makes, each retried within bounds and charged to one deadline."""
 
     def __init__(self, api_client: k8s.ApiClient, settings: Settings,
-                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> None:
+                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
+                 on_attempt: Optional[Callable[[str, str, str], None]] = None) -> None:
         self.api_client = api_client
+        self.on_attempt = on_attempt  # (verb, what, status code or "error"): for the metrics
         self.settings = settings
         self.clock, self.sleep = clock, sleep
         self.server_clock = ServerClock(monotonic=clock)  # fed by every response's Date header
@@ -177,7 +179,7 @@ class Api:
             wait=self._wait, retry=retry_if_exception(is_transient), sleep=self.sleep,
             before_sleep=self._log_retry(verb, what), reraise=True)
         try:
-            return retrying(self._attempt, method, path, query or [], body, content_type)
+            return retrying(self._attempt, verb, what, method, path, query or [], body, content_type)
         except ApiException as err:
             if err.status == 404:
                 return None
@@ -198,8 +200,21 @@ class Api:
                     f"(PASS_TIMEOUT_SECONDS={self.settings.pass_timeout_seconds:g})")
         return f"{made} attempt(s) (API_MAX_ATTEMPTS)"
 
-    def _attempt(self, method: str, path: str, query: list, body: Optional[dict], content_type: str) -> Any:
+    def _attempt(self, verb: str, what: str, method: str, path: str, query: list, body: Optional[dict],
+                 content_type: str) -> Any:
         self.attempts += 1
+        code = "error"
+        try:
+            result, code = self._send(method, path, query, body, content_type)
+            return result
+        except ApiException as err:
+            code = str(err.status)
+            raise
+        finally:
+            if self.on_attempt:
+                self.on_attempt(verb, what, code)
+
+    def _send(self, method: str, path: str, query: list, body: Optional[dict], content_type: str) -> tuple[Any, str]:
         timeout = max(0.05, min(self.settings.request_timeout_seconds, self.remaining()))
         headers = {"Accept": "application/json"}
         if body is not None:
@@ -214,7 +229,7 @@ class Api:
             response.response.release_conn()
         if not 200 <= response.status <= 299:
             raise ApiException.from_response(http_resp=response, body=data.decode("utf-8", "replace"), data=None)
-        return json.loads(data) if data else {}
+        return (json.loads(data) if data else {}), str(response.status)
 
     def list_all(self, what: str, path: str, convert: Callable[[dict], T], page_factor: int = 1,
                  query: Optional[list] = None) -> list[T]:
@@ -270,6 +285,18 @@ class Api:
     def list_claims(self, convert: Callable[[dict], T]) -> list[T]:
         return self.list_all("persistentvolumeclaims", "/api/v1/persistentvolumeclaims", convert,
                              page_factor=SMALL_OBJECT_PAGE_FACTOR)
+
+    def list_claims_labelled(self, selector: str, convert: Callable[[dict], T]) -> list[T]:
+        return self.list_all("persistentvolumeclaims", "/api/v1/persistentvolumeclaims", convert,
+                             page_factor=SMALL_OBJECT_PAGE_FACTOR, query=[("labelSelector", selector)])
+
+    def list_pods_in(self, namespace: str, convert: Callable[[dict], T]) -> list[T]:
+        return self.list_all("pods", f"/api/v1/namespaces/{namespace}/pods", convert)
+
+    def patch_claim(self, namespace: str, name: str, patch: dict) -> Optional[dict]:
+        return self.call("patch", "persistentvolumeclaims", "PATCH",
+                         f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/{name}", body=patch,
+                         content_type="application/merge-patch+json")
 
     def read_volume(self, name: str) -> Optional[dict]:
         return self.call("get", "persistentvolumes", "GET", f"/api/v1/persistentvolumes/{name}")

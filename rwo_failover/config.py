@@ -54,6 +54,10 @@ class Settings:
     fence_webhook_token_file: Optional[str]
     fence_webhook_ca_file: Optional[str]
     fenced_min_not_ready_seconds: Optional[int]
+    recovery_timeout_seconds: int
+    metrics_port: int
+    pushgateway_url: Optional[str]
+    pushgateway_instance: Optional[str]
     leader_election: bool
     leader_election_lease_seconds: int
     leader_election_namespace: str
@@ -170,6 +174,27 @@ def _https_url(text: str) -> str:
     return value
 
 
+def _http_url(text: str) -> str:
+    value = text.strip()
+    if not re.match(r"^https?://[^\s/]+(/\S*)?$", value):
+        raise ValueError("not an http:// or https:// URL")
+    return value
+
+
+def _label_value(text: str) -> str:
+    value = text.strip()
+    if not re.match(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$", value):
+        raise ValueError("not a label value")
+    return value
+
+
+def _port(text: str) -> int:
+    value = _int_at_least(0)(text)
+    if value > 65535:
+        raise ValueError("out of range")
+    return value
+
+
 def _lease_or_seconds(text: str) -> Optional[int]:
     """None means "the node's own Lease duration"."""
     return None if text.strip().lower() == "lease" else _int_at_least(0)(text)
@@ -258,6 +283,18 @@ SPECS: tuple[Spec, ...] = (
     Spec("FENCED_MIN_NOT_READY_SECONDS", _lease_or_seconds, "lease",
          "With fencing confirmed: how long Ready must have been not True (and the Lease unrenewed) instead of "
          "MIN_NOT_READY_SECONDS; lease means the node's Lease duration.", "lease, or " + _WHOLE.format(0)),
+    Spec("RECOVERY_TIMEOUT_SECONDS", _int_at_least(1), "600",
+         "After a force-delete, how long its replacement may take to be Running and Ready elsewhere with the "
+         "volume attached, before a RWOVolumeNotRecovered Warning.", _WHOLE.format(1)),
+    Spec("METRICS_PORT", lambda t: _port(t), "8080",
+         "Continuous mode: serve /metrics, /healthz and /readyz on this port; 0 serves nothing.",
+         "a port number in [0, 65535]"),
+    Spec("PUSHGATEWAY_URL", lambda t: _http_url(t) if t.strip() else None, "",
+         "One-shot mode: push each pass's metrics to this Pushgateway; empty pushes nothing.",
+         "an http:// or https:// URL, or empty", empty_ok=True),
+    Spec("PUSHGATEWAY_INSTANCE", lambda t: _label_value(t) if t.strip() else None, "",
+         "The instance grouping key of the push (cronjob.yaml sets the Job's name); empty means the host name.",
+         "a label value (letters, digits, -, _ and .), or empty", empty_ok=True),
     Spec("LEADER_ELECTION", _bool, "false",
          "Continuous mode with several replicas: run passes only while holding the leader Lease.",
          "true or false"),

@@ -46,7 +46,7 @@ class EventRecorder:
         self.writer.create_event(namespace, build_event(
             namespace, "Pod", name, uid, "Normal", reason, message, self.stamp(), self.instance))
 
-    def claim(self, claim_key: str, reason: str, message: str) -> None:
+    def claim(self, claim_key: str, reason: str, message: str, event_type: str = "Normal") -> None:
         namespace, _, name = claim_key.partition("/")
         self.writer.create_event(namespace, build_event(
-            namespace, "PersistentVolumeClaim", name, None, "Normal", reason, message, self.stamp(), self.instance))
+            namespace, "PersistentVolumeClaim", name, None, event_type, reason, message, self.stamp(), self.instance))

@@ -36,6 +36,12 @@ class LeaderElector:
         self._renewed_at: Optional[float] = None
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
+        self._round_at: Optional[float] = None  # when a round last reached the API server and got an answer
+
+    @property
+    def last_round_ok(self) -> bool:
+        """A round answered within the last lease duration: the election loop itself is healthy."""
+        return self._round_at is not None and self.monotonic() - self._round_at < self.lease_seconds
 
     @property
     def leading(self) -> bool:
@@ -59,6 +65,7 @@ class LeaderElector:
             was = self.leading
             try:
                 self.step()
+                self._round_at = self.monotonic()
             except ApiError as err:
                 log.warning("leader election: cannot read or write the Lease", extra={"error": str(err)})
             if self.leading != was:

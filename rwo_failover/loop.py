@@ -10,8 +10,10 @@ from typing import Callable, Optional
 
 from . import logs
 from .config import Settings
-from .exitcodes import EXIT_FAILED, EXIT_OK
+from .exitcodes import EXIT_CONFIG, EXIT_FAILED, EXIT_OK
+from .health import HealthServer, Liveness
 from .leader import LeaderElector
+from .metrics import Metrics
 
 log = logging.getLogger(logs.LOGGER)
 MAX_CRASHES_IN_A_ROW = 5  # then exit 1, so Kubernetes restarts the process: something is persistently wrong
@@ -42,7 +44,7 @@ class StopFlag:
 
 
 def run_loop(one_pass: Callable[[], int], settings: Settings, flag: Optional[StopFlag] = None,
-             elector: Optional[LeaderElector] = None) -> int:
+             elector: Optional[LeaderElector] = None, metrics: Optional[Metrics] = None) -> int:
     """Passes until a stop signal, then exit 0; exit 1 after MAX_CRASHES_IN_A_ROW passes crashed.
 
     A signal never interrupts a pass: it is finished (within PASS_TIMEOUT_SECONDS), so no pod is left
@@ -53,23 +55,38 @@ def run_loop(one_pass: Callable[[], int], settings: Settings, flag: Optional[Sto
     flag = flag or StopFlag()
     flag.install()
     log.info("continuous mode", extra={"interval_seconds": settings.interval, "leader_election": bool(elector)})
+    liveness = Liveness(3 * settings.interval + settings.pass_timeout_seconds)
+    try:
+        server = HealthServer(settings.metrics_port, metrics.registry, liveness).start() \
+            if metrics and settings.metrics_port else None
+    except OSError as err:
+        log.error("cannot serve /metrics, /healthz and /readyz", extra={"setting": "METRICS_PORT",
+                                                                         "port": settings.metrics_port,
+                                                                         "error": str(err)})
+        return EXIT_CONFIG
     if elector:
         elector.start()
     try:
-        return _passes(one_pass, settings, flag, elector)
+        return _passes(one_pass, settings, flag, elector, liveness)
     finally:
         if elector:
             elector.stop()
+        if server:
+            server.stop()
 
 
-def _passes(one_pass: Callable[[], int], settings: Settings, flag: StopFlag, elector: Optional[LeaderElector]) -> int:
+def _passes(one_pass: Callable[[], int], settings: Settings, flag: StopFlag, elector: Optional[LeaderElector],
+            liveness: Liveness) -> int:
     crashes = 0
     while flag.requested is None:
         if elector and not elector.leading:
+            if elector.last_round_ok:  # a healthy standby is alive and ready, though it does not pass
+                liveness.progressed()
             flag.sleep(SLEEP_SLICE_SECONDS * 5)  # standby: check again soon, to pass as soon as we lead
             continue
         try:
             one_pass()
+            liveness.progressed()
             crashes = 0
         except Exception:  # noqa: BLE001 - logged with its traceback; the loop must outlive one bad pass
             crashes += 1

@@ -39,6 +39,12 @@ def _opted_out(meta: Json) -> bool:
     return value is not None and value.strip().lower() != "false"
 
 
+# Set on a claim whose pod we force-deleted, until its recovery is confirmed or reported missing. The label
+# lets a pass find them with one label-selected list; the annotation holds the record (JSON).
+RECOVERY_LABEL = "rwo-failover.io/recovery"
+RECOVERY_ANNOTATION = "rwo-failover.io/recovery"
+
+
 def _ready(conditions: Any) -> tuple[Optional[str], Optional[datetime]]:
     for cond in conditions or ():
         if cond.get("type") == "Ready":
@@ -131,6 +137,8 @@ class Pod:
     reason: Optional[str] = None
     ready: Optional[str] = None  # None when the pod has no Ready condition: it never started
     claims: tuple[str, ...] = ()  # PVC names, generic ephemeral ones included
+    ready_since: Optional[datetime] = None  # the Ready condition's lastTransitionTime
+    controller_name: str = ""
 
     @property
     def key(self) -> str:
@@ -139,17 +147,16 @@ class Pod:
     @classmethod
     def from_json(cls, obj: Json) -> "Pod":
         meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
-        controller = next((ref.get("kind") for ref in meta.get("ownerReferences") or ()
-                           if ref.get("controller")), None)
+        controller = next((ref for ref in meta.get("ownerReferences") or () if ref.get("controller")), {})
+        ready, ready_since = _ready(status.get("conditions"))
         return cls(
             namespace=meta.get("namespace", ""), name=meta.get("name", ""), uid=meta.get("uid", ""),
             node=spec.get("nodeName", ""), labels=dict(meta.get("labels") or {}),
-            controller_kind=controller,
+            controller_kind=controller.get("kind"), controller_name=controller.get("name", ""),
             mirror=MIRROR_ANNOTATION in (meta.get("annotations") or {}),
             opted_out=_opted_out(meta), deleting=bool(meta.get("deletionTimestamp")),
-            phase=status.get("phase"), reason=status.get("reason"),
-            ready=_ready(status.get("conditions"))[0],
-            claims=_claim_names(meta.get("name", ""), spec.get("volumes") or ()),
+            phase=status.get("phase"), reason=status.get("reason"), ready=ready,
+            claims=_claim_names(meta.get("name", ""), spec.get("volumes") or ()), ready_since=ready_since,
         )
 
 
@@ -172,6 +179,7 @@ class Claim:
     volume: str  # spec.volumeName: the PV it names, which proves nothing until the PV names it back
     bound: bool = True  # status.phase == Bound
     opted_out: bool = False
+    recovery: str = ""  # our RECOVERY_ANNOTATION (JSON), while we wait to confirm its pod came back
 
     @property
     def key(self) -> str:
@@ -181,7 +189,8 @@ class Claim:
     def from_json(cls, obj: Json) -> "Claim":
         meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
         return cls(meta.get("namespace", ""), meta.get("name", ""), meta.get("uid", ""),
-                   spec.get("volumeName") or "", status.get("phase") == "Bound", _opted_out(meta))
+                   spec.get("volumeName") or "", status.get("phase") == "Bound", _opted_out(meta),
+                   (meta.get("annotations") or {}).get(RECOVERY_ANNOTATION, ""))
 
 
 @dataclass(frozen=True)
@@ -219,14 +228,17 @@ class Attachment:
     volume: str  # spec.source.persistentVolumeName; "" for inline volumes
     inline: bool = False  # spec.source.inlineVolumeSpec (CSI migration): no PV to trace it to a claim
     deleting: bool = False  # deletionTimestamp set: the attacher is still detaching it
-    # status.attached is deliberately not read: an attachment pins the volume to the node either way.
+    # status.attached never decides a release (an attachment pins the volume either way); it only tells
+    # recovery confirmation that the replacement's volume is really attached.
+    attached: bool = False
 
     @classmethod
     def from_json(cls, obj: Json) -> "Attachment":
         meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
         source = spec.get("source") or {}
         return cls(meta.get("name", ""), spec.get("nodeName", ""), source.get("persistentVolumeName") or "",
-                   bool(source.get("inlineVolumeSpec")), bool(meta.get("deletionTimestamp")))
+                   bool(source.get("inlineVolumeSpec")), bool(meta.get("deletionTimestamp")),
+                   bool((obj.get("status") or {}).get("attached")))
 
 
 FENCE_LABEL = "app.kubernetes.io/managed-by"  # value "rwo-failover": a NetworkFence we created
@@ -271,3 +283,7 @@ class Snapshot:
     volumes: Mapping[str, Volume] = field(default_factory=dict)  # PVs of the claims read, and of attachments
     server_version: Optional[tuple[int, int]] = None  # read only when OUT_OF_SERVICE_TAINT=auto needs it
     fences: Mapping[str, Fence] = field(default_factory=dict)  # NetworkFences by node, when FENCING=networkfence
+    # Recovery confirmation: claims carrying our RECOVERY_LABEL, the pods of their namespaces, and (in
+    # `attachments`, whatever node) the attachments of their PVs.
+    recovering_claims: tuple[Claim, ...] = ()
+    namespace_pods: tuple[Pod, ...] = ()

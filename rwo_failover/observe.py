@@ -14,7 +14,7 @@ from typing import Callable, Optional, TypeVar
 
 from .client import Api, ApiError
 from .config import Settings
-from .model import Attachment, Claim, Fence, Lease, Node, Pod, Snapshot, Volume
+from .model import RECOVERY_LABEL, Attachment, Claim, Fence, Lease, Node, Pod, Snapshot, Volume
 from .planner import nodes_to_inspect, tainted_nodes
 from .planner.pods import exempt
 
@@ -36,20 +36,25 @@ def observe(api: Api, settings: Settings, now: Callable[[], datetime]) -> Snapsh
         {name for name, f in fences.items() if f.ours and name in names}
     leases = {name: _lease(api, name) for name in sorted(watched)}
     snapshot = Snapshot(now(), nodes, leases, fences=fences)
+    recovering = tuple(api.list_claims_labelled(RECOVERY_LABEL, Claim.from_json))
+    namespace_pods = tuple(p for ns in sorted({c.namespace for c in recovering})
+                           for p in api.list_pods_in(ns, Pod.from_json))
     inspect = nodes_to_inspect(snapshot, settings)
-    if not inspect:
+    if not inspect and not recovering:
         return snapshot
     pods = tuple(p for name in inspect for p in api.list_pods_on(name, Pod.from_json))
     claims = _read_claims(api, {(p.namespace, c) for p in pods if not exempt(p) for c in p.claims})
-    wanted = set(inspect)
-    attachments = tuple(a for a in api.list_attachments(Attachment.from_json) if a.node in wanted)
+    wanted, recovering_volumes = set(inspect), {c.volume for c in recovering}
+    attachments = tuple(a for a in api.list_attachments(Attachment.from_json)
+                        if a.node in wanted or a.volume in recovering_volumes)
     volumes = _read_volumes(api, {c.volume for c in claims.values() if c.volume} |
                             {a.volume for a in attachments if a.volume})
     # An attachment whose pod is gone is found through its PV's claim, which no pod led us to.
     claims.update(_read_claims(api, {tuple(v.claim.split("/", 1)) for v in volumes.values()
                                      if v.claim and v.claim not in claims}))
-    version = _server_version(api) if settings.out_of_service_taint == "auto" else None
-    return Snapshot(snapshot.now, nodes, leases, pods, claims, attachments, volumes, version, fences)
+    version = _server_version(api) if settings.out_of_service_taint == "auto" and inspect else None
+    return Snapshot(snapshot.now, nodes, leases, pods, claims, attachments, volumes, version, fences, recovering,
+                    namespace_pods)
 
 
 def _lease(api: Api, node: str) -> Optional[Lease]:

@@ -13,13 +13,15 @@ from .client import Api, ApiError, Forbidden
 from .clock import utcnow
 from .config import Settings
 from .exitcodes import EXIT_FAILED, EXIT_FORBIDDEN, EXIT_OK, EXIT_REFUSED, EXIT_UNAVAILABLE
+from .metrics import Metrics
 from .observe import observe
 from .outcome import Outcome
 
 log = logging.getLogger(logs.LOGGER)
 
 
-def run_pass(api: Api, settings: Settings, now: Callable[[], datetime] = utcnow) -> int:
+def run_pass(api: Api, settings: Settings, now: Callable[[], datetime] = utcnow,
+             metrics: Optional[Metrics] = None) -> int:
     """Observe, decide, act; log one summary line; return the exit code.
 
     `now` is this process's wall clock, used only until the API server has answered once: every age is
@@ -33,11 +35,11 @@ def run_pass(api: Api, settings: Settings, now: Callable[[], datetime] = utcnow)
     except ApiError as err:
         code = EXIT_FORBIDDEN if isinstance(err, Forbidden) else EXIT_UNAVAILABLE
         log.error("cannot read the cluster; nothing was changed", extra={"error": str(err)})
-        _summary(settings, None, None, code, started, api)
+        _summary(settings, None, None, code, started, api, metrics)
         return code
     plan = planner.plan(snapshot, settings)
     _log_plan(plan)
-    actor = Actor(api, settings, now)
+    actor = Actor(api, settings, now, metrics)
     actor.warn_split_brain(plan.split_brain)
     try:
         outcome = actor.execute(plan)
@@ -46,7 +48,7 @@ def run_pass(api: Api, settings: Settings, now: Callable[[], datetime] = utcnow)
         actor.record_refusal(plan)
         outcome = actor.outcome
     code = exit_code(plan, outcome)
-    _summary(settings, plan, outcome, code, started, api)
+    _summary(settings, plan, outcome, code, started, api, metrics)
     return code
 
 
@@ -70,10 +72,12 @@ def _log_plan(plan: planner.Plan) -> None:
 
 
 def _summary(settings: Settings, plan: Optional[planner.Plan], outcome: Optional[Outcome], code: int,
-             started: float, api: Api) -> None:
+             started: float, api: Api, metrics: Optional[Metrics]) -> None:
+    seconds = time.monotonic() - started
+    if metrics:
+        metrics.record_pass(plan, outcome, code, seconds)
     fields: dict[str, object] = {"dry_run": settings.dry_run, "exit_code": code,
-                                 "duration_seconds": round(time.monotonic() - started, 3),
-                                 "api_attempts": api.attempts}
+                                 "duration_seconds": round(seconds, 3), "api_attempts": api.attempts}
     if plan is not None:
         states = [v.state for v in plan.verdicts]
         fields.update(nodes=plan.total_nodes, nodes_not_ready=plan.not_ready, tainted=len(states),
@@ -94,4 +98,8 @@ def _summary(settings: Settings, plan: Optional[planner.Plan], outcome: Optional
                       not_attempted=len(outcome.not_attempted), unconfirmed=len(outcome.unconfirmed),
                       fenced=len(outcome.fenced), fencing_pending=len(outcome.fencing_pending),
                       unfenced=len(outcome.unfenced))
+    if plan is not None:
+        fields.update(recovered=sum(1 for v in plan.recovery if v.state == "recovered"),
+                      not_recovered=sum(1 for v in plan.recovery if v.state == "not-recovered"),
+                      recovery_pending=sum(1 for v in plan.recovery if v.state == "waiting"))
     log.log(logging.INFO if code == EXIT_OK else logging.ERROR, "pass finished", extra=fields)

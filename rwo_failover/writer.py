@@ -76,6 +76,11 @@ class Writer:
             self.outcome.events += 1
         return result
 
+    def patch_claim(self, namespace: str, name: str, patch: dict, purpose: str) -> Result:
+        return self._write(f"patching PVC {namespace}/{name} to {purpose}", f"would {purpose}",
+                           {"claim": f"{namespace}/{name}"},
+                           lambda: self.api.patch_claim(namespace, name, patch))
+
     def create_networkfence(self, name: str, body: dict) -> Result:
         return self._write(f"creating NetworkFence {name}", "would create NetworkFence", {"networkfence": name},
                            lambda: self.api.create_networkfence(body), conflict_ok=True)

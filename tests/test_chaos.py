@@ -122,8 +122,10 @@ def check_invariants(api: FakeApiServer, targets: dict, replaced: dict, code: in
             owner = targets["attachments"][req.name]
             assert owner in replaced or (owner in gone_at and gone_at[owner] < index), \
                 "attachment deleted before its pod was gone"
-    patched = {r.name for r in api.requests if r.verb == "patch"}
+    patched = {r.name for r in api.requests if r.verb == "patch" and r.resource == "nodes"}
     assert patched <= {"dead-0", "dead-1"}, f"patched a node that is not proven down: {patched}"
+    marked = {r.name for r in api.requests if r.verb == "patch" and r.resource == "persistentvolumeclaims"}
+    assert marked <= {f"data-{pod}" for pod in targets["pods"]}, f"recovery records on foreign claims: {marked}"
     for node in ("live-0", "live-1", "live-2", "live-3", "notyet", "flapping"):
         found = api.get("nodes", node)
         assert found is None or not [t for t in found["spec"].get("taints") or ()

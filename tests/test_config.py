@@ -11,6 +11,10 @@ from rwo_failover.matchers import LabelSelector, MatcherError, TaintSpec
 BAD_VALUES = {
     "DRY_RUN": ["", "maybe", "2"],
     "LEADER_ELECTION": ["", "maybe"],
+    "RECOVERY_TIMEOUT_SECONDS": ["", "0", "x"],
+    "METRICS_PORT": ["", "-1", "70000", "http"],
+    "PUSHGATEWAY_URL": ["pushgateway:9091", "ftp://x"],
+    "PUSHGATEWAY_INSTANCE": ["has space", "a/b"],
     "FENCING": ["", "stonith"],
     "NETWORK_FENCE_CLASS": ["Bad Class"],
     "FENCE_WEBHOOK_URL": ["http://fencer.example", "not a url", "https://"],

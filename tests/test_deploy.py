@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ import yaml
 from conftest import ROOT
 from rwo_failover import config
 from rwo_testkit import fake_cluster as fc
+from rwo_testkit.control_plane import free_port
 
 FORBIDDEN_TOLERATIONS = ("node.kubernetes.io/out-of-service", "node.cloudprovider.kubernetes.io/shutdown",
                          "node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready")
@@ -38,11 +40,14 @@ def pod_spec(which: str = "cronjob") -> dict:
     return cronjob()["spec"]["jobTemplate"]["spec"]["template"]["spec"]
 
 
-@pytest.mark.parametrize("which, overrides", [("cronjob", {}),
+JOB_NAME = {"fieldRef": {"fieldPath": "metadata.labels['batch.kubernetes.io/job-name']"}}
+
+
+@pytest.mark.parametrize("which, overrides", [("cronjob", {"PUSHGATEWAY_INSTANCE": JOB_NAME}),
                                               ("deployment", {"INTERVAL": "15", "LEADER_ELECTION": "true"})])
 def test_every_env_var_is_a_setting_and_every_setting_is_there_with_its_default(which, overrides):
     [container] = pod_spec(which)["containers"]
-    env = {e["name"]: e["value"] for e in container["env"]}
+    env = {e["name"]: e.get("value", e.get("valueFrom")) for e in container["env"]}
     assert list(env) == [s.name for s in config.SPECS]
     assert env == {s.name: overrides.get(s.name, s.default) for s in config.SPECS}
 
@@ -145,7 +150,9 @@ def effective_command(which: str) -> tuple[list[str], dict[str, str]]:
     command = container.get("command") or image["command"]
     args = container["args"] if "args" in container else []
     env = {k: v for k, v in image["env"].items() if k != "PYTHONPATH"}
-    env.update({e["name"]: e["value"] for e in container.get("env") or ()})
+    env.update({e["name"]: e["value"] for e in container.get("env") or () if "value" in e})
+    # The one downward-API field: the kubelet fills in the Job's name; here, a stand-in.
+    env.update({e["name"]: "rwo-failover-29000000" for e in container.get("env") or () if "valueFrom" in e})
     return command + args, env
 
 
@@ -224,8 +231,9 @@ def test_deployment_command_loops_until_sigterm(tmp_path: Path, api, image_venv)
     workdir = image_workdir(tmp_path)
     outage_cluster(api)
     argv, env = effective_command("deployment")
+    port = free_port()
     env.update(KUBECONFIG=api.write_kubeconfig(str(tmp_path / "kubeconfig")), PATH=os.environ.get("PATH", ""),
-               HOME=str(tmp_path), INTERVAL="0.2")
+               HOME=str(tmp_path), INTERVAL="0.2", METRICS_PORT=str(port))
     proc = subprocess.Popen([str(image_venv / "bin" / "python")] + argv[1:], cwd=workdir, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     passes = 0
@@ -235,6 +243,10 @@ def test_deployment_command_loops_until_sigterm(tmp_path: Path, api, image_venv)
             if passes == 3:
                 break
         assert proc.poll() is None, "still running after three passes"
+        # What the Deployment's probes and the ServiceMonitor read.
+        for path, expected in (("/healthz", b"ok"), ("/readyz", b"ok"), ("/metrics", b"rwo_failover_passes_total")):
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as answer:
+                assert answer.status == 200 and expected in answer.read()
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=60)
     finally:

@@ -56,7 +56,7 @@ def deletes(api, resource: str) -> list:
 
 
 def patches(api) -> list:
-    return [r for r in api.requests if r.verb == "patch"]
+    return [r for r in api.requests if r.verb == "patch" and r.resource == "nodes"]
 
 
 def oos_taints(api, node: str) -> list[dict]:
@@ -462,7 +462,8 @@ def crash_first(api, passes: int) -> None:
 
 
 def loop_process(kubeconfig: str) -> subprocess.Popen:
-    env = {"KUBECONFIG": kubeconfig, "PATH": "/usr/bin:/bin", "LOG_FORMAT": "json", "INTERVAL": "0.05"}
+    env = {"KUBECONFIG": kubeconfig, "PATH": "/usr/bin:/bin", "LOG_FORMAT": "json", "INTERVAL": "0.05",
+           "METRICS_PORT": "0"}
     return subprocess.Popen([sys.executable, str(ROOT / "reconcile.py")], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 

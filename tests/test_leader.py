@@ -103,7 +103,8 @@ def test_leader_election_needs_continuous_mode(kubeconfig, run_pass):
 
 
 def loop(kubeconfig: str, **env: str) -> subprocess.Popen:
-    full = {"KUBECONFIG": kubeconfig, "PATH": "/usr/bin:/bin", "LOG_FORMAT": "json", "INTERVAL": "0.2", **env}
+    full = {"KUBECONFIG": kubeconfig, "PATH": "/usr/bin:/bin", "LOG_FORMAT": "json", "INTERVAL": "0.2",
+            "METRICS_PORT": "0", **env}
     return subprocess.Popen([sys.executable, str(ROOT / "reconcile.py")], cwd=ROOT, env=full,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 

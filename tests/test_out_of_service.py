@@ -33,7 +33,7 @@ def oos_taints(api, node: str) -> list[dict]:
 
 
 def patches(api) -> list:
-    return [r for r in api.requests if r.verb == "patch"]
+    return [r for r in api.requests if r.verb == "patch" and r.resource == "nodes"]
 
 
 def test_taint_is_added_after_the_checks_and_before_any_delete(cluster, run_pass):
@@ -226,7 +226,8 @@ def test_continuous_mode_finishes_the_pass_in_flight_on_sigterm(cluster, kubecon
     for n in range(3):
         stuck(cluster, "dead-0", name=f"db-{n}")
     cluster.hooks.append(lambda req: time.sleep(0.3) if req.verb == "delete" else None)
-    env = {"KUBECONFIG": kubeconfig, "PATH": "/usr/bin:/bin", "LOG_FORMAT": "json", "INTERVAL": "1"}
+    env = {"KUBECONFIG": kubeconfig, "PATH": "/usr/bin:/bin", "LOG_FORMAT": "json", "INTERVAL": "1",
+           "METRICS_PORT": "0"}
     proc = subprocess.Popen([sys.executable, str(ROOT / "reconcile.py")], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 30

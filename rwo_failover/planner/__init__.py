@@ -15,6 +15,7 @@ from ..config import Settings
 from ..model import Node, Snapshot
 from .attachments import attachments_for
 from .fencing import fence_step, unfence_steps
+from .recovery import judge_all
 from .nodes import (judge_liveness, judge_nodes, judge_ours, judge_tainted_node, lease_fresh, nodes_brake,
                     nodes_to_inspect, not_ready_count, shutdown_taint, tainted_nodes, unhealthy_brake)
 from .pods import exclusive_claims, pod_exclusion, select_pods, stuck_states
@@ -36,7 +37,8 @@ def _plan_node(verdict: NodeVerdict, node: Node, snapshot: Snapshot, settings: S
     actions = tuple(PodAction(pod.namespace, pod.name, pod.uid, pod.node,
                               "stuck: " + ",".join(s for s in stuck_states(pod) if s in settings.stuck_pod_states)
                               + f" on node {verdict.node} ({verdict.taint})",
-                              tuple(c.key for c in claims))
+                              tuple(c.key for c in claims),
+                              f"{pod.controller_kind}/{pod.controller_name}" if pod.controller_kind else "")
                     for pod, claims in selected)
     add_taint = wants_out_of_service(snapshot, settings) and not node.has_oos_taint
     blocker = taint_blocker(pods, snapshot, settings) if add_taint else None
@@ -58,7 +60,7 @@ def plan(snapshot: Snapshot, settings: Settings) -> Plan:
     unfence, unfence_skips = unfence_steps(snapshot, settings)
     skips += undo_skips + unfence_skips
     totals = {"not_ready": not_ready_count(snapshot), "total_nodes": len(snapshot.nodes), "untaint": untainted,
-              "drop_annotation": stale, "unfence": unfence}
+              "drop_annotation": stale, "unfence": unfence, "recovery": judge_all(snapshot, settings)}
     refusal = unhealthy_brake(snapshot, settings)
     if refusal:
         return Plan(tuple(verdicts), (), tuple(skips), refusal, **totals)

@@ -36,7 +36,8 @@ def judge_liveness(node: Node, lease: Optional[Lease], taint: str, min_seconds: 
     It does not know whose taint the node carries; judge_tainted_node adds that.
     """
     def verdict(state: NodeState, reason: str) -> NodeVerdict:
-        return NodeVerdict(node.name, state, taint, reason)
+        since = node.ready_since.strftime("%Y-%m-%dT%H:%M:%SZ") if node.ready_since and node.ready != "True" else ""
+        return NodeVerdict(node.name, state, taint, reason, since)
 
     if node.ready == "True":
         return verdict(NodeState.SPLIT_BRAIN, "tainted for shutdown but still heartbeating: Ready=True")

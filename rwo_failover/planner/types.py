@@ -20,6 +20,7 @@ class NodeVerdict:
     state: NodeState
     taint: str
     reason: str
+    not_ready_since: str = ""  # the Ready condition's lastTransitionTime, when not Ready: failover starts here
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,7 @@ class PodAction:
     node: str
     reason: str
     claims: tuple[str, ...]  # the pod's RWO claims, "namespace/name"
+    controller: str = ""  # "Kind/name" of its controller: what a replacement must belong to
 
     @property
     def key(self) -> str:
@@ -102,6 +104,7 @@ class Plan:
     untaint: tuple[str, ...] = ()  # recovered nodes whose out-of-service taint (ours) comes off
     drop_annotation: tuple[str, ...] = ()  # nodes whose annotation outlived our taint (a human removed it)
     unfence: tuple[tuple[str, str], ...] = ()  # (node, fencing.UNFENCE or DELETE) for nodes back for good
+    recovery: tuple = ()  # recovery.Verdict for each claim whose freed pod we still watch
 
     @property
     def busy_nodes(self) -> tuple[NodePlan, ...]:

@@ -81,7 +81,7 @@ def test_the_standby_takes_the_lead_when_the_leaders_node_dies(applied, tmp_path
     The leader's node powers off: its process dies at once, releasing nothing (SIGKILL)."""
     sa = applied.install_rbac()
     env = {**os.environ, "KUBECONFIG": str(sa), "HOME": str(applied.cp.workdir), "LOG_FORMAT": "json",
-           "INTERVAL": "2", "LEADER_ELECTION": "true", "MIN_NOT_READY_SECONDS": "10"}
+           "INTERVAL": "2", "LEADER_ELECTION": "true", "MIN_NOT_READY_SECONDS": "10", "METRICS_PORT": "0"}
     lease_path = "/apis/coordination.k8s.io/v1/namespaces/rwo-failover/leases/rwo-failover-leader"
     logs = [tmp_path / f"replica-{i}.log" for i in range(2)]
     replicas = [subprocess.Popen([sys.executable, str(REPO / "reconcile.py")], env=env, cwd=REPO,

@@ -1,0 +1,78 @@
+"""Continuous mode's HTTP endpoints: /metrics, /healthz and /readyz, on METRICS_PORT.
+
+/healthz fails once no pass (or, on a standby, no leader-election round) has finished within
+3 x INTERVAL + PASS_TIMEOUT_SECONDS, so a hung loop gets restarted by its liveness probe. /readyz is ready
+after the first pass (or first election round). Both answer from state the loop updates; they never call
+the API server, so a slow cluster cannot make the probes time out.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable, Optional
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+
+class Liveness:
+    def __init__(self, window_seconds: float, monotonic: Callable[[], float] = time.monotonic) -> None:
+        self.window, self.monotonic = window_seconds, monotonic
+        self.started = monotonic()
+        self.last_progress: Optional[float] = None
+
+    def progressed(self) -> None:
+        """A pass finished (or, on a standby, an election round did)."""
+        self.last_progress = self.monotonic()
+
+    @property
+    def ready(self) -> bool:
+        return self.last_progress is not None
+
+    @property
+    def alive(self) -> bool:
+        return self.monotonic() - (self.last_progress or self.started) <= self.window
+
+
+class HealthServer:
+    def __init__(self, port: int, registry: CollectorRegistry, liveness: Liveness) -> None:
+        self.port, self.registry, self.liveness = port, registry, liveness
+        self._server: Optional[ThreadingHTTPServer] = None
+
+    def start(self) -> "HealthServer":
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:  # the probes would flood the log
+                pass
+
+            def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+                path = self.path.split("?", 1)[0]
+                if path == "/metrics":
+                    self._send(200, generate_latest(outer.registry), CONTENT_TYPE_LATEST)
+                elif path == "/healthz":
+                    alive = outer.liveness.alive
+                    self._send(200 if alive else 503, b"ok\n" if alive else b"no pass finished in time\n")
+                elif path == "/readyz":
+                    ready = outer.liveness.ready
+                    self._send(200 if ready else 503, b"ok\n" if ready else b"no pass finished yet\n")
+                else:
+                    self._send(404, b"not found\n")
+
+            def _send(self, status: int, body: bytes, content_type: str = "text/plain; charset=utf-8") -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self._server = ThreadingHTTPServer(("", self.port), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, name="health", daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server:
+            self._server.shutdown()
+            self._server.server_close()

@@ -1,0 +1,106 @@
+"""Prometheus metrics: what a pass did, whether the pods it freed came back, and how long failover took.
+
+One registry per process. Continuous mode serves it (health.py); one-shot mode pushes it to a Pushgateway
+at the end of the pass. docs/monitoring.md documents every metric, and tests/test_monitoring.py keeps that
+table equal to METRICS below. Timestamps let alerts work the same way for scraped and pushed series.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import time
+from typing import Optional
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, push_to_gateway
+
+from .exitcodes import EXIT_OK, EXIT_REFUSED, NAMES
+from .outcome import Outcome
+from .planner.types import NodeState, Plan
+
+log = logging.getLogger("rwo_failover")
+P = "rwo_failover_"
+FAILOVER_BUCKETS = (15, 30, 45, 60, 90, 120, 180, 300, 600, 1200, 3600)
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = r = CollectorRegistry()
+        self.passes = Counter(P + "passes", "Passes, by result (the exit code's name).", ["result"], registry=r)
+        self.duration = Histogram(P + "pass_duration_seconds", "Wall time of a pass.", registry=r,
+                                  buckets=(0.5, 1, 2.5, 5, 10, 20, 30, 45, 60, 120))
+        self.last_pass = Gauge(P + "last_pass_timestamp_seconds", "When the last pass finished.", registry=r)
+        self.last_success = Gauge(P + "last_success_timestamp_seconds",
+                                  "When the last pass that exited 0 finished.", registry=r)
+        self.last_refusal = Gauge(P + "last_refusal_timestamp_seconds",
+                                  "When the last pass that refused (exit 3: a brake or split-brain) finished.",
+                                  registry=r)
+        self.pods = Counter(P + "pods_force_deleted", "Pods force-deleted from proven-down nodes.", registry=r)
+        self.attachments = Counter(P + "attachments_deleted", "VolumeAttachments deleted.", registry=r)
+        self.taints_added = Counter(P + "out_of_service_taints_added", "Out-of-service taints added.", registry=r)
+        self.taints_removed = Counter(P + "out_of_service_taints_removed",
+                                      "Out-of-service taints (ours) removed from recovered nodes.", registry=r)
+        self.refusals = Counter(P + "refusals", "Refusals, by reason: a brake, or a split-brain node.", ["reason"],
+                                registry=r)
+        self.nodes = Gauge(P + "nodes", "Shutdown-tainted nodes in the last pass, by verdict.", ["verdict"],
+                           registry=r)
+        self.requests = Counter(P + "api_requests", "API requests, retries included, by verb, resource and status "
+                                "code ('error' when no status came back).", ["verb", "resource", "code"],
+                                registry=r)
+        self.failover = Histogram(P + "failover_seconds", "From a node going NotReady to the replacement of a pod "
+                                  "we freed Running and Ready elsewhere with its volume attached.", registry=r,
+                                  buckets=FAILOVER_BUCKETS)
+        self.not_recovered = Counter(P + "volumes_not_recovered", "Claims whose pod we freed but whose "
+                                     "replacement was not confirmed within RECOVERY_TIMEOUT_SECONDS.", registry=r)
+        self.last_not_recovered = Gauge(P + "last_not_recovered_timestamp_seconds",
+                                        "When a claim was last reported not recovered.", registry=r)
+        for state in NodeState:
+            self.nodes.labels(state.value)
+
+    def api_request(self, verb: str, what: str, code: str) -> None:
+        self.requests.labels(verb, what.split(" ")[0], code).inc()
+
+    def record_pass(self, plan: Optional[Plan], outcome: Optional[Outcome], code: int, seconds: float) -> None:
+        now = time.time()
+        self.passes.labels(NAMES.get(code, str(code))).inc()
+        self.duration.observe(seconds)
+        self.last_pass.set(now)
+        if code == EXIT_OK:
+            self.last_success.set(now)
+        if code == EXIT_REFUSED:
+            self.last_refusal.set(now)
+        if plan is not None:
+            states = [v.state for v in plan.verdicts]
+            for state in NodeState:
+                self.nodes.labels(state.value).set(states.count(state))
+            if plan.refusal:
+                self.refusals.labels(plan.refusal.kind.value).inc()
+        if outcome is not None:
+            if outcome.split_brain:
+                self.refusals.labels("split-brain").inc(len(outcome.split_brain))
+            self.pods.inc(len(outcome.pods_deleted))
+            self.attachments.inc(len(outcome.attachments_deleted))
+            self.taints_added.inc(len(outcome.taints_added))
+            self.taints_removed.inc(len(outcome.taints_removed))
+
+    def recovered(self, seconds: float) -> None:
+        self.failover.observe(seconds)
+
+    def not_recovered_now(self) -> None:
+        self.not_recovered.inc()
+        self.last_not_recovered.set(time.time())
+
+    def push(self, url: str, instance: Optional[str]) -> None:
+        """Push this pass's metrics; a failure is a warning, never a failed pass."""
+        grouping = {"instance": instance or socket.gethostname()}
+        try:
+            push_to_gateway(url, job="rwo-failover", registry=self.registry, grouping_key=grouping, timeout=10)
+            log.info("pushed metrics to the Pushgateway", extra={"url": url, **grouping})
+        except (OSError, ValueError) as err:
+            log.warning("could not push metrics to the Pushgateway; the pass itself is unaffected",
+                        extra={"url": url, "error": str(err)})
+
+
+# The documented metrics: (name as exposed, type, labels). docs/monitoring.md's table must equal this.
+METRICS = tuple((m._name + ("_total" if m._type == "counter" else ""), m._type, ",".join(m._labelnames))
+                for m in vars(Metrics()).values() if hasattr(m, "_type"))
