@@ -46,16 +46,16 @@ class Actor:
             self.outcome.split_brain.append(verdict.node)
             log.error("refusing node: tainted for shutdown but alive", extra={"node": verdict.node,
                       "taint": verdict.taint, "reason": verdict.reason})
-            self.events.node(verdict.node, "Warning", "ShutdownTaintOnLiveNode",
-                             f"{verdict.reason}; rwo-failover will not touch this node. "
-                             f"Check the taint {verdict.taint}.")
+            self.events.repeated(verdict.node, "ShutdownTaintOnLiveNode",
+                                 f"{verdict.reason}; rwo-failover will not touch this node. "
+                                 f"Check the taint {verdict.taint}.")
 
     def record_refusal(self, plan: Plan) -> None:
         # One Event per down node that has work, capped, so a mass outage does not become an Event storm;
         # with the unhealthy-fraction brake no node was planned, so every down node is named (capped).
         busy = [n.verdict for n in plan.busy_nodes] or [v for v in plan.verdicts if v.state is NodeState.DOWN]
         for verdict in busy[: self.settings.max_nodes_per_pass]:
-            self.events.node(verdict.node, "Warning", "FailoverRefused", f"{plan.refusal}; nothing was deleted")
+            self.events.repeated(verdict.node, "FailoverRefused", f"{plan.refusal}; nothing was deleted")
 
     def execute(self, plan: Plan) -> Outcome:
         plan.raise_if_unsafe()

@@ -355,6 +355,13 @@ class Api:
         return self.call("update", ELECTION_LEASES, "PUT",
                          f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}", body=body)
 
+    def read_event(self, namespace: str, name: str) -> Optional[dict]:
+        return self.call("get", "events", "GET", f"/api/v1/namespaces/{namespace}/events/{name}")
+
+    def patch_event(self, namespace: str, name: str, patch: dict) -> Optional[dict]:
+        return self.call("patch", "events", "PATCH", f"/api/v1/namespaces/{namespace}/events/{name}", body=patch,
+                         content_type="application/merge-patch+json")
+
     def create_event(self, namespace: str, event: dict) -> Optional[dict]:
         return self.call("create", "events", "POST", f"/api/v1/namespaces/{namespace}/events",
                          body=dict(event, apiVersion="v1", kind="Event"))

@@ -8,7 +8,8 @@ import socket
 from datetime import datetime
 from typing import Callable, Optional
 
-from .writer import Writer
+from .model import parse_time
+from .writer import Result, Writer
 
 COMPONENT = "rwo-failover"
 NODE_EVENT_NAMESPACE = "default"  # where kubelet and the node controller put Node events
@@ -29,6 +30,9 @@ def build_event(namespace: str, kind: str, name: str, uid: Optional[str], event_
     return dict(event, metadata={"name": f"{name[:200]}.{digest}", "namespace": namespace})
 
 
+REPEAT_EVERY_SECONDS = 600  # a repeated Warning is bumped at most this often per node and reason
+
+
 class EventRecorder:
     def __init__(self, writer: Writer, now: Callable[[], datetime]) -> None:
         self.writer, self.now = writer, now
@@ -36,6 +40,24 @@ class EventRecorder:
 
     def stamp(self) -> str:
         return self.now().strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    def repeated(self, node: str, reason: str, message: str) -> None:
+        """A Warning that would otherwise come every pass (split-brain, a refusal): one Event per node and
+        reason, whose count and lastTimestamp are bumped at most every REPEAT_EVERY_SECONDS, as the kubelet's
+        event recorder aggregates repeats."""
+        event = build_event(NODE_EVENT_NAMESPACE, "Node", node, None, "Warning", reason, message, self.stamp(),
+                            self.instance, cluster_scoped=True)
+        name = f"{node[:200]}.rwo-{reason.lower()}"
+        event["metadata"]["name"] = name
+        if self.writer.create_event(NODE_EVENT_NAMESPACE, event, repeat=True) is not Result.CONFLICT:
+            return
+        found = self.writer.api.read_event(NODE_EVENT_NAMESPACE, name) or {}
+        last = parse_time(found.get("lastTimestamp"))
+        if last is not None and (self.now() - last).total_seconds() < REPEAT_EVERY_SECONDS:
+            return
+        self.writer.patch_event(NODE_EVENT_NAMESPACE, name, {
+            "count": int(found.get("count") or 1) + 1, "lastTimestamp": self.stamp(), "message": message[:1024],
+            "metadata": {"resourceVersion": (found.get("metadata") or {}).get("resourceVersion")}})
 
     def node(self, node: str, event_type: str, reason: str, message: str) -> None:
         self.writer.create_event(NODE_EVENT_NAMESPACE, build_event(

@@ -63,15 +63,23 @@ class Writer:
         return self._write(f"patching node {name} to {purpose}", f"would {purpose}", {"node": name},
                            lambda: self.api.patch_node(name, patch), conflict_ok=True)
 
-    def create_event(self, namespace: str, event: dict) -> Result:
+    def create_event(self, namespace: str, event: dict, repeat: bool = False) -> Result:
         """Events have deterministic names (events.build_event), so a retry after a lost answer gets 409:
-        the Event is there, and counts as done."""
+        the Event is there, and counts as done. With `repeat`, a 409 is returned as CONFLICT: the caller
+        bumps the existing Event instead."""
         involved = event.get("involvedObject") or {}
         what = f"recording {event.get('reason')} Event on {involved.get('kind')} {involved.get('name')}"
         result = self._write(what, "would record Event", {"reason": event.get("reason")},
                              lambda: self.api.create_event(namespace, event), conflict_ok=True, quiet_dry_run=True)
-        if result is Result.CONFLICT:
+        if result is Result.CONFLICT and not repeat:
             result = Result.DONE
+        if result is Result.DONE:
+            self.outcome.events += 1
+        return result
+
+    def patch_event(self, namespace: str, name: str, patch: dict) -> Result:
+        result = self._write(f"bumping Event {namespace}/{name}", "would bump a repeated Event", {"event": name},
+                             lambda: self.api.patch_event(namespace, name, patch), conflict_ok=True)
         if result is Result.DONE:
             self.outcome.events += 1
         return result

@@ -110,7 +110,7 @@ def test_the_leader_lease_rbac_is_one_namespace_only():
     (".", {"Namespace", "ServiceAccount", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding",
            "PriorityClass", "CronJob"}),
     ("deploy/ha", {"Namespace", "ServiceAccount", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding",
-                   "PriorityClass", "Deployment", "PodDisruptionBudget", "NetworkPolicy"}),
+                   "PriorityClass", "Deployment", "PodDisruptionBudget", "NetworkPolicy", "Service"}),
 ])
 def test_every_kustomize_variant_renders_with_the_image_set_once(variant, kinds):
     if not shutil.which("kubectl"):

@@ -45,10 +45,27 @@ def test_the_seed_outage_fails_over_and_a_normal_outage_is_never_split_brain(clu
            f"{timing.from_taint:.0f}s after the shutdown taint, {timing.from_power_off:.0f}s after power-off "
            f"(node-monitor grace {NODE_MONITOR_GRACE_SECONDS}s, lease {LEASE_SECONDS}s, "
            f"MIN_NOT_READY_SECONDS={PASS_ENV['MIN_NOT_READY_SECONDS']})")
+    recovered = confirmed_recovery(cluster, sa, f"seed-{path}", env)
+    record(f"seed outage, {path} path: RWOVolumeRecovered says: {recovered['message']}")
     if path == "out-of-service":
         undo(cluster, sa, node)
     else:
         cluster.sim.remove_node(node)
+
+
+def confirmed_recovery(cluster, sa, namespace: str, env: dict) -> dict:
+    """The next passes confirm the replacement: one RWOVolumeRecovered Event on the claim, record removed."""
+    def event():
+        assert cluster.run_pass(sa, **env).code == EXIT_OK
+        found = [e for e in cluster.kube.items(f"/api/v1/namespaces/{namespace}/events")
+                 if e["reason"] == "RWOVolumeRecovered"]
+        return found[0] if found else None
+    found = wait_for("RWOVolumeRecovered on the claim", event, 60, every=2)
+    assert found["involvedObject"] == {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "name": "data-db-0",
+                                       "namespace": namespace}
+    claim = cluster.kube.get(f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/data-db-0")
+    assert "rwo-failover.io/recovery" not in (claim["metadata"].get("labels") or {})
+    return found
 
 
 def undo(cluster, sa, node: str) -> None:

@@ -1,0 +1,212 @@
+"""Observability (issue 13): the metric table, the alert rules under the real promtool, the Pushgateway,
+the health endpoints, and recovery confirmation with its Events."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+import urllib.request
+from datetime import datetime, timedelta, timezone
+
+import pytest
+import yaml
+
+from conftest import ROOT
+from rwo_failover.exitcodes import EXIT_OK
+from rwo_failover.health import Liveness
+from rwo_failover.metrics import METRICS
+from rwo_failover.model import RECOVERY_ANNOTATION, RECOVERY_LABEL
+from rwo_testkit import fake_cluster as fc
+from rwo_testkit.control_plane import free_port
+
+MONITORING = ROOT / "monitoring"
+
+
+def tool(name: str) -> str:
+    found = shutil.which(name)
+    if not found:
+        if os.environ.get("E2E_REQUIRED"):
+            pytest.fail(f"{name} is required here (Debian's prometheus / prometheus-pushgateway packages)")
+        pytest.skip(f"{name} is not installed: apt-get install prometheus prometheus-pushgateway")
+    return found
+
+
+def test_the_metric_table_matches_the_code():
+    doc = (ROOT / "docs" / "monitoring.md").read_text()
+    table = doc.split("<!-- metrics-table", 1)[1].split("<!-- /metrics-table -->", 1)[0]
+    rows = [[c.strip().strip("`") for c in line.strip("|").split("|")] for line in table.splitlines()
+            if line.startswith("| `")]
+    assert [(name, kind, labels) for name, kind, labels, _ in rows] == list(METRICS)
+
+
+def test_metric_names_follow_prometheus_conventions():
+    for name, kind, _labels in METRICS:
+        assert name.startswith("rwo_failover_")
+        assert name.endswith("_total") == (kind == "counter")
+        assert not re.search(r"_(ms|milliseconds|minutes)\b", name), "base units"
+
+
+def test_the_prometheusrule_carries_exactly_the_plain_rules():
+    plain = yaml.safe_load((MONITORING / "rules.yml").read_text())
+    [operator] = [d for d in yaml.safe_load_all((MONITORING / "prometheusrule.yaml").read_text()) if d]
+    assert operator["kind"] == "PrometheusRule" and operator["spec"] == plain
+
+
+def test_promtool_checks_the_rules_and_every_alert_fires_and_clears():
+    promtool = tool("promtool")
+    subprocess.run([promtool, "check", "rules", "rules.yml"], cwd=MONITORING, check=True, capture_output=True)
+    tested = subprocess.run([promtool, "test", "rules", "tests.yml"], cwd=MONITORING, capture_output=True, text=True)
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+    tests = yaml.safe_load((MONITORING / "tests.yml").read_text())["tests"]
+    alerts = {r["alert"] for g in yaml.safe_load((MONITORING / "rules.yml").read_text())["groups"] for r in g["rules"]}
+    firing = {c["alertname"] for t in tests for c in t["alert_rule_test"] if c["exp_alerts"]}
+    quiet = {c["alertname"] for t in tests for c in t["alert_rule_test"] if not c["exp_alerts"]}
+    assert firing == alerts == quiet, "every alert is tested both firing and not firing"
+
+
+def test_liveness_fails_when_no_pass_finishes_in_time():
+    clock = [100.0]
+    live = Liveness(90, monotonic=lambda: clock[0])
+    assert live.alive and not live.ready
+    clock[0] += 80
+    live.progressed()
+    assert live.ready and live.alive
+    clock[0] += 91
+    assert not live.alive, "a hung loop gets restarted"
+
+
+def test_a_real_pass_pushes_its_metrics_to_a_real_pushgateway(api, run_pass, tmp_path):
+    binary = tool("prometheus-pushgateway")
+    port = free_port()
+    gateway = subprocess.Popen([binary, f"--web.listen-address=127.0.0.1:{port}",
+                                f"--persistence.file={tmp_path / 'persist'}"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/-/ready", timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        fc.outage(api)
+        result = run_pass(PUSHGATEWAY_URL=f"http://127.0.0.1:{port}", PUSHGATEWAY_INSTANCE="rwo-failover-29000001")
+        assert result.code == EXIT_OK and result.lines("pushed metrics to the Pushgateway")
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+            text = answer.read().decode()
+    finally:
+        gateway.terminate()
+        gateway.wait(timeout=30)
+    group = 'instance="rwo-failover-29000001",job="rwo-failover"'
+    assert f'rwo_failover_passes_total{{{group},result="ok"}} 1' in text
+    assert f"rwo_failover_pods_force_deleted_total{{{group}}} 1" in text
+    assert f"rwo_failover_attachments_deleted_total{{{group}}} 1" in text
+
+
+def test_a_pushgateway_that_is_down_is_a_warning_not_a_failed_pass(api, run_pass):
+    fc.outage(api)
+    result = run_pass(PUSHGATEWAY_URL=f"http://127.0.0.1:{free_port()}")
+    assert result.code == EXIT_OK and api.objects("pods") == []
+    [line] = result.lines("could not push metrics to the Pushgateway; the pass itself is unaffected")
+    assert line["level"] == "WARNING"
+
+
+# --- recovery confirmation --------------------------------------------------------------------------------
+
+def stamp(seconds_ago: float) -> str:
+    return (datetime.now(timezone.utc) - timedelta(seconds=seconds_ago)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def replacement(api, name: str, node: str, ready: bool, ready_ago: float = 5, owner: str = "StatefulSet",
+                claim: str = "data-db-0") -> dict:
+    pod = fc.pod(name, node, claims=[claim], owner=owner, ready="True" if ready else "False")
+    pod["status"]["conditions"][1]["lastTransitionTime"] = stamp(ready_ago)
+    return api.replace(pod) if api.get("pods", name, "default") else api.add(pod)
+
+
+def recovery_record(api) -> dict:
+    claim = api.get("persistentvolumeclaims", "data-db-0", "default")
+    return json.loads(claim["metadata"]["annotations"][RECOVERY_ANNOTATION])
+
+
+def test_a_freed_claim_is_marked_then_its_recovery_confirmed_with_the_failover_time(api, run_pass):
+    fc.outage(api)
+    first = run_pass()
+    assert first.code == EXIT_OK and api.objects("pods") == []
+    claim = api.get("persistentvolumeclaims", "data-db-0", "default")
+    assert claim["metadata"]["labels"][RECOVERY_LABEL] == "pending"
+    record = recovery_record(api)
+    assert record["pod"] == "db-0" and record["node"] == "dead" and record["controller"].startswith("StatefulSet/")
+
+    replacement(api, "db-0", "w1", ready=False)
+    waiting = run_pass()
+    assert waiting.summary["recovery_pending"] == 1 and not any(
+        e["reason"] == "RWOVolumeRecovered" for e in api.objects("events"))
+
+    replacement(api, "db-0", "w1", ready=True, ready_ago=3)
+    api.add(fc.attachment("pv-default-data-db-0", "w1", attached=True))
+    done = run_pass()
+
+    assert done.summary["recovered"] == 1
+    [event] = [e for e in api.objects("events") if e["reason"] == "RWOVolumeRecovered"]
+    assert event["involvedObject"]["kind"] == "PersistentVolumeClaim" and event["type"] == "Normal"
+    seconds = int(re.search(r"attached (\d+)s after its node went NotReady", event["message"])[1])
+    assert 590 <= seconds <= 610, "the dead node went NotReady 600 s ago; the replacement is Ready now"
+    assert re.search(r"of which (\d+)s until rwo-failover freed the volume", event["message"])
+    claim = api.get("persistentvolumeclaims", "data-db-0", "default")
+    assert RECOVERY_LABEL not in (claim["metadata"].get("labels") or {})
+    assert RECOVERY_ANNOTATION not in (claim["metadata"].get("annotations") or {})
+
+
+@pytest.mark.parametrize("setup, missing", [
+    (lambda api: None, "not scheduled"),
+    (lambda api: replacement(api, "db-0", "w1", ready=True), "Multi-Attach: the volume is still attached to node dead"),
+    (lambda api: (replacement(api, "db-0", "w1", ready=True),
+                  api.add(fc.attachment("pv-default-data-db-0", "w1", attached=False))), "is not attached"),
+    (lambda api: (replacement(api, "db-0", "w1", ready=False),
+                  api.add(fc.attachment("pv-default-data-db-0", "w1", attached=True))), "not Running and Ready"),
+])
+def test_no_recovery_within_the_timeout_says_what_is_missing(api, run_pass, setup, missing):
+    fc.outage(api)
+    assert run_pass(OUT_OF_SERVICE_TAINT="never").code == EXIT_OK
+    if "Multi-Attach" in missing:  # the old attachment came back (the attach-detach controller re-created it)
+        api.add(fc.attachment("pv-default-data-db-0", "dead"))
+    setup(api)
+    time.sleep(1.1)
+
+    result = run_pass(RECOVERY_TIMEOUT_SECONDS="1", OUT_OF_SERVICE_TAINT="never", MIN_NOT_READY_SECONDS="100000")
+
+    [event] = [e for e in api.objects("events") if e["reason"] == "RWOVolumeNotRecovered"]
+    assert event["type"] == "Warning" and missing in event["message"], event["message"]
+    assert result.summary["not_recovered"] == 1
+    again = run_pass(RECOVERY_TIMEOUT_SECONDS="1", OUT_OF_SERVICE_TAINT="never", MIN_NOT_READY_SECONDS="100000")
+    assert again.summary["not_recovered"] == 0, "reported once"
+
+
+def test_a_replacement_of_another_controller_is_not_ours(api, run_pass):
+    fc.outage(api)
+    run_pass()
+    pod = replacement(api, "intruder-1", "w1", ready=True, owner="ReplicaSet")
+    assert pod
+    api.add(fc.attachment("pv-default-data-db-0", "w1", attached=True))
+    result = run_pass()
+    assert result.summary["recovered"] == 0 and result.summary["recovery_pending"] == 1
+
+
+def test_a_repeated_warning_is_one_event_bumped_at_most_every_ten_minutes(api, run_pass):
+    for i in range(3):
+        fc.live_node(api, f"w{i}")
+    fc.live_node(api, "alive", taints=[fc.SHUTDOWN])  # split-brain, every pass
+    for _ in range(3):
+        run_pass()
+    [event] = [e for e in api.objects("events") if e["reason"] == "ShutdownTaintOnLiveNode"]
+    assert event["count"] == 1, "three passes, one Event, not bumped within 10 minutes"
+    event["lastTimestamp"] = stamp(601)
+    api.add(event)
+    run_pass()
+    [event] = [e for e in api.objects("events") if e["reason"] == "ShutdownTaintOnLiveNode"]
+    assert event["count"] == 2 and event["lastTimestamp"] > stamp(60)
