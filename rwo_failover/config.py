@@ -167,25 +167,22 @@ def _object_name(text: str) -> str:
     return value
 
 
-def _https_url(text: str) -> str:
-    value = text.strip()
-    if not re.match(r"^https://[^\s/]+(/\S*)?$", value):
-        raise ValueError("not an https:// URL (TLS is always verified; there is no plain-HTTP option)")
-    return value
+def _matching(pattern: str, what: str) -> Callable[[str], str]:
+    """A parser that accepts text matching `pattern` (stripped), and otherwise says it is not `what`."""
+    compiled = re.compile(pattern)
+
+    def parse(text: str) -> str:
+        value = text.strip()
+        if not compiled.match(value):
+            raise ValueError(f"not {what}")
+        return value
+    return parse
 
 
-def _http_url(text: str) -> str:
-    value = text.strip()
-    if not re.match(r"^https?://[^\s/]+(/\S*)?$", value):
-        raise ValueError("not an http:// or https:// URL")
-    return value
-
-
-def _label_value(text: str) -> str:
-    value = text.strip()
-    if not re.match(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$", value):
-        raise ValueError("not a label value")
-    return value
+_https_url = _matching(r"^https://[^\s/]+(/\S*)?$",
+                       "an https:// URL (TLS is always verified; there is no plain-HTTP option)")
+_http_url = _matching(r"^https?://[^\s/]+(/\S*)?$", "an http:// or https:// URL")
+_label_value = _matching(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$", "a label value")
 
 
 def _port(text: str) -> int:

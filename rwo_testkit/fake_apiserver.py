@@ -401,10 +401,8 @@ class FakeApiServer:
         kind, _key, obj = self._find(req)
         patch = req.body if isinstance(req.body, dict) else {}
         wanted = (patch.get("metadata") or {}).get("resourceVersion")
-        if wanted is not None and wanted != obj["metadata"]["resourceVersion"]:
-            raise ApiStatus(409, "Conflict", f'Operation cannot be fulfilled on {req.resource} "{req.name}": '
-                                             "the object has been modified; please apply your changes to the latest "
-                                             "version")
+        if wanted is not None:
+            _check_resource_version(req, obj, wanted)
         merged = _merge_patch(obj, patch)
         merged["metadata"]["uid"] = obj["metadata"]["uid"]
         if merged.get("spec") != obj.get("spec"):  # as the real API server: a spec change is a new generation
@@ -417,10 +415,8 @@ class FakeApiServer:
         kind, _key, obj = self._find(req)
         body = req.body if isinstance(req.body, dict) else {}
         wanted = (body.get("metadata") or {}).get("resourceVersion")
-        if wanted and wanted != obj["metadata"]["resourceVersion"]:
-            raise ApiStatus(409, "Conflict", f'Operation cannot be fulfilled on {req.resource} "{req.name}": '
-                                             "the object has been modified; please apply your changes to the latest "
-                                             "version")
+        if wanted:
+            _check_resource_version(req, obj, wanted)
         body.setdefault("metadata", {}).update(uid=obj["metadata"]["uid"], name=req.name,
                                                creationTimestamp=obj["metadata"].get("creationTimestamp"))
         if kind.namespaced:
@@ -447,6 +443,14 @@ class FakeApiServer:
                 self._put(kind, obj)
             return self._json(200, obj)
         return self._json(200, self._remove(kind, key, obj))
+
+
+def _check_resource_version(req: Request, obj: dict, wanted: str) -> None:
+    """A write carrying metadata.resourceVersion is preconditioned on it, as in the real API: 409 otherwise."""
+    if wanted != obj["metadata"]["resourceVersion"]:
+        raise ApiStatus(409, "Conflict", f'Operation cannot be fulfilled on {req.resource} "{req.name}": '
+                                         "the object has been modified; please apply your changes to the latest "
+                                         "version")
 
 
 def _merge_patch(target: Any, patch: Any) -> Any:

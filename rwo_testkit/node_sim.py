@@ -53,29 +53,43 @@ class SimNode:
         self.in_use: list[str] = []
 
 
-class NodeSimulator:
-    """`with NodeSimulator(kubeconfig) as sim: sim.add_node("n1"); sim.power_off("n1")`."""
+class Background:
+    """A loop in a daemon thread for the life of a `with` block: `tick()` every `period` seconds."""
 
-    def __init__(self, kubeconfig: Path, lease_seconds: int = 10, tick: float = 0.5) -> None:
-        self.kube = Kube(kubeconfig)
-        self.lease_seconds, self.tick = lease_seconds, tick
-        self.nodes: dict[str, SimNode] = {}
-        self._added = 0
-        self.lock = threading.Lock()
-        self.errors: list[str] = []
+    period = 0.5
+
+    def __enter__(self):  # noqa: ANN204 - returns the subclass
         self._stop = threading.Event()
-        self._thread: Optional[threading.Thread] = None
-
-    def __enter__(self) -> "NodeSimulator":
-        self.install_storage()
-        self._thread = threading.Thread(target=self._run, name="node-sim", daemon=True)
+        self._thread = threading.Thread(target=self._loop, name=type(self).__name__, daemon=True)
         self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
-        if self._thread:
-            self._thread.join(timeout=10)
+        self._thread.join(timeout=10)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.period):
+            self.tick()
+
+    def tick(self) -> None:
+        raise NotImplementedError
+
+
+class NodeSimulator(Background):
+    """`with NodeSimulator(kubeconfig) as sim: sim.add_node("n1"); sim.power_off("n1")`."""
+
+    def __init__(self, kubeconfig: Path, lease_seconds: int = 10, tick: float = 0.5) -> None:
+        self.kube = Kube(kubeconfig)
+        self.lease_seconds, self.period = lease_seconds, tick
+        self.nodes: dict[str, SimNode] = {}
+        self._added = 0
+        self.lock = threading.Lock()
+        self.errors: list[str] = []
+
+    def __enter__(self) -> "NodeSimulator":
+        self.install_storage()
+        return super().__enter__()
 
     # --- setup ----------------------------------------------------------------------------------------
     def install_storage(self) -> None:
@@ -127,15 +141,14 @@ class NodeSimulator:
         self.kube.delete(f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{name}")
 
     # --- the loop -------------------------------------------------------------------------------------
-    def _run(self) -> None:
-        while not self._stop.wait(self.tick):
-            with self.lock:
-                live = [n for n in self.nodes.values() if n.powered]
-            for step in [self._attacher] + [lambda n=n: self._kubelet(n) for n in live]:
-                try:
-                    step()
-                except (KubeError, OSError) as err:  # one bad answer must not stop the simulation
-                    self.errors.append(str(err))
+    def tick(self) -> None:
+        with self.lock:
+            live = [n for n in self.nodes.values() if n.powered]
+        for step in [self._attacher] + [lambda n=n: self._kubelet(n) for n in live]:
+            try:
+                step()
+            except (KubeError, OSError) as err:  # one bad answer must not stop the simulation
+                self.errors.append(str(err))
 
     def _kubelet(self, node: SimNode) -> None:
         now = time.monotonic()
@@ -238,34 +251,21 @@ class NodeSimulator:
                 self.kube.patch(f"{path}/status", {"status": {"attached": True}})
 
 
-class FenceController:
+class FenceController(Background):
     """A simulated csi-addons NetworkFence controller: it answers each spec generation after `delay` seconds,
     as the real one does once the CSI driver's FenceClusterNetwork (or Unfence) call returns: status.result,
     the upstream success messages, and a condition carrying the observed generation."""
 
     def __init__(self, kubeconfig: Path, delay: float = 2.0, tick: float = 0.25) -> None:
-        self.kube, self.delay, self.tick = Kube(kubeconfig), delay, tick
+        self.kube, self.delay, self.period = Kube(kubeconfig), delay, tick
         self.first_seen: dict[tuple[str, int], float] = {}
-        self._stop = threading.Event()
-        self._thread: Optional[threading.Thread] = None
 
-    def __enter__(self) -> "FenceController":
-        self._thread = threading.Thread(target=self._run, name="fence-controller", daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._thread:
-            self._thread.join(timeout=10)
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.tick):
-            try:
-                for fence in self.kube.items("/apis/csiaddons.openshift.io/v1alpha1/networkfences"):
-                    self._answer(fence)
-            except (KubeError, OSError):
-                continue
+    def tick(self) -> None:
+        try:
+            for fence in self.kube.items("/apis/csiaddons.openshift.io/v1alpha1/networkfences"):
+                self._answer(fence)
+        except (KubeError, OSError):
+            pass  # the next tick tries again, as a controller's requeue does
 
     def _answer(self, fence: dict) -> None:
         meta, generation = fence["metadata"], int(fence["metadata"].get("generation") or 1)
