@@ -14,7 +14,7 @@ from .config import Settings
 from .events import EventRecorder
 from .model import FENCE_LABEL, Node
 from .outcome import Outcome
-from .planner.fencing import DELETE, PENDING, REQUEST, UNFENCE
+from .planner.fencing import DELETE, PENDING, REFENCE, REQUEST, UNFENCE
 from .planner.types import NodePlan
 from .writer import Result, Writer
 
@@ -44,6 +44,8 @@ class Fencer:
             return False
         if step == REQUEST:
             return self._webhook(node_plan, node) if self.settings.fencing == "webhook" else self._request(node)
+        if step == REFENCE:
+            return self._refence(node)
         self._refuse(name, node_plan.fence_reason)
         return False
 
@@ -73,17 +75,25 @@ class Fencer:
                 "spec": {"fenceState": "Fenced", "networkFenceClassName": self.settings.network_fence_class,
                          "cidrs": cidrs(node)}}
         result = self.writer.create_networkfence(node.name, body)
-        if result is Result.CONFLICT:  # ours, Unfenced by an earlier recovery: fence it again
-            result = self.writer.patch_networkfence(node.name, {"spec": {"fenceState": "Fenced",
-                                                                         "cidrs": cidrs(node)}}, "fence again")
+        # CONFLICT: someone created one since we looked; the next pass judges whose it is, and never trusts
+        # (nor touches) one that is not ours.
+        return self._asked(node, result, f"created NetworkFence {node.name}")
+
+    def _refence(self, node: Node) -> bool:
+        """Our NetworkFence was set Unfenced by an earlier recovery and the node is down again."""
+        result = self.writer.patch_networkfence(node.name, {"spec": {"fenceState": "Fenced", "cidrs": cidrs(node)}},
+                                                "fence again")
+        return self._asked(node, result, f"set NetworkFence {node.name} Fenced again")
+
+    def _asked(self, node: Node, result: Result, what: str) -> bool:
         if result is Result.WOULD:
             return True
-        if result in (Result.DONE, Result.GONE):
-            self.outcome.fencing_pending.append(node.name)
-            log.info("asked for a NetworkFence; nothing on the node is touched until it answers Succeeded",
-                     extra={"node": node.name, "cidrs": body["spec"]["cidrs"]})
+        self.outcome.fencing_pending.append(node.name)
+        if result is Result.DONE:
+            log.info("asked for fencing; nothing on the node is touched until the NetworkFence answers Succeeded",
+                     extra={"node": node.name, "cidrs": cidrs(node)})
             self.events.node(node.name, "Normal", "FencingRequested",
-                             f"created NetworkFence {node.name} for {', '.join(body['spec']['cidrs']) or 'no address'}")
+                             f"{what} for {', '.join(cidrs(node)) or 'no address'}")
         return False
 
     def unfence(self, name: str, step: str) -> bool:

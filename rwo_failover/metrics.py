@@ -2,7 +2,7 @@
 
 One registry per process. Continuous mode serves it (health.py); one-shot mode pushes it to a Pushgateway
 at the end of the pass. docs/monitoring.md documents every metric, and tests/test_monitoring.py keeps that
-table equal to METRICS below. Timestamps let alerts work the same way for scraped and pushed series.
+table equal to documented() below. Timestamps let alerts work the same way for scraped and pushed series.
 """
 
 from __future__ import annotations
@@ -101,6 +101,7 @@ class Metrics:
                         extra={"url": url, "error": str(err)})
 
 
-# The documented metrics: (name as exposed, type, labels). docs/monitoring.md's table must equal this.
-METRICS = tuple((m._name + ("_total" if m._type == "counter" else ""), m._type, ",".join(m._labelnames))
-                for m in vars(Metrics()).values() if hasattr(m, "_type"))
+def documented() -> tuple[tuple[str, str, str], ...]:
+    """The metrics as exposed: (name, type, labels). docs/monitoring.md's table must equal this."""
+    return tuple((m._name + ("_total" if m._type == "counter" else ""), m._type, ",".join(m._labelnames))
+                 for m in vars(Metrics()).values() if hasattr(m, "_type"))

@@ -197,3 +197,30 @@ def test_tls_is_always_verified(cluster, run_pass, fencer):
 def test_fencing_webhook_needs_an_https_url(run_pass):
     assert run_pass(FENCING="webhook").code == 2
     assert run_pass(FENCING="webhook", FENCE_WEBHOOK_URL="http://fencer.example/fence").code == 2
+
+
+def test_a_fence_that_appears_between_the_look_and_the_create_is_not_touched(cluster, run_pass):
+    """Someone else creates a NetworkFence for the node after we listed: our create gets 409, and we neither
+    patch theirs nor act; the next pass judges whose it is."""
+    def racing_create(req):
+        if req.verb == "create" and req.resource == "networkfences" and not cluster.get("networkfences", "dead"):
+            cluster.add({"apiVersion": "csiaddons.openshift.io/v1alpha1", "kind": "NetworkFence",
+                         "metadata": {"name": "dead"}, "spec": {"fenceState": "Fenced", "cidrs": ["10.0.0.1/32"]}})
+        return None
+    cluster.hooks.append(racing_create)
+
+    result = networkfence(run_pass)
+
+    assert result.code == EXIT_OK and untouched(cluster)
+    assert not [r for r in cluster.requests if r.resource == "networkfences" and r.verb == "patch"]
+    assert networkfence(run_pass).code == EXIT_FAILED, "the next pass sees it is not ours"
+
+
+def test_our_unfenced_fence_is_fenced_again_when_the_node_dies_again(cluster, run_pass):
+    networkfence(run_pass)
+    fence = fence_of(cluster)
+    fence["spec"]["fenceState"] = "Unfenced"
+    cluster.add(fence)
+    set_result(cluster, "Succeeded")
+    result = networkfence(run_pass)
+    assert fence_of(cluster)["spec"]["fenceState"] == "Fenced" and result.code == EXIT_OK and untouched(cluster)

@@ -18,7 +18,7 @@ import yaml
 from conftest import ROOT
 from rwo_failover.exitcodes import EXIT_OK
 from rwo_failover.health import Liveness
-from rwo_failover.metrics import METRICS
+from rwo_failover.metrics import documented
 from rwo_failover.model import RECOVERY_ANNOTATION, RECOVERY_LABEL
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.control_plane import free_port
@@ -40,11 +40,11 @@ def test_the_metric_table_matches_the_code():
     table = doc.split("<!-- metrics-table", 1)[1].split("<!-- /metrics-table -->", 1)[0]
     rows = [[c.strip().strip("`") for c in line.strip("|").split("|")] for line in table.splitlines()
             if line.startswith("| `")]
-    assert [(name, kind, labels) for name, kind, labels, _ in rows] == list(METRICS)
+    assert [(name, kind, labels) for name, kind, labels, _ in rows] == list(documented())
 
 
 def test_metric_names_follow_prometheus_conventions():
-    for name, kind, _labels in METRICS:
+    for name, kind, _labels in documented():
         assert name.startswith("rwo_failover_")
         assert name.endswith("_total") == (kind == "counter")
         assert not re.search(r"_(ms|milliseconds|minutes)\b", name), "base units"

@@ -16,7 +16,8 @@ from .nodes import shutdown_taint
 from .taint import recovered
 from .types import Skip
 
-REQUEST = "request"  # create (or re-assert) the fence, or call the webhook
+REQUEST = "request"  # create the fence, or call the webhook
+REFENCE = "refence"  # our fence is Unfenced (an earlier recovery) and the node is down again: set it Fenced
 PENDING = "pending"  # asked; no answer yet: the next pass looks again
 UNFENCE = "unfence"  # the node is back: ask for Unfenced
 DELETE = "delete"    # Unfenced and Succeeded: remove the object
@@ -34,7 +35,7 @@ def fence_step(node: str, snapshot: Snapshot, settings: Settings) -> tuple[Optio
     if not fence.ours:
         return "failed", f"NetworkFence {node} exists and was not created by rwo-failover; not touching it"
     if fence.state != "Fenced":
-        return REQUEST, "our NetworkFence is Unfenced, and the node is down again"
+        return REFENCE, "our NetworkFence is Unfenced, and the node is down again"
     if fence.result == "Succeeded":
         return None, "fenced"
     if fence.result == "Failed":
