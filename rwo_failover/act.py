@@ -20,8 +20,7 @@ from .fencing import Fencer
 from .metrics import Metrics
 from .recovery import RecoveryTracker
 from .model import Lease, Node
-from .node_taint import Build
-from .node_taint import LANDED, add_patch, drop_annotation_patch, read_modify_write, remove_patch
+from .node_taint import LANDED, Build, add_patch, drop_annotation_patch, read_modify_write, remove_patch
 from .outcome import Outcome
 from .planner import (AttachmentAction, NodePlan, NodeState, NodeVerdict, Plan, PodAction, judge_ours,
                       judge_tainted_node, recovered, shutdown_taint)
@@ -77,7 +76,7 @@ class Actor:
         checked = self._recheck(name)
         if checked is None:
             return
-        verdict, raw = checked
+        verdict, node, raw = checked
         if verdict.state is not NodeState.DOWN:
             self.outcome.nodes_not_down_on_recheck.append(name)
             log.warning("node no longer proven down on live re-check; skipping it",
@@ -85,7 +84,7 @@ class Actor:
             if verdict.state is NodeState.SPLIT_BRAIN:
                 self.warn_split_brain((verdict,))
             return
-        if not self.fencer.ensure(node_plan, Node.from_json(raw)):
+        if not self.fencer.ensure(node_plan, node):
             return  # fencing not confirmed: no pod, no attachment, no taint
         if node_plan.add_taint:
             # First, so the attach-detach controller force-detaches the moment each pod is gone.
@@ -116,18 +115,20 @@ class Actor:
             return None
         return Node.from_json(raw), (Lease.from_json(lease_raw) if lease_raw else None), raw
 
-    def _recheck(self, name: str) -> Optional[tuple[NodeVerdict, dict]]:
-        """Judge the node again, live, with the same rule as the plan."""
+    def _recheck(self, name: str) -> Optional[tuple[NodeVerdict, Node, dict]]:
+        """Judge the node again, live, with the same rule as the plan; the verdict, the node, and its raw JSON."""
         live = self._read_live(name, "re-check")
         if live is None:
             return None
         node, lease, raw = live
         taint = shutdown_taint(node, self.settings.shutdown_taints)
         if taint is not None:
-            return judge_tainted_node(node, lease, taint, self.settings, self.now()), raw
-        if node.our_taint is not None:
-            return judge_ours(node, lease, self.settings, self.now()), raw
-        return NodeVerdict(name, NodeState.NOT_YET, "", "shutdown taint removed since the pass began"), raw
+            verdict = judge_tainted_node(node, lease, taint, self.settings, self.now())
+        elif node.our_taint is not None:
+            verdict = judge_ours(node, lease, self.settings, self.now())
+        else:
+            verdict = NodeVerdict(name, NodeState.NOT_YET, "", "shutdown taint removed since the pass began")
+        return verdict, node, raw
 
     def _still_down(self, name: str) -> bool:
         """The node once more, live, between the pod deletes and the attachment deletes: a node that came back
@@ -157,8 +158,7 @@ class Actor:
                     log.warning("node changed and is no longer proven down; out-of-service taint not added",
                                 extra={"node": name})
                     return None
-                raw = checked[1]
-                live = Node.from_json(raw)
+                _verdict, live, raw = checked
                 if live.our_taint is not None and live.oos_added_at == stamp:
                     return LANDED  # our own patch, whose answer was lost: it is there
             patch = add_patch(raw, stamp)
