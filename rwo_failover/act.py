@@ -24,7 +24,7 @@ from .node_taint import LANDED, Build, add_patch, drop_annotation_patch, read_mo
 from .outcome import Outcome
 from .planner import (AttachmentAction, NodePlan, NodeState, NodeVerdict, Plan, PodAction, judge_ours,
                       judge_tainted_node, recovered, shutdown_taint)
-from .writer import Result, Writer
+from .writer import Guard, Result, Writer
 
 log = logging.getLogger("rwo_failover")
 Live = tuple[Node, Optional[Lease], dict]
@@ -32,10 +32,10 @@ Live = tuple[Node, Optional[Lease], dict]
 
 class Actor:
     def __init__(self, api: Api, settings: Settings, now: Callable[[], datetime],
-                 metrics: Optional[Metrics] = None) -> None:
+                 metrics: Optional[Metrics] = None, guard: Optional[Guard] = None) -> None:
         self.api, self.settings, self.now = api, settings, now
         self.outcome = Outcome()
-        self.writer = Writer(api, settings.dry_run, self.outcome)
+        self.writer = Writer(api, settings.dry_run, self.outcome, guard)
         self.events = EventRecorder(self.writer, now)
         self.fencer = Fencer(api, settings, self.writer, self.events, self.outcome, api.sleep)
         self.recovery = RecoveryTracker(self.writer, self.events, metrics, now)

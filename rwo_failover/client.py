@@ -57,6 +57,17 @@ class Forbidden(ApiError):
     """RBAC denied a verb; the message names it."""
 
 
+class WriteStopped(ApiError):
+    """A write attempt not sent because the write guard named a reason (a stop signal, lost leadership).
+
+    `unanswered` is True when an earlier attempt of the same call was sent and got no answer: it may have
+    landed."""
+
+    def __init__(self, reason: str, attempts: int, unanswered: bool) -> None:
+        super().__init__(reason)
+        self.attempts, self.unanswered = attempts, unanswered
+
+
 class Unavailable(ApiError):
     """The API server did not answer usefully within the attempts or the deadline.
 
@@ -145,6 +156,12 @@ class Api:
         self.server_clock = ServerClock(monotonic=clock)  # fed by every response's Date header
         self.deadline = clock() + settings.pass_timeout_seconds
         self.attempts = 0  # every HTTP attempt, retries included, for the summary
+        # Asked before every attempt of a write (retries included): a reason to send nothing more. The Writer
+        # sets it; reads are never stopped, since a read changes nothing.
+        self.write_guard: Optional[Callable[[], Optional[str]]] = None
+        # The current call: attempts sent, and whether one of them got no answer at all (so a write may have
+        # landed although a later attempt says 404 or 409).
+        self.call_attempts, self.call_unanswered = 0, False
         self._backoff = wait_exponential_jitter(multiplier=0.2, max=5.0, jitter=0.2)
 
     def remaining(self) -> float:
@@ -174,6 +191,7 @@ class Api:
 
         `verb` and `what` name the RBAC verb and resource: they go in every error message.
         """
+        self.call_attempts, self.call_unanswered = 0, False
         retrying = Retrying(
             stop=stop_after_attempt(self.settings.api_max_attempts) | self._past_deadline,
             wait=self._wait, retry=retry_if_exception(is_transient), sleep=self.sleep,
@@ -202,13 +220,21 @@ class Api:
 
     def _attempt(self, verb: str, what: str, method: str, path: str, query: list, body: Optional[dict],
                  content_type: str) -> Any:
+        if method != "GET" and self.write_guard is not None:
+            reason = self.write_guard()
+            if reason:
+                raise WriteStopped(reason, self.call_attempts, self.call_unanswered)
         self.attempts += 1
+        self.call_attempts += 1
         code = "error"
         try:
             result, code = self._send(method, path, query, body, content_type)
             return result
         except ApiException as err:
             code = str(err.status)
+            raise
+        except (urllib3.exceptions.HTTPError, json.JSONDecodeError, ConnectionError):
+            self.call_unanswered = True
             raise
         finally:
             if self.on_attempt:

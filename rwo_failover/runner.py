@@ -16,13 +16,16 @@ from .exitcodes import EXIT_FAILED, EXIT_FORBIDDEN, EXIT_OK, EXIT_REFUSED, EXIT_
 from .metrics import Metrics
 from .observe import observe
 from .outcome import Outcome
+from .writer import Guard
 
 log = logging.getLogger(logs.LOGGER)
 
 
 def run_pass(api: Api, settings: Settings, now: Callable[[], datetime] = utcnow,
-             metrics: Optional[Metrics] = None) -> int:
+             metrics: Optional[Metrics] = None, guard: Optional[Guard] = None) -> int:
     """Observe, decide, act; log one summary line; return the exit code.
+
+    `guard` names a reason once no write may start (a stop signal, leadership lost); see writer.Guard.
 
     `now` is this process's wall clock, used only until the API server has answered once: every age is
     judged on the server's clock (clock.ServerClock, fed by the Date header of each response).
@@ -39,7 +42,7 @@ def run_pass(api: Api, settings: Settings, now: Callable[[], datetime] = utcnow,
         return code
     plan = planner.plan(snapshot, settings)
     _log_plan(plan)
-    actor = Actor(api, settings, now, metrics)
+    actor = Actor(api, settings, now, metrics, guard)
     actor.warn_split_brain(plan.split_brain)
     try:
         outcome = actor.execute(plan)

@@ -1,8 +1,10 @@
 """The one writer: every change a pass makes to the cluster goes through `Writer`.
 
 It is the only place that checks dry-run (and logs what it would do instead), that
-refuses a new write once the pass deadline has passed, and that records each
-write's outcome. Reads stay with `client.Api`; act decides what to write and when.
+refuses a new write once the pass deadline has passed or its guard names a reason
+(a stop signal, leadership lost), and that records each write's outcome. The guard
+is asked before every attempt, retries included. Reads stay with `client.Api`; act
+decides what to write and when.
 """
 
 from __future__ import annotations
@@ -11,10 +13,12 @@ import logging
 from enum import Enum
 from typing import Callable, Optional
 
-from .client import Api, ApiError, Forbidden, Unavailable
+from .client import Api, ApiError, Forbidden, Unavailable, WriteStopped
 from .outcome import Outcome
 
 log = logging.getLogger("rwo_failover")
+# Why no write may start now (a stop signal, leadership lost); None while writes may go on.
+Guard = Callable[[], Optional[str]]
 
 
 class Result(str, Enum):
@@ -29,9 +33,16 @@ class Result(str, Enum):
 
 
 class Writer:
-    def __init__(self, api: Api, dry_run: bool, outcome: Outcome) -> None:
-        self.api, self.dry_run, self.outcome = api, dry_run, outcome
+    def __init__(self, api: Api, dry_run: bool, outcome: Outcome, guard: Optional[Guard] = None) -> None:
+        self.api, self.dry_run, self.outcome, self.guard = api, dry_run, outcome, guard
         self.body: Optional[dict] = None  # the response body of the last write that landed
+        api.write_guard = self.stopped
+
+    def stopped(self) -> Optional[str]:
+        """Why no write may start now; None while writes may go on."""
+        if self.api.remaining() <= 0:
+            return "the pass deadline (PASS_TIMEOUT_SECONDS) has passed"
+        return self.guard() if self.guard else None
 
     def delete_pod(self, namespace: str, name: str, uid: str, fields: dict) -> Result:
         """Force-delete (grace 0) the pod with this UID; 409 when it was replaced since it was read."""
@@ -107,14 +118,32 @@ class Writer:
         if self.dry_run:
             log.info("dry-run: would call the fence webhook", extra={"node": node})
             return Result.WOULD, ""
-        if self.api.remaining() <= 0:
-            self.outcome.not_attempted.append(f"fence webhook for node {node}")
-            return Result.NOT_ATTEMPTED, "the pass deadline had passed"
+        stopped = self.stopped()
+        if stopped:
+            self._not_attempted(f"fence webhook for node {node}", stopped, {"node": node})
+            return Result.NOT_ATTEMPTED, stopped
         fenced, why = call()
         if fenced:
             return Result.DONE, ""
         self.fail(f"fence webhook did not confirm node {node} fenced: {why}")
         return Result.FAILED, why
+
+    def _not_attempted(self, what: str, why: str, fields: dict) -> None:
+        self.outcome.not_attempted.append(f"{what} ({why})")
+        log.error(f"not attempted: {why}", extra=dict(fields, write=what))
+
+    def _stopped_mid_call(self, what: str, err: WriteStopped, fields: dict) -> Result:
+        """The guard stopped the retries of a write already sent: what the earlier attempts leave behind."""
+        if err.unanswered:
+            self.outcome.unconfirmed.append(what)
+            log.error("unconfirmed: an attempt got no answer, and no retry may be sent",
+                      extra=dict(fields, write=what, reason=str(err)))
+            return Result.UNCONFIRMED
+        if err.attempts:
+            self.fail(f"{what} failed, and no retry may be sent: {err}")
+            return Result.FAILED
+        self._not_attempted(what, str(err), fields)
+        return Result.NOT_ATTEMPTED
 
     def fail(self, message: str, err: Optional[ApiError] = None) -> None:
         """Record a failure that is not a write error (a finalizer, a node that keeps changing)."""
@@ -126,13 +155,14 @@ class Writer:
         if self.dry_run:
             log.log(logging.DEBUG if quiet_dry_run else logging.INFO, f"dry-run: {would}", extra=fields)
             return Result.WOULD
-        if self.api.remaining() <= 0:
-            self.outcome.not_attempted.append(what)
-            log.error("not attempted: the pass deadline (PASS_TIMEOUT_SECONDS) has passed",
-                      extra=dict(fields, write=what))
+        stopped = self.stopped()
+        if stopped:
+            self._not_attempted(what, stopped, fields)
             return Result.NOT_ATTEMPTED
         try:
             self.body = call()
+        except WriteStopped as err:
+            return self._stopped_mid_call(what, err, fields)
         except Unavailable as err:
             if err.answered:
                 self.fail(f"{what} failed: {err}", err)

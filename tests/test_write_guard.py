@@ -1,0 +1,60 @@
+"""The Writer's guard: once it names a reason (a stop signal, lost leadership), no write starts, and no retry of
+a write already under way is sent. Over HTTP, with the real client, against the fixture."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+from rwo_failover import config
+from rwo_failover.client import Api, load_api_client
+from rwo_failover.outcome import Outcome
+from rwo_failover.writer import Result, Writer
+from rwo_testkit import fake_cluster as fc
+from rwo_testkit.fake_apiserver import Fault
+
+
+def writer_for(api, tmp_path: Path, guard, **env: str) -> Writer:
+    _args, settings = config.load([], {"KUBECONFIG": api.write_kubeconfig(str(tmp_path / "kc")), **env})
+    client = Api(load_api_client(settings), settings, sleep=lambda _s: None)
+    return Writer(client, False, Outcome(), guard=guard)
+
+
+def test_no_write_starts_once_the_guard_names_a_reason(api, tmp_path):
+    api.add(fc.pod("db-0", "n1"))
+    writer = writer_for(api, tmp_path, lambda: "stop requested (SIGTERM)")
+
+    result = writer.delete_pod("default", "db-0", "any-uid", {})
+
+    assert result is Result.NOT_ATTEMPTED
+    assert api.mutations() == []
+    assert writer.outcome.not_attempted == ["force-delete of pod default/db-0 (stop requested (SIGTERM))"]
+
+
+def test_a_retry_is_not_sent_once_the_guard_names_a_reason(api, tmp_path):
+    pod = api.add(fc.pod("db-0", "n1"))
+    api.inject(Fault("status", verb="delete", resource="pods", status=503, first=1))
+
+    def guard() -> Optional[str]:  # leadership is lost once the first attempt has reached the server
+        return "no longer the leader" if api.mutations() else None
+
+    writer = writer_for(api, tmp_path, guard)
+    result = writer.delete_pod("default", "db-0", pod["metadata"]["uid"], {})
+
+    assert len(api.mutations()) == 1, "the 503 was answered; the retry must not be sent"
+    assert result is Result.FAILED
+    assert writer.outcome.failures and "no longer the leader" in writer.outcome.failures[0]
+
+
+def test_a_retry_after_a_lost_answer_stopped_by_the_guard_is_unconfirmed(api, tmp_path):
+    pod = api.add(fc.pod("db-0", "n1"))
+    api.inject(Fault("reset", verb="delete", resource="pods", first=1))
+
+    def guard() -> Optional[str]:  # leadership is lost once the first attempt has reached the server
+        return "no longer the leader" if api.mutations() else None
+
+    writer = writer_for(api, tmp_path, guard)
+    result = writer.delete_pod("default", "db-0", pod["metadata"]["uid"], {})
+
+    assert result is Result.UNCONFIRMED, "the first attempt may have landed: only the next pass can tell"
+    assert len(api.mutations()) == 1
