@@ -284,3 +284,41 @@ def test_generator_reaches_the_interesting_cases(what, reached):
     # Guards the properties above against going vacuous: each kind of plan must be reachable.
     find(st.tuples(snapshots(), settings_st), lambda pair: bool(reached(decide.plan(*pair))),
          settings=hsettings(max_examples=3000, deadline=None, database=None, phases=[Phase.generate]))
+
+
+@given(snapshots(), settings_st)
+@hsettings(max_examples=150, deadline=None)
+def test_a_verdict_changes_by_time_exactly_at_its_changes_at(snapshot, settings):
+    """What continuous mode wakes up for: `changes_at` is the moment the verdict changes with nothing but time
+    passing. A second before it the state is the same; at it, another; without it, the state never changes."""
+    def state_at(moment: datetime) -> dict[str, decide.NodeState]:
+        later = dataclasses.replace(snapshot, now=moment)
+        return {v.node: v.state for v in decide.judge_nodes(later, settings)}
+
+    for verdict in decide.judge_nodes(snapshot, settings):
+        if verdict.changes_at is None:
+            assert state_at(NOW + timedelta(days=30)).get(verdict.node) is verdict.state, verdict
+            continue
+        assert verdict.changes_at > NOW, verdict
+        assert state_at(verdict.changes_at - timedelta(seconds=1)).get(verdict.node) is verdict.state, verdict
+        assert state_at(verdict.changes_at).get(verdict.node) is not verdict.state, verdict
+
+
+def _shape(plan: decide.Plan) -> tuple:
+    """What a plan decides, without the ages in its reasons."""
+    return (tuple((v.node, v.state) for v in plan.verdicts),
+            tuple((n.verdict.node, n.pods, n.attachments, n.add_taint, n.fence) for n in plan.nodes),
+            plan.refusal.kind if plan.refusal else None, plan.untaint, plan.drop_annotation, plan.unfence,
+            tuple((r.claim.key, r.state) for r in plan.recovery))
+
+
+@given(snapshots(), settings_st, st.floats(0.001, 0.999))
+@hsettings(max_examples=150, deadline=None)
+def test_nothing_the_plan_decides_changes_before_its_wake_at(snapshot, settings, fraction):
+    """Continuous mode sleeps until `Plan.wake_at` unless the cluster changes: a decision that time alone
+    would change earlier would be taken late."""
+    plan = decide.plan(snapshot, settings)
+    until = plan.wake_at or NOW + timedelta(days=30)
+    assert until > NOW
+    moment = NOW + (until - NOW) * fraction
+    assert _shape(decide.plan(dataclasses.replace(snapshot, now=moment), settings)) == _shape(plan)

@@ -10,16 +10,18 @@ before acting uses the same rules as the plan.
 from __future__ import annotations
 
 import dataclasses
+from datetime import datetime
+from typing import Iterable, Optional
 
 from ..config import Settings
 from ..model import Node, Snapshot
 from .attachments import attachments_for
 from .fencing import fence_step, unfence_steps
 from .recovery import judge_all
-from .nodes import (judge_liveness, judge_nodes, judge_ours, judge_tainted_node, lease_fresh, nodes_brake,
-                    nodes_to_inspect, not_ready_count, shutdown_taint, tainted_nodes, unhealthy_brake)
+from .nodes import (judge_liveness, judge_nodes, judge_ours, judge_tainted_node, lease_expires_at, lease_fresh,
+                    nodes_brake, nodes_to_inspect, not_ready_count, shutdown_taint, tainted_nodes, unhealthy_brake)
 from .pods import exclusive_claims, pod_exclusion, select_pods, stuck_states
-from .taint import recovered, taint_blocker, undo_blocker, untaint, wants_out_of_service
+from .taint import recovered, recovered_at, taint_blocker, undo_blocker, untaint, wants_out_of_service
 from .types import (AttachmentAction, NodePlan, NodeState, NodeVerdict, Plan, PodAction, Refusal, RefusalKind, Skip,
                     UnsafePlan)
 
@@ -51,6 +53,20 @@ def _plan_node(verdict: NodeVerdict, node: Node, snapshot: Snapshot, settings: S
     return node_plan, skips
 
 
+def wake_at(verdicts: Iterable[NodeVerdict], snapshot: Snapshot, settings: Settings,
+            recovery: Iterable) -> Optional[datetime]:
+    """The earliest moment, after now, at which time alone changes a decision: a verdict's changes_at, a
+    recovering node reaching RECOVERY_SECONDS (its undo and its unfencing), a recovery timing out."""
+    nodes = {n.name: n for n in snapshot.nodes}
+    moments = [v.changes_at for v in verdicts]
+    for node in nodes.values():
+        if node.our_taint or node.name in snapshot.fences:  # undo and unfencing wait for both
+            lease = snapshot.leases.get(node.name)
+            moments += [recovered_at(node, settings), lease_expires_at(lease)]
+    moments += [r.times_out_at for r in recovery]
+    return min((m for m in moments if m is not None and m > snapshot.now), default=None)
+
+
 def plan(snapshot: Snapshot, settings: Settings) -> Plan:
     """The whole decision for one pass."""
     verdicts = judge_nodes(snapshot, settings)
@@ -59,8 +75,10 @@ def plan(snapshot: Snapshot, settings: Settings) -> Plan:
     untainted, stale, undo_skips = untaint(verdicts, snapshot, settings)
     unfence, unfence_skips = unfence_steps(snapshot, settings)
     skips += undo_skips + unfence_skips
+    recovery = judge_all(snapshot, settings)
     totals = {"not_ready": not_ready_count(snapshot), "total_nodes": len(snapshot.nodes), "untaint": untainted,
-              "drop_annotation": stale, "unfence": unfence, "recovery": judge_all(snapshot, settings)}
+              "drop_annotation": stale, "unfence": unfence, "recovery": recovery,
+              "wake_at": wake_at(verdicts, snapshot, settings, recovery)}
     refusal = unhealthy_brake(snapshot, settings)
     if refusal:
         return Plan(tuple(verdicts), (), tuple(skips), refusal, **totals)

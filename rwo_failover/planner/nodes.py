@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Iterable, Optional, Sequence
 
 from ..config import Settings
@@ -26,6 +26,13 @@ def lease_fresh(lease: Optional[Lease], now: datetime) -> bool:
     return lease is not None and lease.renew_time is not None and age(now, lease.renew_time) < lease.duration
 
 
+def lease_expires_at(lease: Optional[Lease]) -> Optional[datetime]:
+    """When a fresh Lease stops being fresh, unless renewed."""
+    if lease is None or lease.renew_time is None:
+        return None
+    return lease.renew_time + timedelta(seconds=lease.duration)
+
+
 def judge_liveness(node: Node, lease: Optional[Lease], taint: str, min_seconds: int,
                    now: datetime) -> NodeVerdict:
     """Liveness alone: down, not yet, or split-brain. Alive signals are checked first: they win.
@@ -35,9 +42,9 @@ def judge_liveness(node: Node, lease: Optional[Lease], taint: str, min_seconds: 
     is stale but not yet that old is "not yet": the normal start of an outage, never split-brain.
     It does not know whose taint the node carries; judge_tainted_node adds that.
     """
-    def verdict(state: NodeState, reason: str) -> NodeVerdict:
+    def verdict(state: NodeState, reason: str, changes_at: Optional[datetime] = None) -> NodeVerdict:
         since = node.ready_since.strftime("%Y-%m-%dT%H:%M:%SZ") if node.ready_since and node.ready != "True" else ""
-        return NodeVerdict(node.name, state, taint, reason, since)
+        return NodeVerdict(node.name, state, taint, reason, since, changes_at)
 
     if node.ready == "True":
         return verdict(NodeState.SPLIT_BRAIN, "tainted for shutdown but still heartbeating: Ready=True")
@@ -45,17 +52,23 @@ def judge_liveness(node: Node, lease: Optional[Lease], taint: str, min_seconds: 
         assert lease is not None and lease.renew_time is not None
         return verdict(NodeState.SPLIT_BRAIN, "tainted for shutdown but still heartbeating: Lease renewed "
                                               f"{age(now, lease.renew_time):.0f}s ago, within its "
-                                              f"{lease.duration}s duration")
+                                              f"{lease.duration}s duration",
+                       lease.renew_time + timedelta(seconds=lease.duration))
     if node.ready is None or node.ready_since is None:
         return verdict(NodeState.NOT_YET, "no Ready condition with a transition time")
     down_for = age(now, node.ready_since)
+    # Down once Ready has been not True long enough and the Lease unrenewed long enough: both, so the later.
+    ready_enough = node.ready_since + timedelta(seconds=min_seconds)
+    needed = max(min_seconds, lease.duration) if lease is not None else 0
+    lease_enough = lease.renew_time + timedelta(seconds=needed) if lease and lease.renew_time else ready_enough
     if down_for < min_seconds:
-        return verdict(NodeState.NOT_YET, f"Ready={node.ready} for {down_for:.0f}s, under {min_seconds}s")
+        return verdict(NodeState.NOT_YET, f"Ready={node.ready} for {down_for:.0f}s, under {min_seconds}s",
+                       max(ready_enough, lease_enough))
     if lease is None or lease.renew_time is None:
         return verdict(NodeState.DOWN, f"Ready={node.ready} for {down_for:.0f}s, no Lease")
-    unrenewed, needed = age(now, lease.renew_time), max(min_seconds, lease.duration)
+    unrenewed = age(now, lease.renew_time)
     if unrenewed < needed:
-        return verdict(NodeState.NOT_YET, f"Lease unrenewed for {unrenewed:.0f}s, under {needed}s")
+        return verdict(NodeState.NOT_YET, f"Lease unrenewed for {unrenewed:.0f}s, under {needed}s", lease_enough)
     return verdict(NodeState.DOWN, f"Ready={node.ready} for {down_for:.0f}s, Lease unrenewed for {unrenewed:.0f}s")
 
 
@@ -102,7 +115,8 @@ def judge_ours(node: Node, lease: Optional[Lease], settings: Settings, now: date
     verdict = judge_liveness(node, lease, str(node.our_taint), min_not_ready(settings, lease), now)
     if verdict.state is NodeState.SPLIT_BRAIN:
         return NodeVerdict(node.name, NodeState.RECOVERING, verdict.taint,
-                           "alive again and carries only the out-of-service taint rwo-failover added")
+                           "alive again and carries only the out-of-service taint rwo-failover added",
+                           changes_at=verdict.changes_at)
     return verdict
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Optional
 
 from ..config import Settings
@@ -53,6 +53,7 @@ class Verdict:
     detail: str = ""
     failover_seconds: float = 0.0  # NotReady -> replacement Ready
     waited_on_us_seconds: float = 0.0  # NotReady -> our force-delete
+    times_out_at: Optional[datetime] = None  # while waiting: when it becomes "not-recovered"
 
 
 def _replacements(claim: Claim, record: Record, pods: tuple[Pod, ...]) -> list[Pod]:
@@ -99,7 +100,8 @@ def judge(claim: Claim, snapshot: Snapshot, settings: Settings) -> Verdict:
                        age(done.ready_since, record.not_ready_since), age(deleted, record.not_ready_since))
     if record.deleted_at and age(snapshot.now, record.deleted_at) >= settings.recovery_timeout_seconds:
         return Verdict(claim, "not-recovered", missing[0][0] or "not confirmed")
-    return Verdict(claim, "waiting", missing[0][0] or "")
+    deadline = record.deleted_at + timedelta(seconds=settings.recovery_timeout_seconds) if record.deleted_at else None
+    return Verdict(claim, "waiting", missing[0][0] or "", times_out_at=deadline)
 
 
 def judge_all(snapshot: Snapshot, settings: Settings) -> tuple[Verdict, ...]:

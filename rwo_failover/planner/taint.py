@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Optional, Sequence
 
 from ..config import Settings
@@ -40,6 +40,13 @@ def recovered(node: Node, lease: Optional[Lease], settings: Settings, now: datet
     if not lease_fresh(lease, now):
         return "our out-of-service taint stays until the node's Lease is fresh"
     return None
+
+
+def recovered_at(node: Node, settings: Settings) -> Optional[datetime]:
+    """When recovered() stops asking for RECOVERY_SECONDS of Ready: None when the node is not Ready."""
+    if node.ready != "True" or node.ready_since is None:
+        return None
+    return node.ready_since + timedelta(seconds=settings.recovery_seconds)
 
 
 def undo_blocker(node: Node, snapshot: Snapshot, settings: Settings) -> Optional[str]:

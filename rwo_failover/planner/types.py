@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from enum import Enum
 from typing import Optional
 
@@ -21,6 +22,9 @@ class NodeVerdict:
     taint: str
     reason: str
     not_ready_since: str = ""  # the Ready condition's lastTransitionTime, when not Ready: failover starts here
+    # When this verdict changes with nothing but time passing (server clock); None when only a change in the
+    # cluster can change it. Continuous mode wakes up for it.
+    changes_at: Optional[datetime] = None
 
 
 @dataclass(frozen=True)
@@ -105,6 +109,9 @@ class Plan:
     drop_annotation: tuple[str, ...] = ()  # nodes whose annotation outlived our taint (a human removed it)
     unfence: tuple[tuple[str, str], ...] = ()  # (node, fencing.UNFENCE or DELETE) for nodes back for good
     recovery: tuple = ()  # recovery.Verdict for each claim whose freed pod we still watch
+    # The next moment (server clock) at which time alone changes what this plan decides: a node proven down,
+    # an undo allowed, a recovery timed out. None when only a change in the cluster can.
+    wake_at: Optional[datetime] = None
 
     @property
     def busy_nodes(self) -> tuple[NodePlan, ...]:
