@@ -19,6 +19,7 @@ import json
 import random
 import socket
 import threading
+import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -73,6 +74,7 @@ class Request:
     user_agent: str = ""
     content_type: str = ""
     fault: str = ""  # the injected fault that hit this call, if any
+    at: float = field(default_factory=time.monotonic)  # when it arrived, on this process's monotonic clock
 
 
 @dataclass
