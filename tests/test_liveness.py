@@ -307,3 +307,26 @@ def test_a_pod_delete_whose_answer_is_lost_still_gets_its_recovery_watched(clust
     claim = cluster.get("persistentvolumeclaims", "data-db-0", "default")
     assert claim["metadata"]["labels"].get(RECOVERY_LABEL) == "pending"
 
+
+
+# --- Found by the stateful test --------------------------------------------------------------------------
+
+def test_our_own_taint_never_stands_in_for_the_shutdown_taint_that_went(cluster, run_pass):
+    """The cloud removes its shutdown taint mid-pass (the instance runs again) while the node is still silent:
+    what proved it shut down is gone. The out-of-service taint we added on that evidence proves nothing by
+    itself, so nothing more is deleted there."""
+    fc.dead_node(cluster, "dead")
+    for name in ("db-0", "db-1"):
+        stuck(cluster, "dead", name=name)
+
+    def instance_starts(req) -> None:
+        if req.verb == "delete" and req.resource == "pods":
+            node = cluster.get("nodes", "dead")
+            node["spec"]["taints"] = [t for t in node["spec"]["taints"] if t["key"] != fc.SHUTDOWN["key"]]
+            cluster.add(node)
+    cluster.hooks.append(instance_starts)
+
+    result = run_pass(OUT_OF_SERVICE_TAINT="always")
+
+    assert len(deletes(cluster, "pods")) == 1 and deletes(cluster, "volumeattachments") == []
+    assert result.summary["nodes_not_down_on_recheck"] == 1

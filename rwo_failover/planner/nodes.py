@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime
 from typing import AbstractSet, Iterable, Optional, Sequence
 
@@ -60,13 +61,20 @@ def judge_nodes(snapshot: Snapshot, settings: Settings) -> list[NodeVerdict]:
 
 def judge_ours(node: Node, lease: Optional[Lease], settings: Settings, now: datetime,
                seen: Optional[str] = None) -> NodeVerdict:
-    """A node whose only shutdown taint is the out-of-service taint we added: still down, or recovering."""
+    """A node whose only shutdown taint is the out-of-service taint we added: recovering once alive, else not
+    yet. Never down: our taint was added on the evidence of another (the cloud's, a human's), and with that
+    gone (the instance runs again, say) it proves nothing by itself, so nothing more is done there."""
     verdict = judge_liveness(node, lease, str(node.our_taint), min_not_ready(settings, lease), now, seen)
     if verdict.state is NodeState.SPLIT_BRAIN:
         return NodeVerdict(node.name, NodeState.RECOVERING, verdict.taint,
                            "alive again and carries only the out-of-service taint rwo-failover added",
                            changes_at=verdict.changes_at)
-    return verdict
+    if verdict.state is NodeState.DOWN:
+        return NodeVerdict(node.name, NodeState.NOT_YET, verdict.taint,
+                           "its only shutdown taint is the one rwo-failover added: the taint that proved it shut "
+                           "down is gone, so nothing more is done until it is back or tainted again",
+                           verdict.not_ready_since)
+    return dataclasses.replace(verdict, changes_at=None)  # time alone can only make it "down", which it never is
 
 
 def not_ready_count(snapshot: Snapshot) -> int:
