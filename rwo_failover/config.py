@@ -118,14 +118,25 @@ def _items(text: str) -> list[str]:
     return [item.strip() for item in text.split(",") if item.strip()]
 
 
+# The node lifecycle controller puts these on every NotReady node, a partitioned one too: they say the node is
+# silent, which liveness judges anyway, never that it was shut down. Accepting them would also make the
+# unhealthy-fraction brake blind to a partition, since a down node with nothing to release does not count.
+NOT_SHUTDOWN_EVIDENCE = ("node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready")
+
+
 def _taints(text: str) -> tuple[TaintSpec, ...]:
     items = _items(text)
     if not items:
         raise ValueError("no taint given")
     try:
-        return tuple(TaintSpec.parse(item) for item in items)
+        specs = tuple(TaintSpec.parse(item) for item in items)
     except MatcherError as err:
         raise ValueError(str(err)) from None
+    wrong = [spec.key for spec in specs if spec.key in NOT_SHUTDOWN_EVIDENCE]
+    if wrong:
+        raise ValueError(f"{wrong[0]} is on every NotReady node, a partitioned one too, so it is no evidence of a "
+                         "shutdown")
+    return specs
 
 
 def _states(text: str) -> frozenset[str]:
@@ -232,7 +243,8 @@ SPECS: tuple[Spec, ...] = (
          "true or false"),
     Spec("SHUTDOWN_TAINTS", _taints, f"{OUT_OF_SERVICE_KEY},{CLOUD_SHUTDOWN_KEY}",
          "Comma-separated taints; a node carrying any of them is a candidate.",
-         "a comma-separated list of key[=value][:effect], effect one of NoSchedule, PreferNoSchedule, NoExecute"),
+         "a comma-separated list of key[=value][:effect], effect one of NoSchedule, PreferNoSchedule, NoExecute; "
+         "not node.kubernetes.io/unreachable nor not-ready"),
     Spec("MIN_NOT_READY_SECONDS", _int_at_least(0), "60",
          "How long Ready must have been not True, and the Lease unrenewed, before a node counts as down.",
          _WHOLE.format(0)),

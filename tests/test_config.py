@@ -24,7 +24,9 @@ BAD_VALUES = {
     "LEADER_ELECTION_LEASE_SECONDS": ["", "2", "x"],
     "LEADER_ELECTION_NAMESPACE": ["", "Bad_NS", "a/b"],
     "LEADER_ELECTION_LEASE_NAME": ["", "Has Space", "UPPER"],
-    "SHUTDOWN_TAINTS": ["", ",", "bad key!", "a=b:Sometimes", "-leading=x", "k=v=w"],
+    "SHUTDOWN_TAINTS": ["", ",", "bad key!", "a=b:Sometimes", "-leading=x", "k=v=w",
+                        # on every NotReady node, a partitioned one too: never evidence of a shutdown
+                        "node.kubernetes.io/unreachable", "x,node.kubernetes.io/not-ready:NoExecute"],
     "MIN_NOT_READY_SECONDS": ["", "x", "-1", "1.5"],
     "MAX_UNHEALTHY_FRACTION": ["", "half", "0", "-0.1", "1.01", "nan"],
     "MAX_NODES_PER_PASS": ["", "five", "0", "-3"],
