@@ -21,13 +21,18 @@ Only what the tier needs, each behaviour modelled on the real component:
   side, so a node's power-off does not stop it. Our `CSIDriver` has `attachRequired: true`.
 - **Power-off**: no more Lease renewals, status posts or pod handling on that node. Its pods are never
   finalized, exactly as on a dead machine.
+- **A node's own clock** (`clock_offset`): everything the kubelet stamps (renewTime, its condition times) is
+  that many seconds off the server's, as on a machine whose clock drifted; the server stamps its own time
+  on every write regardless.
+- **Container runtime down** (`runtime_down`): the kubelet keeps renewing its Lease and posts Ready=False
+  (KubeletNotReady), as a real kubelet does when its runtime stops answering.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Optional
 
@@ -39,15 +44,19 @@ STORAGE_CLASS = "sim-rwo"
 STATUS_EVERY_SECONDS = 10.0
 
 
-def now_text(micro: bool = False) -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ" if micro else "%Y-%m-%dT%H:%M:%SZ")
+def now_text(micro: bool = False, offset: float = 0.0) -> str:
+    moment = datetime.now(timezone.utc) + timedelta(seconds=offset)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if micro else "%Y-%m-%dT%H:%M:%SZ")
 
 
 class SimNode:
-    def __init__(self, name: str, address: str) -> None:
+    def __init__(self, name: str, address: str, lease_seconds: int, clock_offset: float = 0.0) -> None:
         self.name, self.address = name, address
+        self.lease_seconds, self.clock_offset = lease_seconds, clock_offset
         self.powered = True
-        self.ready_since = now_text()  # the Ready condition's lastTransitionTime: only a change moves it
+        self.runtime_up = True
+        # The Ready condition's lastTransitionTime, by the kubelet's clock: only a change moves it.
+        self.ready_since = now_text(offset=clock_offset)
         self.last_lease = 0.0
         self.last_status = 0.0
         self.in_use: list[str] = []
@@ -109,7 +118,8 @@ class NodeSimulator(Background):
                      "claimRef": {"namespace": namespace, "name": claim},
                      "csi": {"driver": DRIVER, "volumeHandle": f"handle-{name}"}}})
 
-    def add_node(self, name: str, labels: Optional[dict] = None) -> None:
+    def add_node(self, name: str, labels: Optional[dict] = None, lease_seconds: Optional[int] = None,
+                 clock_offset: float = 0.0) -> None:
         self._added += 1  # never reused, so no two nodes ever share an address
         address = f"10.99.{self._added // 250}.{self._added % 250 + 2}"
         self.kube.create("/api/v1/nodes", {
@@ -118,7 +128,7 @@ class NodeSimulator(Background):
                                                   **(labels or {})},
                          "annotations": {"volumes.kubernetes.io/controller-managed-attach-detach": "true"}},
             "spec": {}})
-        node = SimNode(name, address)
+        node = SimNode(name, address, lease_seconds or self.lease_seconds, clock_offset)
         self._renew_lease(node)
         self._post_status(node)
         with self.lock:
@@ -132,7 +142,14 @@ class NodeSimulator(Background):
         with self.lock:
             node = self.nodes[name]
             node.powered, node.last_lease, node.last_status = True, 0.0, 0.0
-            node.ready_since = now_text()
+            node.ready_since = now_text(offset=node.clock_offset)
+
+    def runtime_down(self, name: str) -> None:
+        """The container runtime stops answering: the kubelet still renews its Lease, and posts Ready=False."""
+        with self.lock:
+            node = self.nodes[name]
+            node.runtime_up, node.last_status = False, 0.0
+            node.ready_since = now_text(offset=node.clock_offset)
 
     def remove_node(self, name: str) -> None:
         with self.lock:
@@ -152,7 +169,7 @@ class NodeSimulator(Background):
 
     def _kubelet(self, node: SimNode) -> None:
         now = time.monotonic()
-        if now - node.last_lease >= self.lease_seconds / 4:
+        if now - node.last_lease >= node.lease_seconds / 4:
             self._renew_lease(node)
         attached = self._attached_volumes(node)
         in_use = sorted(node.in_use)
@@ -165,20 +182,22 @@ class NodeSimulator(Background):
     def _renew_lease(self, node: SimNode) -> None:
         body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                 "metadata": {"name": node.name, "namespace": "kube-node-lease"},
-                "spec": {"holderIdentity": node.name, "leaseDurationSeconds": self.lease_seconds,
-                         "renewTime": now_text(micro=True)}}
+                "spec": {"holderIdentity": node.name, "leaseDurationSeconds": node.lease_seconds,
+                         "renewTime": now_text(micro=True, offset=node.clock_offset)}}
         self.kube.apply("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases", body)
         node.last_lease = time.monotonic()
 
     def _post_status(self, node: SimNode) -> None:
-        stamp = now_text()
+        stamp = now_text(offset=node.clock_offset)
+        ready = {"status": "True", "reason": "KubeletReady", "message": "simulated kubelet is posting ready status"} \
+            if node.runtime_up else {"status": "False", "reason": "KubeletNotReady",
+                                     "message": "container runtime is down"}
         self.kube.patch(f"/api/v1/nodes/{node.name}/status", {"status": {
             "capacity": {"cpu": "8", "memory": "32Gi", "pods": "110"},
             "allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"},
             "addresses": [{"type": "InternalIP", "address": node.address}, {"type": "Hostname", "address": node.name}],
-            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
-                            "message": "simulated kubelet is posting ready status",
-                            "lastHeartbeatTime": stamp, "lastTransitionTime": node.ready_since}],
+            "conditions": [{"type": "Ready", **ready, "lastHeartbeatTime": stamp,
+                            "lastTransitionTime": node.ready_since}],
             "volumesInUse": [f"kubernetes.io/csi/{v}" for v in node.in_use],
             "nodeInfo": {"kubeletVersion": "v1.36.2", "architecture": "amd64", "operatingSystem": "linux",
                          "containerRuntimeVersion": "sim://1", "kernelVersion": "6.1", "osImage": "sim",
@@ -217,13 +236,13 @@ class NodeSimulator(Background):
             self.kube.delete(path, {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0,
                                     "preconditions": {"uid": meta["uid"]}})
             return
-        if (pod.get("status") or {}).get("phase") == "Running":
+        if (pod.get("status") or {}).get("phase") == "Running" or not node.runtime_up:
             return
         volumes = self._pod_volumes(pod)
         if volumes is None or not set(volumes) <= attached:
             return  # waiting for the attach-detach controller, as the kubelet's volume manager does
         in_use.extend(v for v in volumes if v not in in_use)
-        stamp = now_text()
+        stamp = now_text(offset=node.clock_offset)
         containers = [c["name"] for c in (pod.get("spec") or {}).get("containers") or ()]
         self.kube.patch(f"{path}/status", {"status": {
             "phase": "Running", "hostIP": node.address, "podIP": node.address, "startTime": stamp,
