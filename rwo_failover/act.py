@@ -19,7 +19,7 @@ from .events import EventRecorder
 from .fencing import Fencer
 from .metrics import Metrics
 from .recovery import RecoveryTracker
-from .model import Lease, Node
+from .model import BadObject, Lease, Node, Unreadable
 from .node_taint import LANDED, Build, add_patch, drop_annotation_patch, read_modify_write, remove_patch
 from .outcome import Outcome
 from .planner import (AttachmentAction, NodePlan, NodeState, NodeVerdict, Plan, PodAction, judge_ours,
@@ -37,8 +37,8 @@ class Actor:
         self.outcome = Outcome()
         self.writer = Writer(api, settings.dry_run, self.outcome, guard)
         self.events = EventRecorder(self.writer, now)
-        self.fencer = Fencer(api, settings, self.writer, self.events, self.outcome, api.sleep)
-        self.recovery = RecoveryTracker(self.writer, self.events, metrics, now)
+        self.fencer = Fencer(api, settings, self.writer, self.events, self.outcome, api.sleep, self._read_live, now)
+        self.recovery = RecoveryTracker(self.writer, self.events, metrics, now, settings.recovery_namespace)
 
     def warn_split_brain(self, verdicts: tuple[NodeVerdict, ...]) -> None:
         for verdict in verdicts:
@@ -48,6 +48,21 @@ class Actor:
             self.events.repeated(verdict.node, "ShutdownTaintOnLiveNode",
                                  f"{verdict.reason}; rwo-failover will not touch this node. "
                                  f"Check the taint {verdict.taint}.")
+
+    def warn_unreadable(self, unreadable: tuple[Unreadable, ...], plan: Plan) -> None:
+        """What could not be read and keeps a node from being judged or acted on: one Warning on that node,
+        however many passes see it. Other unreadable objects are skip lines only."""
+        why: dict[str, list[str]] = {}
+        for item in unreadable:
+            node = item.node or (item.name if item.kind in ("node", "lease", "networkfence") else "")
+            if node and node != "(no name)":
+                why.setdefault(node, []).append(f"{item.kind} {item.name} cannot be read ({item.reason})")
+        for node_plan in plan.nodes:
+            if node_plan.blocked and node_plan.verdict.node not in why:
+                why[node_plan.verdict.node] = [node_plan.blocked]
+        for node, reasons in sorted(why.items()):
+            self.events.repeated(node, "UnreadableObject",
+                                 f"{'; '.join(reasons)}; rwo-failover will not act on this node because of it")
 
     def record_refusal(self, plan: Plan) -> None:
         # One Event per down node that has work, capped, so a mass outage does not become an Event storm;
@@ -91,29 +106,38 @@ class Actor:
             self._add_taint(name, raw)
         if not (node_plan.pods or node_plan.attachments):
             return
-        gone = {p.key for p in node_plan.pods if self._delete_pod(p, verdict.not_ready_since)}
+        held: list[str] = []
+        gone = {p.key for p in node_plan.pods if self._delete_pod(p, verdict.not_ready_since, held)}
         releasable = [a for a in node_plan.attachments if self._releasable(a, gone)]
         if releasable and node_plan.pods and not self._still_down(name):
             releasable = []
         released = [a for a in releasable if self._release(a)]
-        deleted = ", ".join(sorted(gone)) or "no pods"
-        volumes = ", ".join(a.name for a in released) or "no VolumeAttachments"
-        self.events.node(name, "Normal", "RWOVolumesReleased",
-                         f"node proven down ({verdict.reason}, taint {verdict.taint}); force-deleted {deleted}; "
-                         f"deleted {volumes}")
+        if held:  # comes back every pass until a human acts: one Warning, bumped, never an Event per pass
+            self.events.repeated(name, "PodsHeldByFinalizers", f"{'; '.join(held)}; their volumes stay attached "
+                                 "until the finalizers are removed")
+        if gone or released:  # only what happened: a pass that released nothing says nothing here
+            deleted = ", ".join(sorted(gone)) or "no pods"
+            volumes = ", ".join(a.name for a in released) or "no VolumeAttachments"
+            self.events.node(name, "Normal", "RWOVolumesReleased",
+                             f"node proven down ({verdict.reason}, taint {verdict.taint}); force-deleted {deleted}; "
+                             f"deleted {volumes}")
 
     def _read_live(self, name: str, purpose: str) -> Optional[Live]:
         """The node (also raw, for its resourceVersion) and its Lease, read now; None after recording why not."""
         try:
             raw = self.api.read_node(name)
             lease_raw = self.api.read_lease(name) if raw else None
+            if raw is None:
+                self.writer.fail(f"node {name} disappeared before the {purpose}; skipped")
+                return None
+            if not isinstance(raw, dict) or not isinstance(lease_raw, (dict, type(None))):
+                raise BadObject("not a JSON object")
+            return Node.from_json(raw), (Lease.from_json(lease_raw) if lease_raw else None), raw
         except ApiError as err:
             self.writer.fail(f"{purpose} of node {name} failed: {err}", err)
-            return None
-        if raw is None:
-            self.writer.fail(f"node {name} disappeared before the {purpose}; skipped")
-            return None
-        return Node.from_json(raw), (Lease.from_json(lease_raw) if lease_raw else None), raw
+        except BadObject as err:
+            self.writer.fail(f"{purpose} of node {name}: the node or its Lease cannot be read ({err}); skipped")
+        return None
 
     def _recheck(self, name: str) -> Optional[tuple[NodeVerdict, Node, dict]]:
         """Judge the node again, live, with the same rule as the plan; the verdict, the node, and its raw JSON."""
@@ -213,7 +237,7 @@ class Actor:
         if read_modify_write(self.writer, name, "drop our annotation, whose taint is gone", build):
             log.info("dropped our out-of-service annotation: its taint is gone", extra={"node": name})
 
-    def _delete_pod(self, action: PodAction, not_ready_since: str) -> bool:
+    def _delete_pod(self, action: PodAction, not_ready_since: str, held: list[str]) -> bool:
         """True when the pod we inspected is gone (or would be, in a dry run)."""
         fields = {"pod": action.key, "uid": action.uid, "node": action.node, "reason": action.reason,
                   "claims": list(action.claims)}
@@ -224,7 +248,8 @@ class Actor:
             log.warning("pod was replaced since it was inspected (UID differs); left alone", extra=fields)
         if result is Result.HELD:
             # Still there: the attach-detach controller would re-create any attachment we delete now.
-            finalizers = ", ".join(self.writer.body["metadata"]["finalizers"])
+            finalizers = ", ".join(str(f) for f in ((self.writer.body or {}).get("metadata") or {}).get("finalizers"))
+            held.append(f"pod {action.key} is held by finalizers {finalizers}")
             self.writer.fail(f"pod {action.key} is held by finalizers {finalizers}; its volumes stay "
                              "attached until they are removed")
             return False

@@ -43,6 +43,7 @@ def run_pass(api: Api, settings: Settings, now: Callable[[], datetime] = utcnow,
     plan = planner.plan(snapshot, settings)
     _log_plan(plan)
     actor = Actor(api, settings, now, metrics, guard)
+    actor.warn_unreadable(snapshot.unreadable, plan)
     actor.warn_split_brain(plan.split_brain)
     try:
         outcome = actor.execute(plan)

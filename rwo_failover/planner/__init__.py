@@ -16,8 +16,9 @@ from typing import Iterable, Optional
 from ..config import Settings
 from ..model import Node, Snapshot
 from .attachments import attachments_for
-from .fencing import fence_step, unfence_steps
+from .fencing import fence_step, unfence_step, unfence_steps
 from .recovery import judge_all
+from .unreadable import unreadable_on
 from .nodes import (judge_liveness, judge_nodes, judge_ours, judge_tainted_node, lease_expires_at, lease_fresh,
                     nodes_brake, nodes_to_inspect, not_ready_count, shutdown_taint, tainted_nodes, unhealthy_brake)
 from .pods import exclusive_claims, pod_exclusion, select_pods, stuck_states
@@ -28,10 +29,13 @@ from .types import (AttachmentAction, NodePlan, NodeState, NodeVerdict, Plan, Po
 __all__ = ["AttachmentAction", "NodePlan", "NodeState", "NodeVerdict", "Plan", "PodAction", "Refusal",
            "RefusalKind", "Skip", "UnsafePlan", "exclusive_claims", "judge_liveness", "judge_nodes", "judge_ours",
            "judge_tainted_node", "lease_fresh", "nodes_to_inspect", "plan", "pod_exclusion", "recovered",
-           "shutdown_taint", "stuck_states", "tainted_nodes", "undo_blocker"]
+           "shutdown_taint", "stuck_states", "tainted_nodes", "undo_blocker", "unfence_step", "unreadable_on"]
 
 
 def _plan_node(verdict: NodeVerdict, node: Node, snapshot: Snapshot, settings: Settings) -> tuple[NodePlan, list[Skip]]:
+    blind = unreadable_on(verdict.node, snapshot)
+    if blind:
+        return NodePlan(verdict, blocked=blind), [Skip("node", verdict.node, blind)]
     pods = sorted((p for p in snapshot.pods if p.node == verdict.node), key=lambda p: p.key)
     selected, skips = select_pods(pods, snapshot, settings)
     attachments, attachment_skips = attachments_for(verdict.node, selected, pods, snapshot, settings)
@@ -40,7 +44,8 @@ def _plan_node(verdict: NodeVerdict, node: Node, snapshot: Snapshot, settings: S
                               "stuck: " + ",".join(s for s in stuck_states(pod) if s in settings.stuck_pod_states)
                               + f" on node {verdict.node} ({verdict.taint})",
                               tuple(c.key for c in claims),
-                              f"{pod.controller_kind}/{pod.controller_name}" if pod.controller_kind else "")
+                              f"{pod.controller_kind}/{pod.controller_name}" if pod.controller_kind else "",
+                              tuple((c.uid, c.volume) for c in claims))
                     for pod, claims in selected)
     add_taint = wants_out_of_service(snapshot, settings) and not node.has_oos_taint
     blocker = taint_blocker(pods, snapshot, settings) if add_taint else None
@@ -48,7 +53,7 @@ def _plan_node(verdict: NodeVerdict, node: Node, snapshot: Snapshot, settings: S
         skips.append(Skip("node", node.name, blocker))
     node_plan = NodePlan(verdict, actions, tuple(attachments), add_taint and blocker is None)
     if node_plan.has_work:
-        step, why = fence_step(node.name, snapshot, settings)
+        step, why = fence_step(node, snapshot, settings)
         node_plan = dataclasses.replace(node_plan, fence=step, fence_reason=why)
     return node_plan, skips
 
@@ -70,12 +75,14 @@ def wake_at(verdicts: Iterable[NodeVerdict], snapshot: Snapshot, settings: Setti
 def plan(snapshot: Snapshot, settings: Settings) -> Plan:
     """The whole decision for one pass."""
     verdicts = judge_nodes(snapshot, settings)
-    skips = [Skip("node", v.node, v.reason) for v in verdicts if v.state is not NodeState.DOWN]
+    skips = [Skip(u.kind, u.name, f"cannot be read: {u.reason}") for u in snapshot.unreadable]
+    skips += [Skip("node", v.node, v.reason) for v in verdicts if v.state is not NodeState.DOWN]
     nodes = {n.name: n for n in snapshot.nodes}
     untainted, stale, undo_skips = untaint(verdicts, snapshot, settings)
     unfence, unfence_skips = unfence_steps(snapshot, settings)
     skips += undo_skips + unfence_skips
     recovery = judge_all(snapshot, settings)
+    skips += [Skip("recovery record", v.entry.name, v.detail) for v in recovery if v.state == "unreadable"]
     totals = {"not_ready": not_ready_count(snapshot), "total_nodes": len(snapshot.nodes), "untaint": untainted,
               "drop_annotation": stale, "unfence": unfence, "recovery": recovery,
               "wake_at": wake_at(verdicts, snapshot, settings, recovery)}

@@ -36,6 +36,7 @@ class PodAction:
     reason: str
     claims: tuple[str, ...]  # the pod's RWO claims, "namespace/name"
     controller: str = ""  # "Kind/name" of its controller: what a replacement must belong to
+    bound: tuple[tuple[str, str], ...] = ()  # (uid, PV) of each of `claims`, as proven: the recovery record's
 
     @property
     def key(self) -> str:
@@ -59,6 +60,7 @@ class NodePlan:
     add_taint: bool = False  # add the out-of-service taint before deleting anything
     fence: Optional[str] = None  # a fencing step still needed (fencing.REQUEST, PENDING, "failed"); None: go on
     fence_reason: str = ""
+    blocked: str = ""  # why nothing on this node is touched: something on it could not be read
 
     @property
     def has_work(self) -> bool:
