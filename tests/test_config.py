@@ -24,6 +24,7 @@ BAD_VALUES = {
     "LEADER_ELECTION_LEASE_SECONDS": ["", "2", "x"],
     "LEADER_ELECTION_NAMESPACE": ["", "Bad_NS", "a/b"],
     "LEADER_ELECTION_LEASE_NAME": ["", "Has Space", "UPPER"],
+    "RECOVERY_NAMESPACE": ["", "Bad_NS", "a/b"],
     "SHUTDOWN_TAINTS": ["", ",", "bad key!", "a=b:Sometimes", "-leading=x", "k=v=w"],
     "MIN_NOT_READY_SECONDS": ["", "x", "-1", "1.5"],
     "MAX_UNHEALTHY_FRACTION": ["", "half", "0", "-0.1", "1.01", "nan"],
