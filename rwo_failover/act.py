@@ -19,6 +19,7 @@ from .config import Settings
 from .events import EventRecorder
 from .fencing import Fencer
 from .metrics import Metrics
+from .model import Unreadable
 from .node_taint import LANDED, Build, add_patch, drop_annotation_patch, read_modify_write, remove_patch
 from .outcome import Outcome
 from .planner import AttachmentAction, NodePlan, NodeState, NodeVerdict, Plan, PodAction, recovered, shutdown_taint
@@ -36,10 +37,11 @@ class Actor:
         self.outcome = Outcome()
         self.writer = Writer(api, settings.dry_run, self.outcome, guard)
         self.events = EventRecorder(self.writer, now)
-        self.fencer = Fencer(api, settings, self.writer, self.events, self.outcome, api.sleep)
-        self.recovery = RecoveryTracker(self.writer, self.events, metrics, now)
         self.live = Rechecker(api, settings, self.writer, self.outcome, now,
                               lambda verdict: self.warn_split_brain((verdict,)))
+        self.fencer = Fencer(api, settings, self.writer, self.events, self.outcome, api.sleep, self.live.read_live,
+                             now)
+        self.recovery = RecoveryTracker(self.writer, self.events, metrics, now, settings.recovery_namespace)
 
     def warn_split_brain(self, verdicts: tuple[NodeVerdict, ...]) -> None:
         for verdict in verdicts:
@@ -49,6 +51,21 @@ class Actor:
             self.events.repeated(verdict.node, "ShutdownTaintOnLiveNode",
                                  f"{verdict.reason}; rwo-failover will not touch this node. "
                                  f"Check the taint {verdict.taint}.")
+
+    def warn_unreadable(self, unreadable: tuple[Unreadable, ...], plan: Plan) -> None:
+        """What could not be read and keeps a node from being judged or acted on: one Warning on that node,
+        however many passes see it. Other unreadable objects are skip lines only."""
+        why: dict[str, list[str]] = {}
+        for item in unreadable:
+            node = item.node or (item.name if item.kind in ("node", "lease", "networkfence") else "")
+            if node and node != "(no name)":
+                why.setdefault(node, []).append(f"{item.kind} {item.name} cannot be read ({item.reason})")
+        for node_plan in plan.nodes:
+            if node_plan.blocked and node_plan.verdict.node not in why:
+                why[node_plan.verdict.node] = [node_plan.blocked]
+        for node, reasons in sorted(why.items()):
+            self.events.repeated(node, "UnreadableObject",
+                                 f"{'; '.join(reasons)}; rwo-failover will not act on this node because of it")
 
     def record_refusal(self, plan: Plan) -> None:
         # One Event per down node that has work, capped, so a mass outage does not become an Event storm;
@@ -80,11 +97,15 @@ class Actor:
         if node_plan.add_taint and (live := self.live.confirm_down(node_plan)) is not None:
             # First, so the attach-detach controller force-detaches the moment each pod is gone.
             self._add_taint(node_plan, live[1])
+        held: list[str] = []
         gone = {p.key for p in node_plan.pods if self.live.confirm_down(node_plan) and
-                self._delete_pod(p, verdict.not_ready_since)}
+                self._delete_pod(p, verdict.not_ready_since, held)}
         released = [a for a in node_plan.attachments if self._releasable(a, gone) and
                     self.live.confirm_down(node_plan) and self._release(a)]
-        if gone or released:
+        if held:  # comes back every pass until a human acts: one Warning, bumped, never an Event per pass
+            self.events.repeated(name, "PodsHeldByFinalizers", f"{'; '.join(held)}; their volumes stay attached "
+                                 "until the finalizers are removed")
+        if gone or released:  # only what happened: a pass that released nothing says nothing here
             self.events.node(name, "Normal", "RWOVolumesReleased",
                              f"node proven down ({verdict.reason}, taint {verdict.taint}); force-deleted "
                              f"{', '.join(sorted(gone)) or 'no pods'}; deleted "
@@ -156,7 +177,7 @@ class Actor:
         if read_modify_write(self.writer, name, "drop our annotation, whose taint is gone", build):
             log.info("dropped our out-of-service annotation: its taint is gone", extra={"node": name})
 
-    def _delete_pod(self, action: PodAction, not_ready_since: str) -> bool:
+    def _delete_pod(self, action: PodAction, not_ready_since: str, held: list[str]) -> bool:
         """True when the pod we inspected is gone (or would be, in a dry run)."""
         fields = {"pod": action.key, "uid": action.uid, "node": action.node, "reason": action.reason,
                   "claims": list(action.claims)}
@@ -167,7 +188,8 @@ class Actor:
             log.warning("pod was replaced since it was inspected (UID differs); left alone", extra=fields)
         if result is Result.HELD:
             # Still there: the attach-detach controller would re-create any attachment we delete now.
-            finalizers = ", ".join(self.writer.body["metadata"]["finalizers"])
+            finalizers = ", ".join(str(f) for f in ((self.writer.body or {}).get("metadata") or {}).get("finalizers"))
+            held.append(f"pod {action.key} is held by finalizers {finalizers}")
             self.writer.fail(f"pod {action.key} is held by finalizers {finalizers}; its volumes stay "
                              "attached until they are removed")
             return False

@@ -12,9 +12,10 @@ import argparse
 import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional, Sequence
+from urllib.parse import urlsplit, urlunsplit
 
 from .matchers import LabelSelector, MatcherError, TaintSpec
-from .model import CLOUD_SHUTDOWN_KEY, OUT_OF_SERVICE_KEY
+from .model import CLOUD_SHUTDOWN_KEY, DNS_LABEL, OUT_OF_SERVICE_KEY, is_name
 
 STUCK_STATES = ("Terminating", "Unknown", "NodeLost", "NotReady", "NotStarted")
 LOG_FORMATS = ("auto", "json", "text")
@@ -62,6 +63,7 @@ class Settings:
     leader_election_lease_seconds: int
     leader_election_namespace: str
     leader_election_lease_name: str
+    recovery_namespace: str
     kubeconfig: Optional[str]
     kube_context: Optional[str]
 
@@ -150,7 +152,7 @@ def _states(text: str) -> frozenset[str]:
     return frozenset(by_fold[item.lower()] for item in items)
 
 
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_DNS_LABEL = DNS_LABEL
 
 
 def _namespaces(text: str) -> frozenset[str]:
@@ -168,12 +170,9 @@ def _namespace(text: str) -> str:
     return value
 
 
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-
-
 def _object_name(text: str) -> str:
     value = text.strip()
-    if len(value) > 253 or not _DNS_SUBDOMAIN.match(value):
+    if not is_name(value):
         raise ValueError(f"{value!r} is not an object name")
     return value
 
@@ -190,9 +189,21 @@ def _matching(pattern: str, what: str) -> Callable[[str], str]:
     return parse
 
 
-_https_url = _matching(r"^https://[^\s/]+(/\S*)?$",
-                       "an https:// URL (TLS is always verified; there is no plain-HTTP option)")
+_https_url = _matching(r"^https://[^\s/@]+(/\S*)?$",
+                       "an https:// URL without user:password@ (TLS is always verified; there is no plain-HTTP "
+                       "option; the token comes from FENCE_WEBHOOK_TOKEN_FILE)")
 _http_url = _matching(r"^https?://[^\s/]+(/\S*)?$", "an http:// or https:// URL")
+
+
+def without_userinfo(url: str) -> str:
+    """The URL as it may be logged or shown: any user:password@ dropped."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "(a URL that cannot be parsed)"
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
 _label_value = _matching(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$", "a label value")
 
 
@@ -313,6 +324,9 @@ SPECS: tuple[Spec, ...] = (
          "a namespace name"),
     Spec("LEADER_ELECTION_LEASE_NAME", _object_name, "rwo-failover-leader", "Name of the leader Lease.",
          "an object name (DNS subdomain)"),
+    Spec("RECOVERY_NAMESPACE", _namespace, "rwo-failover",
+         "Namespace of the recovery records: one ConfigMap per claim whose pod was force-deleted, until its "
+         "recovery is confirmed. Tenants must not be able to write there.", "a namespace name"),
     Spec("PASS_TIMEOUT_SECONDS", _number_in(0, 3600), "45",
          "Deadline for the whole pass, retries included; keep it below the CronJob interval.",
          "a number of seconds in (0, 3600]"),
@@ -359,7 +373,8 @@ def _resolve(spec: Spec, flag_value: Optional[str], environ: Mapping[str, str]) 
         return spec.parse(raw)
     except ValueError as err:
         detail = f" ({err})" if str(err) else ""
-        raise ConfigError(f"{source}={raw!r} is invalid{detail}; allowed: {spec.allowed}") from None
+        shown = without_userinfo(raw) if spec.name.endswith("_URL") else raw  # a password is never echoed
+        raise ConfigError(f"{source}={shown!r} is invalid{detail}; allowed: {spec.allowed}") from None
 
 
 def load(argv: Sequence[str], environ: Mapping[str, str]) -> tuple[argparse.Namespace, Settings]:
@@ -371,6 +386,11 @@ def load(argv: Sequence[str], environ: Mapping[str, str]) -> tuple[argparse.Name
     _check_fencing(settings)
     if settings.leader_election and (args.once or not settings.interval):
         raise ConfigError("LEADER_ELECTION=true needs continuous mode; allowed: INTERVAL > 0 without --once")
+    if settings.leader_election and settings.dry_run:
+        # The Lease is the one write a dry run would still make, and a dry-run replica that takes it
+        # switches failover off for the real one, silently.
+        raise ConfigError("DRY_RUN=true with LEADER_ELECTION=true would let a replica that changes nothing hold "
+                          "the leader Lease; allowed: one of them, not both")
     return args, settings
 
 

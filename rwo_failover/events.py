@@ -8,7 +8,8 @@ import socket
 from datetime import datetime
 from typing import Callable, Optional
 
-from .model import parse_time
+from .client import ApiError
+from .model import BadObject, int_at, obj_at, text_at, time_at
 from .writer import Result, Writer
 
 COMPONENT = "rwo-failover"
@@ -33,6 +34,22 @@ def build_event(namespace: str, kind: str, name: str, uid: Optional[str], event_
 REPEAT_EVERY_SECONDS = 600  # a repeated Warning is bumped at most this often per node and reason
 
 
+def bump_of(found: object, now: datetime, stamp: str, message: str) -> Optional[dict]:
+    """The merge patch that bumps an existing repeated Event; None while it was bumped within
+    REPEAT_EVERY_SECONDS. Whatever the Event holds: one that cannot be read is repaired by the bump."""
+    try:
+        if not isinstance(found, dict):
+            raise BadObject("not an object")
+        last, count = time_at(found, "lastTimestamp"), int_at(found, "count", 1, high=2**31 - 2)
+        version: Optional[str] = text_at(obj_at(found, "metadata"), "resourceVersion") or None
+    except BadObject:
+        last, count, version = None, 1, None
+    if last is not None and 0 <= (now - last).total_seconds() < REPEAT_EVERY_SECONDS:
+        return None
+    return {"count": max(count, 1) + 1, "lastTimestamp": stamp, "message": message[:1024],
+            "metadata": {"resourceVersion": version}}
+
+
 class EventRecorder:
     def __init__(self, writer: Writer, now: Callable[[], datetime]) -> None:
         self.writer, self.now = writer, now
@@ -51,13 +68,14 @@ class EventRecorder:
         event["metadata"]["name"] = name
         if self.writer.create_event(NODE_EVENT_NAMESPACE, event, repeat=True) is not Result.CONFLICT:
             return
-        found = self.writer.api.read_event(NODE_EVENT_NAMESPACE, name) or {}
-        last = parse_time(found.get("lastTimestamp"))
-        if last is not None and (self.now() - last).total_seconds() < REPEAT_EVERY_SECONDS:
+        try:  # a read like any other of the pass: retried by the client, and a failure is judged, never raised
+            found = self.writer.api.read_event(NODE_EVENT_NAMESPACE, name)
+        except ApiError as err:
+            self.writer.fail(f"reading Event {NODE_EVENT_NAMESPACE}/{name} to bump it failed: {err}", err)
             return
-        self.writer.patch_event(NODE_EVENT_NAMESPACE, name, {
-            "count": int(found.get("count") or 1) + 1, "lastTimestamp": self.stamp(), "message": message[:1024],
-            "metadata": {"resourceVersion": (found.get("metadata") or {}).get("resourceVersion")}})
+        bump = bump_of(found, self.now(), self.stamp(), message) if found is not None else None
+        if bump is not None:
+            self.writer.patch_event(NODE_EVENT_NAMESPACE, name, bump)
 
     def node(self, node: str, event_type: str, reason: str, message: str) -> None:
         self.writer.create_event(NODE_EVENT_NAMESPACE, build_event(

@@ -85,6 +85,9 @@ class LeaderElector:
                 self._round_at = self.monotonic()
             except ApiError as err:
                 log.warning("leader election: cannot read or write the Lease", extra={"error": str(err)})
+            except Exception:  # noqa: BLE001 - only the stop signal may end this thread; a bad Lease must not
+                # (the replica would stand by for good, silently, until the liveness probe notices)
+                log.exception("leader election: a round failed unexpectedly; retrying")
             if self.leading != was:
                 log.info("leader election: now leading" if self.leading else "leader election: lost the lead",
                          extra={"identity": self.identity, "lease": f"{self.namespace}/{self.name}"})

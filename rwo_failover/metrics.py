@@ -10,10 +10,13 @@ from __future__ import annotations
 import logging
 import socket
 import time
-from typing import Optional
+from typing import Callable, Optional
+from urllib.parse import unquote, urlsplit
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, push_to_gateway
+from prometheus_client.exposition import basic_auth_handler, default_handler
 
+from .config import without_userinfo
 from .exitcodes import EXIT_OK, EXIT_REFUSED, NAMES
 from .outcome import Outcome
 from .planner.types import NodeState, Plan
@@ -91,14 +94,25 @@ class Metrics:
         self.last_not_recovered.set(time.time())
 
     def push(self, url: str, instance: Optional[str]) -> None:
-        """Push this pass's metrics; a failure is a warning, never a failed pass."""
+        """Push this pass's metrics; a failure is a warning, never a failed pass. A user:password@ in the URL is
+        sent as HTTP basic auth, and never logged: only the URL without it is."""
         grouping = {"instance": instance or socket.gethostname()}
+        shown = without_userinfo(url)
+        parts = urlsplit(url)
+        user, password = unquote(parts.username or ""), unquote(parts.password or "")
+
+        def handler(url: str, method: str, timeout: Optional[float], headers: list, data: bytes) -> Callable[[], None]:
+            if user or password:
+                return basic_auth_handler(url, method, timeout, headers, data, username=user, password=password)
+            return default_handler(url, method, timeout, headers, data)
         try:
-            push_to_gateway(url, job="rwo-failover", registry=self.registry, grouping_key=grouping, timeout=10)
-            log.info("pushed metrics to the Pushgateway", extra={"url": url, **grouping})
+            push_to_gateway(shown, job="rwo-failover", registry=self.registry, grouping_key=grouping, timeout=10,
+                            handler=handler)
+            log.info("pushed metrics to the Pushgateway", extra={"url": shown, **grouping})
         except (OSError, ValueError) as err:
+            error = str(err).replace(password, "***") if password else str(err)
             log.warning("could not push metrics to the Pushgateway; the pass itself is unaffected",
-                        extra={"url": url, "error": str(err)})
+                        extra={"url": shown, "error": error})
 
 
 def documented() -> tuple[tuple[str, str, str], ...]:

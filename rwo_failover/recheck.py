@@ -10,7 +10,7 @@ from typing import Callable, Optional
 
 from .client import Api, ApiError
 from .config import Settings
-from .model import Lease, Node
+from .model import BadObject, Lease, Node
 from .outcome import Outcome
 from .planner import NodePlan, NodeState, NodeVerdict, judge_ours, judge_tainted_node, shutdown_taint
 from .writer import Writer
@@ -31,13 +31,17 @@ class Rechecker:
         try:
             raw = self.api.read_node(name)
             lease_raw = self.api.read_lease(name) if raw else None
+            if raw is None:
+                self.writer.fail(f"node {name} disappeared before the {purpose}; skipped")
+                return None
+            if not isinstance(raw, dict) or not isinstance(lease_raw, (dict, type(None))):
+                raise BadObject("not a JSON object")
+            return Node.from_json(raw), (Lease.from_json(lease_raw) if lease_raw else None), raw
         except ApiError as err:
             self.writer.fail(f"{purpose} of node {name} failed: {err}", err)
-            return None
-        if raw is None:
-            self.writer.fail(f"node {name} disappeared before the {purpose}; skipped")
-            return None
-        return Node.from_json(raw), (Lease.from_json(lease_raw) if lease_raw else None), raw
+        except BadObject as err:
+            self.writer.fail(f"{purpose} of node {name}: the node or its Lease cannot be read ({err}); skipped")
+        return None
 
     def judge(self, name: str, seen: Optional[str] = None) -> Optional[tuple[NodeVerdict, Node, dict]]:
         """Judge the node again, live, with the plan's rule; the verdict, the node, and its raw JSON."""

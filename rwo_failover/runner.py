@@ -39,6 +39,7 @@ def run_pass(api: Api, settings: Settings, metrics: Optional[Metrics] = None, gu
     plan = planner.plan(snapshot, settings)
     _log_plan(plan)
     actor = Actor(api, settings, now, metrics, guard)
+    actor.warn_unreadable(snapshot.unreadable, plan)
     actor.warn_split_brain(plan.split_brain)
     try:
         outcome = actor.execute(plan)

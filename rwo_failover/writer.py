@@ -104,10 +104,20 @@ class Writer:
             self.outcome.events += 1
         return result
 
-    def patch_claim(self, namespace: str, name: str, patch: dict, purpose: str) -> Result:
-        return self._write(f"patching PVC {namespace}/{name} to {purpose}", f"would {purpose}",
-                           {"claim": f"{namespace}/{name}"},
-                           lambda: self.api.patch_claim(namespace, name, patch))
+    def create_recovery_record(self, namespace: str, body: dict) -> Result:
+        """CONFLICT when a record of that name exists (an earlier freeing of the same claim)."""
+        name = body["metadata"]["name"]
+        return self._write(f"creating recovery record {namespace}/{name}", "would record the pod we freed",
+                           {"record": name}, lambda: self.api.create_recovery_record(namespace, body),
+                           conflict_ok=True)
+
+    def patch_recovery_record(self, namespace: str, name: str, patch: dict) -> Result:
+        return self._write(f"replacing recovery record {namespace}/{name}", "would record the pod we freed",
+                           {"record": name}, lambda: self.api.patch_recovery_record(namespace, name, patch))
+
+    def delete_recovery_record(self, namespace: str, name: str) -> Result:
+        return self._write(f"deleting recovery record {namespace}/{name}", "would settle the recovery record",
+                           {"record": name}, lambda: self.api.delete_recovery_record(namespace, name))
 
     def create_networkfence(self, name: str, body: dict) -> Result:
         return self._write(f"creating NetworkFence {name}", "would create NetworkFence", {"networkfence": name},
@@ -117,9 +127,10 @@ class Writer:
         return self._write(f"patching NetworkFence {name} to {purpose}", f"would {purpose}", {"networkfence": name},
                            lambda: self.api.patch_networkfence(name, patch), conflict_ok=True)
 
-    def delete_networkfence(self, name: str) -> Result:
+    def delete_networkfence(self, name: str, resource_version: str = "") -> Result:
+        """With `resource_version`, CONFLICT when the fence changed since it was read."""
         return self._write(f"deleting NetworkFence {name}", "would delete NetworkFence", {"networkfence": name},
-                           lambda: self.api.delete_networkfence(name))
+                           lambda: self.api.delete_networkfence(name, resource_version), conflict_ok=True)
 
     def call_fence_webhook(self, node: str, call: Callable[[], tuple[bool, str]]) -> tuple[Result, str]:
         """The webhook is a write too: dry-run logs it, the deadline refuses it. (DONE, "") when it answered

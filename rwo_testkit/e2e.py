@@ -19,6 +19,7 @@ from typing import Callable, Iterator, Optional, TypeVar
 
 import pytest
 
+from . import log_sink
 from .control_plane import AssetsMissing, ControlPlane, find_assets
 from .kube import Kube
 from .node_sim import STORAGE_CLASS, NodeSimulator
@@ -70,13 +71,14 @@ class Cluster:
         answer = self.kube.create("/api/v1/namespaces/rwo-failover/serviceaccounts/rwo-failover/token",
                                   {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
                                    "spec": {"expirationSeconds": 7200}})
-        return self.cp.kubeconfig_for(answer["status"]["token"], "rwo-failover")
+        return self.cp.kubeconfig_for(log_sink.plant(answer["status"]["token"]), "rwo-failover")
 
     def run_pass(self, kubeconfig: Path, **env: str) -> PassResult:
         full = {"PATH": os.environ.get("PATH", ""), "HOME": str(self.cp.workdir), "KUBECONFIG": str(kubeconfig),
                 **PASS_ENV, **env}
         proc = subprocess.run([sys.executable, str(REPO / "reconcile.py"), "--once"], env=full, cwd=REPO,
                               capture_output=True, text=True, timeout=120)
+        log_sink.SESSION.add(proc.stdout + proc.stderr)
         logs = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
         return PassResult(proc.returncode, logs, proc.stderr)
 

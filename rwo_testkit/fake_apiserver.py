@@ -51,6 +51,7 @@ KINDS = {k.plural: k for k in (
     Kind("persistentvolumeclaims", "PersistentVolumeClaim", "v1", True),
     Kind("persistentvolumes", "PersistentVolume", "v1", False),
     Kind("events", "Event", "v1", True, status_subresource=False),
+    Kind("configmaps", "ConfigMap", "v1", True, status_subresource=False),
     Kind("leases", "Lease", "coordination.k8s.io/v1", True, status_subresource=False),
     Kind("volumeattachments", "VolumeAttachment", "storage.k8s.io/v1", False),
     Kind("networkfences", "NetworkFence", "csiaddons.openshift.io/v1alpha1", False),
@@ -222,14 +223,14 @@ class FakeApiServer:
         meta["resourceVersion"] = self._next_rv()
         key = self._key(kind, meta.get("namespace", ""), meta["name"])
         self.store[kind.plural][key] = json.dumps(obj, separators=(",", ":")).encode()
-        if kind.plural == "pods":
-            self._pods_by_node.setdefault((obj.get("spec") or {}).get("nodeName", ""), set()).add(key)
+        if kind.plural == "pods":  # indexed by the field as it is, whatever it holds (a hostile pod's, too)
+            self._pods_by_node.setdefault(_field_value(obj, "spec.nodeName"), set()).add(key)
 
     def _remove(self, kind: Kind, key: str, obj: dict) -> dict:
         """Drop the stored object; `obj` is its decoded form, which the caller already has."""
         del self.store[kind.plural][key]
         if kind.plural == "pods":
-            self._pods_by_node.get((obj.get("spec") or {}).get("nodeName", ""), set()).discard(key)
+            self._pods_by_node.get(_field_value(obj, "spec.nodeName"), set()).discard(key)
         return obj
 
     def get(self, plural: str, name: str, namespace: str = "") -> Optional[dict]:
@@ -329,6 +330,9 @@ class FakeApiServer:
                 return getattr(self, f"_do_{req.verb}")(req)
         except ApiStatus as err:
             return Response(err.code, _status_body(err.code, err.reason, err.message),
+                            {"Content-Type": "application/json"})
+        except Exception as err:  # noqa: BLE001 - as the real server recovers a panic: a 500, not a dropped call
+            return Response(500, _status_body(500, "InternalError", f"fixture: {type(err).__name__}: {err}"),
                             {"Content-Type": "application/json"})
 
     @staticmethod
@@ -453,11 +457,15 @@ class FakeApiServer:
     def _do_delete(self, req: Request) -> Response:
         kind, key, obj = self._find(req)
         options = req.body if isinstance(req.body, dict) else {}
-        wanted_uid = (options.get("preconditions") or {}).get("uid")
+        preconditions = options.get("preconditions") or {}
+        wanted_uid, wanted_rv = preconditions.get("uid"), preconditions.get("resourceVersion")
         meta = obj["metadata"]
         if wanted_uid and wanted_uid != meta["uid"]:
             raise ApiStatus(409, "Conflict", f"Precondition failed: UID in precondition: {wanted_uid}, "
                                              f"UID in object meta: {meta['uid']}")
+        if wanted_rv and wanted_rv != meta["resourceVersion"]:
+            raise ApiStatus(409, "Conflict", f"Precondition failed: ResourceVersion in precondition: {wanted_rv}, "
+                                             f"ResourceVersion in object meta: {meta['resourceVersion']}")
         grace = _grace_seconds(options, req.query, obj, kind)
         if meta.get("finalizers") or (grace > 0 and _needs_kubelet(kind, obj)):
             # Kept, marked Terminating: a finalizer, or a kubelet that must confirm, still holds it.

@@ -61,7 +61,7 @@ def node(name: str, ready: str = "True", since: float = 3600, taints: Sequence[d
             "status": {"conditions": conditions,
                        "capacity": {"cpu": "8", "memory": "32386524Ki", "pods": "110"},
                        "allocatable": {"cpu": "7910m", "memory": "31371740Ki", "pods": "110"},
-                       "addresses": [{"type": "InternalIP", "address": "10.0.0.1"},
+                       "addresses": [{"type": "InternalIP", "address": internal_ip(name)},
                                      {"type": "Hostname", "address": name}],
                        "nodeInfo": {"kubeletVersion": "v1.36.0", "containerRuntimeVersion": "containerd://2.1.0",
                                     "kernelVersion": "6.8.0", "osImage": "Ubuntu 24.04 LTS",
@@ -75,6 +75,12 @@ def node(name: str, ready: str = "True", since: float = 3600, taints: Sequence[d
 
 def _hex(seed: str, length: int) -> str:
     return hashlib.sha256(seed.encode()).hexdigest()[:length]
+
+
+def internal_ip(name: str) -> str:
+    """Each node its own address, as on a real network (fencing refuses an address two nodes report)."""
+    digest = hashlib.sha256(name.encode()).digest()
+    return f"10.{digest[0]}.{digest[1]}.{digest[2] % 254 + 1}"
 
 
 def lease(node_name: str, renewed_ago: Optional[float], duration: Optional[int] = 40,

@@ -272,12 +272,15 @@ class NodeSimulator(Background):
 
 class FenceController(Background):
     """A simulated csi-addons NetworkFence controller: it answers each spec generation after `delay` seconds,
-    as the real one does once the CSI driver's FenceClusterNetwork (or Unfence) call returns: status.result,
-    the upstream success messages, and a condition carrying the observed generation."""
+    as the real one does once the CSI driver's FenceClusterNetwork (or Unfence) call returns: status.result and
+    the upstream success messages, and nothing else. (csi-addons' networkfence_controller.go writes no
+    conditions and no observedGeneration; `conditions=True` adds a condition that carries it, as a controller
+    that does would.)"""
 
-    def __init__(self, kubeconfig: Path, delay: float = 2.0, tick: float = 0.25) -> None:
-        self.kube, self.delay, self.period = Kube(kubeconfig), delay, tick
+    def __init__(self, kubeconfig: Path, delay: float = 2.0, tick: float = 0.25, conditions: bool = False) -> None:
+        self.kube, self.delay, self.period, self.conditions = Kube(kubeconfig), delay, tick, conditions
         self.first_seen: dict[tuple[str, int], float] = {}
+        self.answered: set[tuple[str, int]] = set()
 
     def tick(self) -> None:
         try:
@@ -288,16 +291,19 @@ class FenceController(Background):
 
     def _answer(self, fence: dict) -> None:
         meta, generation = fence["metadata"], int(fence["metadata"].get("generation") or 1)
-        observed = [c.get("observedGeneration") for c in (fence.get("status") or {}).get("conditions") or ()]
-        if generation in observed:
+        key = (meta["uid"], generation)  # the controller reconciles each generation once (GenerationChanged)
+        if key in self.answered:
             return
-        seen = self.first_seen.setdefault((meta["uid"], generation), time.monotonic())
+        seen = self.first_seen.setdefault(key, time.monotonic())
         if time.monotonic() - seen < self.delay:
             return
         unfence = fence["spec"]["fenceState"] == "Unfenced"
         message = "unfencing operation successful" if unfence else "fencing operation successful"
-        self.kube.patch(f"/apis/csiaddons.openshift.io/v1alpha1/networkfences/{meta['name']}/status", {"status": {
-            "result": "Succeeded", "message": message,
-            "conditions": [{"type": "Fenced", "status": "False" if unfence else "True", "reason": "Succeeded",
-                            "message": message, "observedGeneration": generation,
-                            "lastTransitionTime": now_text()}]}})
+        status: dict = {"result": "Succeeded", "message": message}
+        if self.conditions:
+            status["conditions"] = [{"type": "Fenced", "status": "False" if unfence else "True",
+                                     "reason": "Succeeded", "message": message, "observedGeneration": generation,
+                                     "lastTransitionTime": now_text()}]
+        self.kube.patch(f"/apis/csiaddons.openshift.io/v1alpha1/networkfences/{meta['name']}/status",
+                        {"status": status})
+        self.answered.add(key)

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from conftest import ROOT
-from rwo_failover.model import OUT_OF_SERVICE_KEY
+from rwo_failover.model import OUT_OF_SERVICE_KEY, RECOVERY_LABEL
 from rwo_testkit import fake_cluster as fc
 
 
@@ -23,6 +23,12 @@ def stuck(api, node: str, name: str = "db-0", namespace: str = "default", **pod_
 def tainted_node(api, name: str, not_ready_for: float, lease_renewed_ago: float, duration=40) -> None:
     api.add(fc.node(name, ready="Unknown", since=not_ready_for, taints=[fc.SHUTDOWN, fc.UNREACHABLE]))
     api.add(fc.lease(name, lease_renewed_ago, duration))
+
+
+def recovery_records(api) -> list[dict]:
+    """Our records: ConfigMaps in RECOVERY_NAMESPACE (rwo-failover), where no tenant can write."""
+    return [json.loads(c["data"]["record"]) for c in api.objects("configmaps")
+            if c["metadata"]["namespace"] == "rwo-failover" and c["metadata"]["labels"] == {RECOVERY_LABEL: "pending"}]
 
 
 def pod_names(api) -> set[str]:

@@ -24,6 +24,7 @@ BAD_VALUES = {
     "LEADER_ELECTION_LEASE_SECONDS": ["", "2", "x"],
     "LEADER_ELECTION_NAMESPACE": ["", "Bad_NS", "a/b"],
     "LEADER_ELECTION_LEASE_NAME": ["", "Has Space", "UPPER"],
+    "RECOVERY_NAMESPACE": ["", "Bad_NS", "a/b"],
     "SHUTDOWN_TAINTS": ["", ",", "bad key!", "a=b:Sometimes", "-leading=x", "k=v=w",
                         # on every NotReady node, a partitioned one too: never evidence of a shutdown
                         "node.kubernetes.io/unreachable", "x,node.kubernetes.io/not-ready:NoExecute"],

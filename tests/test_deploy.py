@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import ROOT
+from conftest import ROOT, SESSION_LOG
 from rwo_failover import config
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.control_plane import free_port
@@ -215,6 +215,7 @@ def test_container_command_runs_a_real_pass(tmp_path: Path, api, image_venv):
     proc = subprocess.run([str(image_venv / "bin" / "python")] + argv[1:], cwd=workdir, env=env,
                           capture_output=True, text=True, timeout=120)
 
+    SESSION_LOG.add(proc.stdout + proc.stderr)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     summaries = [json.loads(line) for line in proc.stdout.splitlines() if '"pass finished"' in line]
     assert len(summaries) == 1, "one pass, then exit"
@@ -249,6 +250,7 @@ def test_deployment_command_loops_until_sigterm(tmp_path: Path, api, image_venv)
                 assert answer.status == 200 and expected in answer.read()
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=60)
+        SESSION_LOG.add(out + err)
     finally:
         proc.kill()
     assert passes == 3, err

@@ -15,11 +15,11 @@ import pytest
 
 from conftest import ROOT
 from rwo_failover.exitcodes import EXIT_OK, EXIT_REFUSED, EXIT_UNAVAILABLE
-from rwo_failover.model import RECOVERY_LABEL
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.fake_apiserver import Fault, Response
 
-from helpers import deletes, oos_taints, patches, pod_names, skewed_pass, states, stuck, tainted_node
+from helpers import (deletes, oos_taints, patches, pod_names, recovery_records, skewed_pass, states, stuck,
+                     tainted_node)
 
 
 @pytest.fixture
@@ -263,8 +263,7 @@ def test_a_completed_pod_is_left_alone_and_its_volume_released_without_a_recover
 
     assert pod_names(cluster) == {"job-0"} and deletes(cluster, "pods") == []
     assert cluster.objects("volumeattachments") == []
-    claim = cluster.get("persistentvolumeclaims", "data-job-0", "default")
-    assert RECOVERY_LABEL not in (claim["metadata"].get("labels") or {})
+    assert recovery_records(cluster) == [], "no replacement will come for a completed pod"
     assert result.code == EXIT_OK
 
 
@@ -304,8 +303,7 @@ def test_a_pod_delete_whose_answer_is_lost_still_gets_its_recovery_watched(clust
     result = run_pass(OUT_OF_SERVICE_TAINT="never")
 
     assert pod_names(cluster) == set() and result.summary["pods_deleted"] == 1
-    claim = cluster.get("persistentvolumeclaims", "data-db-0", "default")
-    assert claim["metadata"]["labels"].get(RECOVERY_LABEL) == "pending"
+    assert [r["claim"] for r in recovery_records(cluster)] == ["default/data-db-0"]
 
 
 

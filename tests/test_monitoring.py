@@ -3,7 +3,6 @@ the health endpoints, and recovery confirmation with its Events."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -19,9 +18,10 @@ from conftest import ROOT
 from rwo_failover.exitcodes import EXIT_OK
 from rwo_failover.health import Liveness
 from rwo_failover.metrics import documented
-from rwo_failover.model import RECOVERY_ANNOTATION, RECOVERY_LABEL
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.control_plane import free_port
+
+from helpers import recovery_records
 
 MONITORING = ROOT / "monitoring"
 
@@ -128,19 +128,16 @@ def replacement(api, name: str, node: str, ready: bool, ready_ago: float = 5, ow
     return api.replace(pod) if api.get("pods", name, "default") else api.add(pod)
 
 
-def recovery_record(api) -> dict:
-    claim = api.get("persistentvolumeclaims", "data-db-0", "default")
-    return json.loads(claim["metadata"]["annotations"][RECOVERY_ANNOTATION])
-
-
 def test_a_freed_claim_is_marked_then_its_recovery_confirmed_with_the_failover_time(api, run_pass):
     fc.outage(api)
+    claim = api.get("persistentvolumeclaims", "data-db-0", "default")
     first = run_pass()
     assert first.code == EXIT_OK and api.objects("pods") == []
-    claim = api.get("persistentvolumeclaims", "data-db-0", "default")
-    assert claim["metadata"]["labels"][RECOVERY_LABEL] == "pending"
-    record = recovery_record(api)
+    [record] = recovery_records(api)
     assert record["pod"] == "db-0" and record["node"] == "dead" and record["controller"].startswith("StatefulSet/")
+    assert (record["claim"], record["claimUID"], record["volume"]) == (
+        "default/data-db-0", claim["metadata"]["uid"], claim["spec"]["volumeName"])
+    assert api.get("persistentvolumeclaims", "data-db-0", "default") == claim, "the tenant's claim is not written"
 
     replacement(api, "db-0", "w1", ready=False)
     waiting = run_pass()
@@ -157,9 +154,7 @@ def test_a_freed_claim_is_marked_then_its_recovery_confirmed_with_the_failover_t
     seconds = int(re.search(r"attached (\d+)s after its node went NotReady", event["message"])[1])
     assert 590 <= seconds <= 610, "the dead node went NotReady 600 s ago; the replacement is Ready now"
     assert re.search(r"of which (\d+)s until rwo-failover freed the volume", event["message"])
-    claim = api.get("persistentvolumeclaims", "data-db-0", "default")
-    assert RECOVERY_LABEL not in (claim["metadata"].get("labels") or {})
-    assert RECOVERY_ANNOTATION not in (claim["metadata"].get("annotations") or {})
+    assert recovery_records(api) == [], "the record is settled"
 
 
 @pytest.mark.parametrize("setup, missing", [
