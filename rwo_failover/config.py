@@ -11,7 +11,9 @@ from __future__ import annotations
 import argparse
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Optional, Sequence
+from typing import Any, Callable, Mapping, NoReturn, Optional, Sequence
+
+from . import __version__
 
 from .matchers import LabelSelector, MatcherError, TaintSpec
 from .model import CLOUD_SHUTDOWN_KEY, OUT_OF_SERVICE_KEY
@@ -324,16 +326,29 @@ SPECS: tuple[Spec, ...] = (
 BY_NAME = {spec.name: spec for spec in SPECS}
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, except that a bad argument is a ConfigError: one line, the same prefix and exit code as a bad
+    setting, instead of the usage text and argparse's own exit."""
+
+    def error(self, message: str) -> NoReturn:
+        raise ConfigError(f"{message}; see {self.prog} --help")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="reconcile.py",
+    parser = _Parser(
+        prog="rwo-failover",
         description="Release ReadWriteOnce volumes held by pods on nodes that are proven down.",
-        epilog="Every setting is also an environment variable: --max-nodes-per-pass is MAX_NODES_PER_PASS.",
+        epilog="Every setting is also an environment variable: --max-nodes-per-pass is MAX_NODES_PER_PASS. "
+               "A true/false setting's flag alone means true (--dry-run); --dry-run=false also works.",
+        allow_abbrev=False,  # a typo must never silently mean another flag
     )
     parser.add_argument("--once", action="store_true", help="Run one pass and exit, whatever INTERVAL says.")
+    parser.add_argument("--version", action="version", version=f"rwo-failover {__version__}")
     for spec in SPECS:
+        # A boolean works bare, as kubectl's flags do; a value, when given, is parsed like the env var's.
+        bare = {"nargs": "?", "const": "true"} if spec.parse is _bool else {}
         parser.add_argument(spec.flag, dest=spec.field, metavar=spec.name, default=None,
-                            help=f"{spec.help} (default: {spec.default!r})")
+                            help=f"{spec.help} (default: {spec.default!r})", **bare)
     return parser
 
 

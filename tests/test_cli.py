@@ -130,3 +130,35 @@ def test_an_uncaught_exception_exits_70_with_its_traceback(api, run_pass):
     assert result.code == EXIT_CRASH
     [line] = result.lines("unexpected error; this is a bug in rwo-failover")
     assert "Traceback" in line["exc_info"]
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--dry-run"], {"dry_run": True}),
+    (["--dry-run=true"], {"dry_run": True}),
+    (["--dry-run=false"], {"dry_run": False}),
+    (["--dry-run", "--once"], {"dry_run": True}),
+    (["--interval", "5", "--leader-election"], {"leader_election": True, "interval": 5.0}),
+    (["--leader-election=false", "--interval=5"], {"leader_election": False}),
+])
+def test_boolean_flags_work_bare_and_with_a_value(argv, expected):
+    """As kubectl's do: `--dry-run` alone means true, and `--dry-run=false` still works."""
+    from rwo_failover import config
+
+    _args, settings = config.load(argv, {})
+    assert {key: getattr(settings, key) for key in expected} == expected
+
+
+@pytest.mark.parametrize("argv, names", [
+    (["--once", "--no-such-flag"], "--no-such-flag"),
+    (["--once", "--max-nodes-per-pass"], "--max-nodes-per-pass"),
+    (["--once", "--dry"], "--dry"),  # no abbreviations: a typo must not silently mean another flag
+    (["--once", "extra"], "extra"),
+])
+def test_argument_errors_are_one_line_with_the_setting_errors_prefix_and_exit_2(argv, names, tmp_path):
+    proc = subprocess.run([sys.executable, str(ROOT / "reconcile.py"), *argv], capture_output=True, text=True,
+                          timeout=60, env={"PATH": "/usr/bin:/bin", "KUBECONFIG": str(tmp_path / "none")})
+    assert proc.returncode == EXIT_CONFIG
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("rwo-failover: configuration error: ") and names in lines[0], lines[0]
+    assert proc.stdout == ""
