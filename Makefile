@@ -38,11 +38,13 @@ $(VENV)/.runtime: requirements.txt $(STALE)
 	touch $@
 
 # The dev venv adds the test tools and this project itself (editable, no dependencies: the pins are the set),
-# which gives the `rwo-failover` console script and makes rwo_testkit importable from anywhere.
+# which gives the `rwo-failover` console script; a .pth file makes rwo_testkit, which the wheel does not
+# ship, importable from anywhere (the benchmarks, subprocesses of the tests).
 $(VENV)/.dev: requirements-dev.txt pyproject.toml $(VENV)/.runtime
 	$(call wheels,requirements-dev.txt)
 	$(PIP) install --quiet $(OFFLINE) -r requirements-dev.txt
 	$(PIP) install --quiet --no-deps --no-build-isolation --no-index -e .
+	$(BIN)/python -c 'import pathlib, sysconfig; pathlib.Path(sysconfig.get_path("purelib"), "rwo_testkit.pth").write_text(str(pathlib.Path.cwd()) + "\n")'
 	touch $@
 
 rebuild-venv:

@@ -8,14 +8,13 @@ import shlex
 import shutil
 import signal
 import subprocess
-import sys
 import urllib.request
 from pathlib import Path
 
 import pytest
 import yaml
 
-from conftest import ROOT
+from conftest import ROOT, fresh_venv
 from rwo_failover import config
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.control_plane import free_port
@@ -158,12 +157,10 @@ def effective_command(which: str) -> tuple[list[str], dict[str, str]]:
 
 @pytest.fixture(scope="module")
 def image_venv(tmp_path_factory) -> Path:
-    """The image's dependencies: requirements.txt, hash-checked, into a fresh venv (the image's /app/deps)."""
-    venv = tmp_path_factory.mktemp("image") / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--require-hashes", "--no-deps",
-                    "-r", str(ROOT / "requirements.txt")], check=True, timeout=540)
-    return venv
+    """The image's dependencies: requirements.txt, hash-checked, into a fresh venv (the image's /app/deps),
+    from the wheelhouse `make` keeps, so this runs offline."""
+    return fresh_venv(tmp_path_factory.mktemp("image") / "venv", "--require-hashes", "--no-deps", "-r",
+                      str(ROOT / "requirements.txt"))
 
 
 def image_workdir(tmp_path: Path) -> Path:
@@ -203,6 +200,7 @@ def test_each_manifest_states_its_own_mode():
     assert not args.once and settings.interval > 0, "the Deployment reaches the loop"
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_container_command_runs_a_real_pass(tmp_path: Path, api, image_venv):
     """The CronJob's effective command, in the image's layout and dependencies, runs one pass and exits."""
@@ -222,6 +220,7 @@ def test_container_command_runs_a_real_pass(tmp_path: Path, api, image_venv):
     assert api.objects("pods") == [] and api.objects("volumeattachments") == []
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_deployment_command_loops_until_sigterm(tmp_path: Path, api, image_venv):
     """The Deployment's effective command keeps passing until SIGTERM, then exits 0.
