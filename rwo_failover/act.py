@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
-from typing import Callable, Optional
+from typing import Callable, Mapping, Optional
 
 from .client import Api, ApiError
 from .config import Settings
@@ -32,8 +32,12 @@ Live = tuple[Node, Optional[Lease], dict]
 
 class Actor:
     def __init__(self, api: Api, settings: Settings, now: Callable[[], datetime],
-                 metrics: Optional[Metrics] = None, guard: Optional[Guard] = None) -> None:
+                 metrics: Optional[Metrics] = None, guard: Optional[Guard] = None,
+                 node_uids: Optional[Mapping[str, str]] = None) -> None:
         self.api, self.settings, self.now = api, settings, now
+        # Each node's uid, for its Events: from the snapshot, then from every live read (a node deleted and
+        # re-registered under the same name is another object).
+        self.node_uids = dict(node_uids or {})
         self.outcome = Outcome()
         self.writer = Writer(api, settings.dry_run, self.outcome, guard)
         self.events = EventRecorder(self.writer, now)
@@ -45,7 +49,7 @@ class Actor:
             self.outcome.split_brain.append(verdict.node)
             log.error("refusing node: tainted for shutdown but alive", extra={"node": verdict.node,
                       "taint": verdict.taint, "reason": verdict.reason})
-            self.events.repeated(verdict.node, "ShutdownTaintOnLiveNode",
+            self.events.repeated(verdict.node, self.node_uids.get(verdict.node, ""), "ShutdownTaintOnLiveNode",
                                  f"{verdict.reason}; rwo-failover will not touch this node. "
                                  f"Check the taint {verdict.taint}.")
 
@@ -54,7 +58,8 @@ class Actor:
         # with the unhealthy-fraction brake no node was planned, so every down node is named (capped).
         busy = [n.verdict for n in plan.busy_nodes] or [v for v in plan.verdicts if v.state is NodeState.DOWN]
         for verdict in busy[: self.settings.max_nodes_per_pass]:
-            self.events.repeated(verdict.node, "FailoverRefused", f"{plan.refusal}; nothing was deleted")
+            self.events.repeated(verdict.node, self.node_uids.get(verdict.node, ""), "FailoverRefused",
+                                 f"{plan.refusal}; nothing was deleted")
 
     def execute(self, plan: Plan) -> Outcome:
         plan.raise_if_unsafe()
@@ -66,7 +71,7 @@ class Actor:
         for name in plan.drop_annotation:
             self._drop_annotation(name)
         for name, step in plan.unfence:
-            self.fencer.unfence(name, step)
+            self.fencer.unfence(name, self.node_uids.get(name, ""), step)
         for verdict in plan.recovery:
             self.recovery.settle(verdict)
         return self.outcome
@@ -98,7 +103,7 @@ class Actor:
         released = [a for a in releasable if self._release(a)]
         deleted = ", ".join(sorted(gone)) or "no pods"
         volumes = ", ".join(a.name for a in released) or "no VolumeAttachments"
-        self.events.node(name, "Normal", "RWOVolumesReleased",
+        self.events.node(name, node.uid, "Normal", "RWOVolumesReleased",
                          f"node proven down ({verdict.reason}, taint {verdict.taint}); force-deleted {deleted}; "
                          f"deleted {volumes}")
 
@@ -113,7 +118,9 @@ class Actor:
         if raw is None:
             self.writer.fail(f"node {name} disappeared before the {purpose}; skipped")
             return None
-        return Node.from_json(raw), (Lease.from_json(lease_raw) if lease_raw else None), raw
+        node = Node.from_json(raw)
+        self.node_uids[name] = node.uid
+        return node, (Lease.from_json(lease_raw) if lease_raw else None), raw
 
     def _recheck(self, name: str) -> Optional[tuple[NodeVerdict, Node, dict]]:
         """Judge the node again, live, with the same rule as the plan; the verdict, the node, and its raw JSON."""
@@ -170,7 +177,7 @@ class Actor:
         if read_modify_write(self.writer, name, "add the out-of-service taint", build):
             self.outcome.taints_added.append(name)
             log.info("added the out-of-service taint", extra={"node": name})
-            self.events.node(name, "Normal", "OutOfServiceTaintAdded",
+            self.events.node(name, self.node_uids.get(name, ""), "Normal", "OutOfServiceTaintAdded",
                              "node proven down; added node.kubernetes.io/out-of-service=nodeshutdown:NoExecute so "
                              "Kubernetes force-detaches its volumes; rwo-failover removes it once the node is back")
 
@@ -197,7 +204,7 @@ class Actor:
         if read_modify_write(self.writer, name, "remove our out-of-service taint", build):
             self.outcome.taints_removed.append(name)
             log.info("removed our out-of-service taint from a recovered node", extra={"node": name})
-            self.events.node(name, "Normal", "OutOfServiceTaintRemoved",
+            self.events.node(name, self.node_uids.get(name, ""), "Normal", "OutOfServiceTaintRemoved",
                              f"node Ready for {self.settings.recovery_seconds}s or more with a fresh Lease; "
                              f"removed the node.kubernetes.io/out-of-service taint rwo-failover added at {added_at}")
 
@@ -258,6 +265,6 @@ class Actor:
             return False
         log.info("deleted VolumeAttachment" if result is Result.DONE else "VolumeAttachment already gone",
                  extra=fields)
-        self.events.claim(action.claim, "VolumeReleasedFromDeadNode",
+        self.events.claim(action.claim, action.claim_uid, "VolumeReleasedFromDeadNode",
                           f"deleted VolumeAttachment {action.name} of PV {action.volume} on dead node {action.node}")
         return True

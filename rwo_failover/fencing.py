@@ -46,12 +46,13 @@ class Fencer:
             return self._webhook(node_plan, node) if self.settings.fencing == "webhook" else self._request(node)
         if step == REFENCE:
             return self._refence(node)
-        self._refuse(name, node_plan.fence_reason)
+        self._refuse(node, node_plan.fence_reason)
         return False
 
-    def _refuse(self, name: str, why: str) -> None:
-        self.writer.fail(f"fencing of node {name} not confirmed: {why}; nothing on it was touched")
-        self.events.node(name, "Warning", "FencingFailed", f"{why}; rwo-failover touched nothing on this node")
+    def _refuse(self, node: Node, why: str) -> None:
+        self.writer.fail(f"fencing of node {node.name} not confirmed: {why}; nothing on it was touched")
+        self.events.node(node.name, node.uid, "Warning", "FencingFailed",
+                         f"{why}; rwo-failover touched nothing on this node")
 
     def _webhook(self, node_plan: NodePlan, node: Node) -> bool:
         payload = {"node": node.name, "uid": node.uid, "providerID": node.provider_id,
@@ -64,7 +65,7 @@ class Fencer:
             log.info("fence webhook confirmed the node fenced", extra={"node": node.name})
             return True
         if result is Result.FAILED:
-            self.events.node(node.name, "Warning", "FencingFailed",
+            self.events.node(node.name, node.uid, "Warning", "FencingFailed",
                              f"fence webhook did not confirm: {why}; rwo-failover touched nothing on this node")
         return False
 
@@ -92,11 +93,11 @@ class Fencer:
         if result is Result.DONE:
             log.info("asked for fencing; nothing on the node is touched until the NetworkFence answers Succeeded",
                      extra={"node": node.name, "cidrs": cidrs(node)})
-            self.events.node(node.name, "Normal", "FencingRequested",
+            self.events.node(node.name, node.uid, "Normal", "FencingRequested",
                              f"{what} for {', '.join(cidrs(node)) or 'no address'}")
         return False
 
-    def unfence(self, name: str, step: str) -> bool:
+    def unfence(self, name: str, uid: str, step: str) -> bool:
         """True when the NetworkFence is gone (unfenced and deleted), so our taint may come off."""
         if step == UNFENCE:
             if self.writer.patch_networkfence(name, {"spec": {"fenceState": "Unfenced"}}, "unfence") is Result.DONE:
@@ -104,6 +105,6 @@ class Fencer:
             return False
         if step == DELETE and self.writer.delete_networkfence(name) in (Result.DONE, Result.GONE):
             self.outcome.unfenced.append(name)
-            self.events.node(name, "Normal", "NodeUnfenced", f"NetworkFence {name} answered Unfenced; deleted it")
+            self.events.node(name, uid, "Normal", "NodeUnfenced", f"NetworkFence {name} answered Unfenced; deleted it")
             return True
         return False

@@ -42,7 +42,7 @@ def run_pass(api: Api, settings: Settings, now: Callable[[], datetime] = utcnow,
         return code
     plan = planner.plan(snapshot, settings)
     _log_plan(plan)
-    actor = Actor(api, settings, now, metrics, guard)
+    actor = Actor(api, settings, now, metrics, guard, {n.name: n.uid for n in snapshot.nodes})
     actor.warn_split_brain(plan.split_brain)
     try:
         outcome = actor.execute(plan)
