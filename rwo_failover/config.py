@@ -23,6 +23,7 @@ LOG_FORMATS = ("auto", "json", "text")
 OUT_OF_SERVICE_MODES = ("auto", "always", "never")
 FENCING_MODES = ("none", "networkfence", "webhook")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+OUTPUTS = ("auto", "table", "none")
 
 
 class ConfigError(ValueError):
@@ -47,6 +48,7 @@ class Settings:
     page_size: int
     log_format: str
     log_level: str
+    output: str
     out_of_service_taint: str
     recovery_seconds: int
     interval: float
@@ -291,9 +293,10 @@ SPECS: tuple[Spec, ...] = (
     Spec("PUSHGATEWAY_URL", lambda t: _http_url(t) if t.strip() else None, "",
          "One-shot mode: push each pass's metrics to this Pushgateway; empty pushes nothing.",
          "an http:// or https:// URL, or empty", empty_ok=True),
-    Spec("PUSHGATEWAY_INSTANCE", lambda t: _label_value(t) if t.strip() else None, "",
-         "The instance grouping key of the push (cronjob.yaml sets the Job's name); empty means the host name.",
-         "a label value (letters, digits, -, _ and .), or empty", empty_ok=True),
+    Spec("PUSHGATEWAY_INSTANCE", _label_value, "rwo-failover",
+         "The instance grouping key of the push: the CronJob's name, the same for every pass, so each pass "
+         "replaces the last one's group (Pushgateway groups never expire).",
+         "a label value (letters, digits, -, _ and .)"),
     Spec("LEADER_ELECTION", _bool, "false",
          "Continuous mode with several replicas: run passes only while holding the leader Lease.",
          "true or false"),
@@ -316,6 +319,9 @@ SPECS: tuple[Spec, ...] = (
          f"one of {', '.join(LOG_FORMATS)}"),
     Spec("LOG_LEVEL", _choice(LOG_LEVELS, str.upper), "INFO", "Least severe level logged.",
          f"one of {', '.join(LOG_LEVELS)}"),
+    Spec("OUTPUT", _choice(OUTPUTS), "auto",
+         "The plan as a table before the pass acts: table, none, or auto (a table on a terminal, for one pass).",
+         f"one of {', '.join(OUTPUTS)}"),
     Spec("KUBECONFIG", _optional_text, "",
          "Kubeconfig path(s); empty means ~/.kube/config, or in-cluster config inside a pod.",
          "a path, or empty", empty_ok=True),

@@ -22,10 +22,13 @@ log = logging.getLogger(logs.LOGGER)
 
 
 def run_pass(api: Api, settings: Settings, now: Callable[[], datetime] = utcnow,
-             metrics: Optional[Metrics] = None, guard: Optional[Guard] = None) -> int:
+             metrics: Optional[Metrics] = None, guard: Optional[Guard] = None,
+             show: Optional[Callable[[planner.Plan], None]] = None) -> int:
     """Observe, decide, act; log one summary line; return the exit code.
 
-    `guard` names a reason once no write may start (a stop signal, leadership lost); see writer.Guard.
+    `guard` names a reason once no write may start (a stop signal, leadership lost); see writer.Guard. The
+    summary's `stopped_by` is its reason at the end. `show` gets the plan before anything is acted on (the
+    table for people, plan_table.py).
 
     `now` is this process's wall clock, used only until the API server has answered once: every age is
     judged on the server's clock (clock.ServerClock, fed by the Date header of each response).
@@ -38,10 +41,12 @@ def run_pass(api: Api, settings: Settings, now: Callable[[], datetime] = utcnow,
     except ApiError as err:
         code = EXIT_FORBIDDEN if isinstance(err, Forbidden) else EXIT_UNAVAILABLE
         log.error("cannot read the cluster; nothing was changed", extra={"error": str(err)})
-        _summary(settings, None, None, code, started, api, metrics)
+        _summary(settings, None, None, code, started, api, metrics, guard)
         return code
     plan = planner.plan(snapshot, settings)
     _log_plan(plan)
+    if show:
+        show(plan)
     actor = Actor(api, settings, now, metrics, guard, {n.name: n.uid for n in snapshot.nodes})
     actor.warn_split_brain(plan.split_brain)
     try:
@@ -51,7 +56,7 @@ def run_pass(api: Api, settings: Settings, now: Callable[[], datetime] = utcnow,
         actor.record_refusal(plan)
         outcome = actor.outcome
     code = exit_code(plan, outcome)
-    _summary(settings, plan, outcome, code, started, api, metrics)
+    _summary(settings, plan, outcome, code, started, api, metrics, guard)
     return code
 
 
@@ -75,12 +80,13 @@ def _log_plan(plan: planner.Plan) -> None:
 
 
 def _summary(settings: Settings, plan: Optional[planner.Plan], outcome: Optional[Outcome], code: int,
-             started: float, api: Api, metrics: Optional[Metrics]) -> None:
+             started: float, api: Api, metrics: Optional[Metrics], guard: Optional[Guard]) -> None:
     seconds = time.monotonic() - started
     if metrics:
         metrics.record_pass(plan, outcome, code, seconds)
     fields: dict[str, object] = {"dry_run": settings.dry_run, "exit_code": code,
-                                 "duration_seconds": round(seconds, 3), "api_attempts": api.attempts}
+                                 "duration_seconds": round(seconds, 3), "api_attempts": api.attempts,
+                                 "stopped_by": (guard() if guard else None) or ""}
     if plan is not None:
         states = [v.state for v in plan.verdicts]
         fields.update(nodes=plan.total_nodes, nodes_not_ready=plan.not_ready, tainted=len(states),

@@ -162,3 +162,25 @@ def test_argument_errors_are_one_line_with_the_setting_errors_prefix_and_exit_2(
     assert len(lines) == 1, proc.stderr
     assert lines[0].startswith("rwo-failover: configuration error: ") and names in lines[0], lines[0]
     assert proc.stdout == ""
+
+
+def test_the_first_log_line_names_the_version_and_json_times_are_rfc3339_utc(api, kubeconfig):
+    """Whatever the machine's time zone, `time` is RFC 3339 in UTC, as log stores expect."""
+    import re
+    from datetime import datetime, timezone
+
+    from rwo_failover import __version__
+
+    fc.outage(api)
+    before = datetime.now(timezone.utc)
+    proc = subprocess.run([sys.executable, str(ROOT / "reconcile.py"), "--once", "--dry-run"], capture_output=True,
+                          text=True, timeout=60, cwd=ROOT,
+                          env={"KUBECONFIG": kubeconfig, "PATH": "/usr/bin:/bin", "TZ": "America/Los_Angeles",
+                               "LOG_FORMAT": "json"})
+    assert proc.returncode == EXIT_OK, proc.stderr
+    logs = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert logs[0]["message"] == "rwo-failover starting" and logs[0]["version"] == __version__
+    for line in logs:
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", line["time"]), line["time"]
+    first = datetime.fromisoformat(logs[0]["time"])
+    assert abs((first - before).total_seconds()) < 30

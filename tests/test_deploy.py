@@ -39,10 +39,7 @@ def pod_spec(which: str = "cronjob") -> dict:
     return cronjob()["spec"]["jobTemplate"]["spec"]["template"]["spec"]
 
 
-JOB_NAME = {"fieldRef": {"fieldPath": "metadata.labels['batch.kubernetes.io/job-name']"}}
-
-
-@pytest.mark.parametrize("which, overrides", [("cronjob", {"PUSHGATEWAY_INSTANCE": JOB_NAME}),
+@pytest.mark.parametrize("which, overrides", [("cronjob", {}),
                                               ("deployment", {"INTERVAL": "15", "LEADER_ELECTION": "true"})])
 def test_every_env_var_is_a_setting_and_every_setting_is_there_with_its_default(which, overrides):
     [container] = pod_spec(which)["containers"]
@@ -62,6 +59,15 @@ def test_cronjob_schedule_and_job_limits():
     assert template["activeDeadlineSeconds"] > float(config.BY_NAME["PASS_TIMEOUT_SECONDS"].default)
     assert template["backoffLimit"] in (0, 1) and template["ttlSecondsAfterFinished"] > 0
     assert pod_spec()["restartPolicy"] == "Never"
+
+
+@pytest.mark.parametrize("which", ["cronjob", "deployment"])
+def test_the_grace_period_covers_the_rest_of_a_pass_and_the_metrics_push(which):
+    """After SIGTERM no new write starts, but the pass's reads and the push still finish before SIGKILL."""
+    from rwo_failover.metrics import PUSH_TIMEOUT_SECONDS
+
+    grace = pod_spec(which)["terminationGracePeriodSeconds"]
+    assert grace >= float(config.BY_NAME["PASS_TIMEOUT_SECONDS"].default) + PUSH_TIMEOUT_SECONDS
 
 
 @pytest.mark.parametrize("which", ["cronjob", "deployment"])
