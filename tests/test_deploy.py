@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
 import subprocess
+import textwrap
 import urllib.request
 from pathlib import Path
 
@@ -258,3 +260,47 @@ def test_deployment_command_loops_until_sigterm(tmp_path: Path, api, image_venv)
         proc.kill()
     assert passes == 3, err
     assert proc.returncode == 0 and "stopped cleanly" in out, out + err
+
+
+PINNED_IN = "deploy/components/image/kustomization.yaml"
+HINT_FILES = ["README.md", "docs/operations.md", "deploy/base/cronjob.yaml", "deploy/ha/deployment.yaml",
+              "deploy/base/kustomization.yaml", "deploy/ha/kustomization.yaml", "charts/rwo-failover/templates/cronjob.yaml",
+              "charts/rwo-failover/templates/deployment.yaml"]
+
+
+def test_every_image_pinning_hint_names_the_file_that_pins_it():
+    """Each hint about where the image is set names the one kustomization with `images:`, which every variant
+    includes; and README Install, which the checkov skips point at, pins by digest."""
+    images = [p for p in ROOT.glob("**/kustomization.yaml") if ".ci-venvs" not in p.parts
+              and "images" in (yaml.safe_load(p.read_text()) or {})]
+    assert [p.relative_to(ROOT).as_posix() for p in images] == [PINNED_IN]
+    for name in HINT_FILES:
+        for line in (ROOT / name).read_text().splitlines():
+            if re.search(r"(set|pin)\w* (the image|it)\b.*(once|digest)|images:.*variant|variant.*images:", line,
+                         re.I):
+                assert PINNED_IN in line or "README Install" in line, f"{name}: {line}"
+    install = README_INSTALL()
+    assert "digest" in install and PINNED_IN in install and "image.digest" in install
+
+
+def README_INSTALL() -> str:  # noqa: N802 - reads like the section's name
+    return (ROOT / "README.md").read_text().split("## Install", 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_operations_guide_image_snippet_pins_the_rendered_image(tmp_path):
+    """docs/operations.md step 2, pasted into the image component, pins both variants by digest."""
+    if not shutil.which("kubectl"):
+        pytest.skip("kubectl is not installed (CI installs Debian's)")
+    guide = (ROOT / "docs" / "operations.md").read_text()
+    snippet = re.search(r"\*\*Set the image once\*\*.*?```yaml\n(.*?)```", guide, re.S)[1]
+    digest = "sha256:" + "0" * 64
+    snippet = textwrap.dedent(snippet).replace("sha256:<digest>", digest)
+    shutil.copytree(ROOT / "deploy", tmp_path / "deploy")
+    component = tmp_path / PINNED_IN
+    text = component.read_text()
+    component.write_text(text[:text.index("\nimages:") + 1] + snippet)
+    for variant in ("deploy/base", "deploy/ha"):
+        rendered = subprocess.run(["kubectl", "kustomize", str(tmp_path / variant)], capture_output=True,
+                                  text=True, check=True).stdout
+        images = set(re.findall(r"image: (\S+)", rendered))
+        assert images == {f"registry.example.com/platform/rwo-failover@{digest}"}, (variant, images)
