@@ -80,23 +80,12 @@ def test_liveness_fails_when_no_pass_finishes_in_time():
 
 
 def test_a_real_pass_pushes_its_metrics_to_a_real_pushgateway(api, run_pass, tmp_path):
-    binary = tool("prometheus-pushgateway")
-    port = free_port()
-    gateway = subprocess.Popen([binary, f"--web.listen-address=127.0.0.1:{port}",
-                                f"--persistence.file={tmp_path / 'persist'}"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    gateway, url = pushgateway(tmp_path)
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/-/ready", timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.1)
         fc.outage(api)
-        result = run_pass(PUSHGATEWAY_URL=f"http://127.0.0.1:{port}", PUSHGATEWAY_INSTANCE="rwo-failover-29000001")
+        result = run_pass(PUSHGATEWAY_URL=url, PUSHGATEWAY_INSTANCE="rwo-failover-29000001")
         assert result.code == EXIT_OK and result.lines("pushed metrics to the Pushgateway")
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+        with urllib.request.urlopen(f"{url}/metrics", timeout=5) as answer:
             text = answer.read().decode()
     finally:
         gateway.terminate()
