@@ -23,6 +23,8 @@ from rwo_testkit import fake_cluster as fc
 
 MAKEFILE = (ROOT / "Makefile").read_text()
 VENV = Path(sys.prefix)  # the venv running the tests: the one `make` set up
+# Under `make test`, make's own variables reach the tests; a make started here must not think it is nested.
+CLEAN_ENV = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")}
 
 
 def phony_targets() -> list[str]:
@@ -32,7 +34,7 @@ def phony_targets() -> list[str]:
 def make(*args: str, env: dict | None = None, cwd: Path = ROOT, timeout: float = 120) -> subprocess.CompletedProcess:
     """`make` in the repository, with this venv as VENV; its stamps are taken as up to date (-o), so no
     target sets anything up here."""
-    full = {**os.environ, **(env or {})}
+    full = {**CLEAN_ENV, **(env or {})}
     return subprocess.run(["make", "--no-print-directory", f"VENV={VENV}", "-o", f"{VENV}/.runtime",
                            "-o", f"{VENV}/.dev", *args], cwd=cwd, env=full, capture_output=True, text=True,
                           timeout=timeout)
@@ -110,7 +112,7 @@ def run_clean(_api, _env, tmp_path: Path) -> None:
     shutil.copy(ROOT / "Makefile", tmp_path / "Makefile")
     for folder in (".venv/bin", ".pytest_cache", ".hypothesis", ".wheelhouse"):
         (tmp_path / folder).mkdir(parents=True)
-    proc = subprocess.run(["make", "clean"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(["make", "clean"], cwd=tmp_path, capture_output=True, text=True, timeout=60, env=CLEAN_ENV)
     assert proc.returncode == 0, proc.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == [".wheelhouse", "Makefile"]
 
@@ -145,7 +147,7 @@ def test_python_below_3_11_stops_first_with_a_plain_message(tmp_path):
     shutil.copy(ROOT / "requirements.txt", tmp_path)
     python = fake_python(tmp_path, "3.10.12")
     proc = subprocess.run(["make", "demo", f"PYTHON={python}"], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=60)
+                          timeout=60, env=CLEAN_ENV)
     assert proc.returncode != 0
     assert "rwo-failover needs Python 3.11 or newer" in proc.stderr and "Python 3.10.12" in proc.stderr
     assert "make PYTHON=python3.11 demo" in proc.stderr
@@ -169,7 +171,8 @@ def test_a_stale_or_half_built_venv_is_rebuilt_from_scratch(tmp_path, state):
     else:  # finished, and its interpreter was removed since
         (bin_dir / "python").symlink_to(tmp_path / "gone" / "python3")
         (tmp_path / ".venv" / ".runtime").touch()
-    proc = subprocess.run(["make", "-n", "demo"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(["make", "-n", "demo"], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                          env=CLEAN_ENV)
     assert proc.returncode == 0, proc.stderr
     assert "rm -rf .venv" in proc.stdout and "-m venv .venv" in proc.stdout
 
@@ -181,5 +184,6 @@ def test_a_finished_venv_is_kept(tmp_path):
     bin_dir.mkdir(parents=True)
     (bin_dir / "python").symlink_to(shutil.which("python3"))
     (tmp_path / ".venv" / ".runtime").touch()
-    proc = subprocess.run(["make", "-n", "demo"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(["make", "-n", "demo"], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                          env=CLEAN_ENV)
     assert proc.stdout.splitlines() == [".venv/bin/python -m rwo_testkit.demo"], proc.stdout
