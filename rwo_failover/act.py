@@ -3,8 +3,9 @@
 Order per node, because the attach-detach controller re-creates a VolumeAttachment
 whose pod still exists: add the out-of-service taint, force-delete the pods (with a
 UID precondition), then delete the VolumeAttachments whose pods are all gone, then
-record Events. Every write goes through `writer.Writer`; this module holds only the
-order of operations and the live re-checks.
+record Events. Each of these writes, and the fencing before them, waits for its own
+live re-check (recheck.py). Every write goes through `writer.Writer`; this module
+holds only the order of operations.
 """
 
 from __future__ import annotations
@@ -13,21 +14,19 @@ import logging
 from datetime import datetime
 from typing import Callable, Mapping, Optional
 
-from .client import Api, ApiError
+from .client import Api
 from .config import Settings
 from .events import EventRecorder
 from .fencing import Fencer
 from .metrics import Metrics
-from .recovery import RecoveryTracker
-from .model import Lease, Node
 from .node_taint import LANDED, Build, add_patch, drop_annotation_patch, read_modify_write, remove_patch
 from .outcome import Outcome
-from .planner import (AttachmentAction, NodePlan, NodeState, NodeVerdict, Plan, PodAction, judge_ours,
-                      judge_tainted_node, recovered, shutdown_taint)
+from .planner import AttachmentAction, NodePlan, NodeState, NodeVerdict, Plan, PodAction, recovered, shutdown_taint
+from .recheck import Rechecker
+from .recovery import RecoveryTracker
 from .writer import Guard, Result, Writer
 
 log = logging.getLogger("rwo_failover")
-Live = tuple[Node, Optional[Lease], dict]
 
 
 class Actor:
@@ -35,7 +34,7 @@ class Actor:
                  metrics: Optional[Metrics] = None, guard: Optional[Guard] = None,
                  node_uids: Optional[Mapping[str, str]] = None) -> None:
         self.api, self.settings, self.now = api, settings, now
-        # Each node's uid, for its Events: from the snapshot, then from every live read (a node deleted and
+        # Each node's uid, for its Events: from the snapshot, then from the live re-checks (a node deleted and
         # re-registered under the same name is another object).
         self.node_uids = dict(node_uids or {})
         self.outcome = Outcome()
@@ -43,6 +42,8 @@ class Actor:
         self.events = EventRecorder(self.writer, now)
         self.fencer = Fencer(api, settings, self.writer, self.events, self.outcome, api.sleep)
         self.recovery = RecoveryTracker(self.writer, self.events, metrics, now)
+        self.live = Rechecker(api, settings, self.writer, self.outcome, now,
+                              lambda verdict: self.warn_split_brain((verdict,)))
 
     def warn_split_brain(self, verdicts: tuple[NodeVerdict, ...]) -> None:
         for verdict in verdicts:
@@ -77,95 +78,35 @@ class Actor:
         return self.outcome
 
     def _act_on_node(self, node_plan: NodePlan) -> None:
-        name = node_plan.verdict.node
-        checked = self._recheck(name)
-        if checked is None:
-            return
-        verdict, node, raw = checked
-        if verdict.state is not NodeState.DOWN:
-            self.outcome.nodes_not_down_on_recheck.append(name)
-            log.warning("node no longer proven down on live re-check; skipping it",
-                        extra={"node": name, "state": verdict.state.value, "reason": verdict.reason})
-            if verdict.state is NodeState.SPLIT_BRAIN:
-                self.warn_split_brain((verdict,))
-            return
-        if not self.fencer.ensure(node_plan, node):
-            return  # fencing not confirmed: no pod, no attachment, no taint
-        if node_plan.add_taint:
+        name, verdict = node_plan.verdict.node, node_plan.verdict
+        live = self.live.confirm_down(node_plan)
+        if live is not None:
+            self.node_uids[name] = live[0].uid
+        if live is None or not self.fencer.ensure(node_plan, live[0]):
+            return  # not down any more, or fencing not confirmed: no pod, no attachment, no taint
+        if node_plan.add_taint and (live := self.live.confirm_down(node_plan)) is not None:
             # First, so the attach-detach controller force-detaches the moment each pod is gone.
-            self._add_taint(name, raw)
-        if not (node_plan.pods or node_plan.attachments):
-            return
-        gone = {p.key for p in node_plan.pods if self._delete_pod(p, verdict.not_ready_since)}
-        releasable = [a for a in node_plan.attachments if self._releasable(a, gone)]
-        if releasable and node_plan.pods and not self._still_down(name):
-            releasable = []
-        released = [a for a in releasable if self._release(a)]
-        deleted = ", ".join(sorted(gone)) or "no pods"
-        volumes = ", ".join(a.name for a in released) or "no VolumeAttachments"
-        self.events.node(name, node.uid, "Normal", "RWOVolumesReleased",
-                         f"node proven down ({verdict.reason}, taint {verdict.taint}); force-deleted {deleted}; "
-                         f"deleted {volumes}")
+            self._add_taint(node_plan, live[1])
+        gone = {p.key for p in node_plan.pods if self.live.confirm_down(node_plan) and
+                self._delete_pod(p, verdict.not_ready_since)}
+        released = [a for a in node_plan.attachments if self._releasable(a, gone) and
+                    self.live.confirm_down(node_plan) and self._release(a)]
+        if gone or released:
+            self.events.node(name, self.node_uids.get(name, ""), "Normal", "RWOVolumesReleased",
+                             f"node proven down ({verdict.reason}, taint {verdict.taint}); force-deleted "
+                             f"{', '.join(sorted(gone)) or 'no pods'}; deleted "
+                             f"{', '.join(a.name for a in released) or 'no VolumeAttachments'}")
 
-    def _read_live(self, name: str, purpose: str) -> Optional[Live]:
-        """The node (also raw, for its resourceVersion) and its Lease, read now; None after recording why not."""
-        try:
-            raw = self.api.read_node(name)
-            lease_raw = self.api.read_lease(name) if raw else None
-        except ApiError as err:
-            self.writer.fail(f"{purpose} of node {name} failed: {err}", err)
-            return None
-        if raw is None:
-            self.writer.fail(f"node {name} disappeared before the {purpose}; skipped")
-            return None
-        node = Node.from_json(raw)
-        self.node_uids[name] = node.uid
-        return node, (Lease.from_json(lease_raw) if lease_raw else None), raw
-
-    def _recheck(self, name: str) -> Optional[tuple[NodeVerdict, Node, dict]]:
-        """Judge the node again, live, with the same rule as the plan; the verdict, the node, and its raw JSON."""
-        live = self._read_live(name, "re-check")
-        if live is None:
-            return None
-        node, lease, raw = live
-        taint = shutdown_taint(node, self.settings.shutdown_taints)
-        if taint is not None:
-            verdict = judge_tainted_node(node, lease, taint, self.settings, self.now())
-        elif node.our_taint is not None:
-            verdict = judge_ours(node, lease, self.settings, self.now())
-        else:
-            verdict = NodeVerdict(name, NodeState.NOT_YET, "", "shutdown taint removed since the pass began")
-        return verdict, node, raw
-
-    def _still_down(self, name: str) -> bool:
-        """The node once more, live, between the pod deletes and the attachment deletes: a node that came back
-        in between must keep its volumes, or they would be pulled from under its running pods."""
-        if self.settings.dry_run:
-            return True
-        checked = self._recheck(name)
-        if checked is None:
-            return False
-        verdict = checked[0]
-        if verdict.state is NodeState.DOWN:
-            return True
-        log.warning("node is no longer proven down; its VolumeAttachments stay",
-                    extra={"node": name, "state": verdict.state.value, "reason": verdict.reason})
-        if verdict.state is NodeState.SPLIT_BRAIN:
-            self.warn_split_brain((verdict,))
-        return False
-
-    def _add_taint(self, name: str, raw: dict) -> None:
-        stamp = self.events.stamp()
+    def _add_taint(self, node_plan: NodePlan, raw: dict) -> None:
+        name, stamp = node_plan.verdict.node, self.events.stamp()
 
         def build(reread: bool) -> Build:
             nonlocal raw
             if reread:  # after a 409 someone changed the node: judge it again from scratch
-                checked = self._recheck(name)
-                if checked is None or checked[0].state is not NodeState.DOWN:
-                    log.warning("node changed and is no longer proven down; out-of-service taint not added",
-                                extra={"node": name})
+                checked = self.live.confirm_down(node_plan)
+                if checked is None:
                     return None
-                _verdict, live, raw = checked
+                live, raw = checked
                 if live.our_taint is not None and live.oos_added_at == stamp:
                     return LANDED  # our own patch, whose answer was lost: it is there
             patch = add_patch(raw, stamp)
@@ -185,13 +126,16 @@ class Actor:
         """Take our out-of-service taint (and annotation) off a node that is back, and only ours."""
         added_at = ""
 
-        def build(_reread: bool) -> Build:
+        def build(reread: bool) -> Build:
             nonlocal added_at
-            live = self._read_live(name, "re-check of a recovered node")
+            live = self.live.read_live(name, "re-check of a recovered node")
             if live is None:
                 return None
             node, lease, raw = live
+            self.node_uids[name] = node.uid
             ours = node.our_taint
+            if reread and ours is None and not node.oos_added_at and added_at:
+                return LANDED  # our removal landed and its answer was lost: the retry got 409, and both are gone
             blocker = "not ours" if ours is None else \
                 "another shutdown taint" if shutdown_taint(node, self.settings.shutdown_taints) else \
                 recovered(node, lease, self.settings, self.now())
@@ -212,7 +156,7 @@ class Actor:
         """Our annotation outlived our taint (a human removed the taint): drop it, so a later out-of-service
         taint of theirs is never taken for ours."""
         def build(_reread: bool) -> Build:
-            live = self._read_live(name, "re-check of a node with our annotation")
+            live = self.live.read_live(name, "re-check of a node with our annotation")
             if live is None or live[0].our_taint is not None or not live[0].oos_added_at:
                 return None
             return live[2], drop_annotation_patch()

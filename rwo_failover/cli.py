@@ -54,8 +54,11 @@ def main(argv: Optional[Sequence[str]] = None, environ: Optional[Mapping[str, st
         if continuous:
             elector = LeaderElector(new_api, settings.leader_election_namespace, settings.leader_election_lease_name,
                                     f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}",
-                                    settings.leader_election_lease_seconds) if settings.leader_election else None
-            return run_loop(lambda: run_pass(new_api(), settings, metrics=metrics, show=show), settings,
+                                    settings.leader_election_lease_seconds,
+                                    write_margin=settings.request_timeout_seconds + 1) \
+                if settings.leader_election else None
+            guard = elector.write_guard if elector else None
+            return run_loop(lambda: run_pass(new_api(), settings, metrics=metrics, guard=guard, show=show), settings,
                             elector=elector, metrics=metrics)
         code = run_pass(new_api(), settings, metrics=metrics, guard=_stop_guard(), show=show)
     except Exception:  # noqa: BLE001 - a bug must still end with a code of its own and its traceback

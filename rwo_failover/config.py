@@ -389,6 +389,12 @@ def _check_consistent(settings: Settings) -> None:
         raise ConfigError(
             f"INCLUDE_NAMESPACES and EXCLUDE_NAMESPACES both name {', '.join(sorted(both))}; "
             "allowed: disjoint lists")
+    if settings.leader_election and settings.leader_election_lease_seconds <= settings.request_timeout_seconds + 2:
+        raise ConfigError(
+            f"LEADER_ELECTION_LEASE_SECONDS={settings.leader_election_lease_seconds} leaves no time to write: a "
+            f"leader starts a write only while its Lease outlives REQUEST_TIMEOUT_SECONDS="
+            f"{settings.request_timeout_seconds:g} plus a second; allowed: a lease longer than the request "
+            "timeout + 2 s")
     if settings.request_timeout_seconds > settings.pass_timeout_seconds:
         raise ConfigError(
             f"REQUEST_TIMEOUT_SECONDS={settings.request_timeout_seconds:g} exceeds "

@@ -33,6 +33,24 @@ def parse_time(text: Optional[str]) -> Optional[datetime]:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(timezone.utc)
 
 
+def server_time(entries: Any, subresource: Optional[str] = None) -> Optional[datetime]:
+    """When the API server last saw the object (or, given a subresource, that part of it) change: the latest
+    `time` in metadata.managedFields. The server stamps it with its own clock at every write that changes
+    something, so it is comparable with the server's Date header, unlike any timestamp a node writes. Whole
+    seconds, truncated. None when there is none (or none that parses)."""
+    found = []
+    for entry in entries if isinstance(entries, list) else ():
+        if not isinstance(entry, dict):
+            continue
+        if subresource is not None and (entry.get("subresource") or "") != subresource:
+            continue
+        try:
+            found.append(parse_time(entry.get("time")))
+        except (ValueError, TypeError, AttributeError):
+            continue
+    return max((t for t in found if t is not None), default=None)
+
+
 def _opted_out(meta: Json) -> bool:
     # Any value but "false" opts out: when in doubt, leave the object alone.
     value = (meta.get("annotations") or {}).get(OPT_OUT_ANNOTATION)
@@ -76,11 +94,16 @@ class Node:
     name: str
     taints: tuple[Taint, ...] = ()
     ready: Optional[str] = None  # "True", "False", "Unknown", or None when never reported
+    # The Ready condition's lastTransitionTime: the kubelet's clock for True and False, the node lifecycle
+    # controller's for Unknown. Shown, and judged only after its skew is bounded (planner.nodes).
     ready_since: Optional[datetime] = None
     oos_added_at: Optional[str] = None  # our OOS_ANNOTATION: we added the out-of-service taint
     uid: str = ""  # for fencing: the webhook is told exactly which Node object
     provider_id: str = ""
     internal_ips: tuple[str, ...] = ()  # status.addresses of type InternalIP: what a NetworkFence cuts off
+    # When its status last changed, on the server's clock (managedFields): for Ready=Unknown, when the node
+    # lifecycle controller marked it, or later.
+    status_written_at: Optional[datetime] = None
 
     @property
     def has_oos_taint(self) -> bool:
@@ -106,20 +129,32 @@ class Node:
         ips = tuple(a.get("address", "") for a in (obj.get("status") or {}).get("addresses") or ()
                     if a.get("type") == "InternalIP" and a.get("address"))
         return cls(meta.get("name", ""), taints, ready, since, (meta.get("annotations") or {}).get(OOS_ANNOTATION),
-                   meta.get("uid", ""), spec.get("providerID", ""), ips)
+                   meta.get("uid", ""), spec.get("providerID", ""), ips,
+                   server_time(meta.get("managedFields"), "status"))
 
 
 @dataclass(frozen=True)
 class Lease:
     node: str
-    renew_time: Optional[datetime]
-    duration: int = DEFAULT_LEASE_SECONDS  # spec.leaseDurationSeconds: fresh while renewTime + this is ahead
+    renew_time: Optional[datetime]  # spec.renewTime: the kubelet's own clock, so it never times anything alone
+    duration: int = DEFAULT_LEASE_SECONDS  # spec.leaseDurationSeconds: the kubelet renews well within it
+    version: str = ""  # metadata.resourceVersion: another value later means it changed in between
+    changed_at: Optional[datetime] = None  # its last change (a renewal), on the server's clock (managedFields)
+
+    @property
+    def kubelet_skew(self) -> Optional[float]:
+        """How far the kubelet's clock runs ahead of the server's, measured on one write: the renewTime it
+        wrote against the time the server stamped on that write. Up to a second high (the stamp is truncated)."""
+        if self.renew_time is None or self.changed_at is None:
+            return None
+        return (self.renew_time - self.changed_at).total_seconds()
 
     @classmethod
     def from_json(cls, obj: Json) -> "Lease":
-        spec = obj.get("spec") or {}
-        return cls((obj.get("metadata") or {}).get("name", ""), parse_time(spec.get("renewTime")),
-                   int(spec.get("leaseDurationSeconds") or DEFAULT_LEASE_SECONDS))
+        meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
+        return cls(meta.get("name", ""), parse_time(spec.get("renewTime")),
+                   int(spec.get("leaseDurationSeconds") or DEFAULT_LEASE_SECONDS),
+                   str(meta.get("resourceVersion") or ""), server_time(meta.get("managedFields")))
 
 
 @dataclass(frozen=True)

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import logging
 import time
-from datetime import datetime
 from typing import Callable, Optional
 
 from . import logs, planner
 from .act import Actor
 from .client import Api, ApiError, Forbidden
-from .clock import utcnow
+from .clock import ServerClockUnknown
 from .config import Settings
 from .exitcodes import EXIT_FAILED, EXIT_FORBIDDEN, EXIT_OK, EXIT_REFUSED, EXIT_UNAVAILABLE
 from .metrics import Metrics
@@ -21,24 +20,20 @@ from .writer import Guard
 log = logging.getLogger(logs.LOGGER)
 
 
-def run_pass(api: Api, settings: Settings, now: Callable[[], datetime] = utcnow,
-             metrics: Optional[Metrics] = None, guard: Optional[Guard] = None,
+def run_pass(api: Api, settings: Settings, metrics: Optional[Metrics] = None, guard: Optional[Guard] = None,
              show: Optional[Callable[[planner.Plan], None]] = None) -> int:
     """Observe, decide, act; log one summary line; return the exit code.
 
-    `guard` names a reason once no write may start (a stop signal, leadership lost); see writer.Guard. The
-    summary's `stopped_by` is its reason at the end. `show` gets the plan before anything is acted on (the
-    table for people, plan_table.py).
-
-    `now` is this process's wall clock, used only until the API server has answered once: every age is
-    judged on the server's clock (clock.ServerClock, fed by the Date header of each response).
+    Every age is judged on the API server's clock (clock.ServerClock, fed by the Date header of each
+    response); this process's own clock is never read for a judgment. `guard` names a reason once no write
+    may start (a stop signal, leadership lost); see writer.Guard. The summary's `stopped_by` is its reason
+    at the end. `show` gets the plan before anything is acted on (the table for people, plan_table.py).
     """
     started = time.monotonic()
-    api.server_clock.wall = now
     now = api.server_clock.now
     try:
         snapshot = observe(api, settings, now)
-    except ApiError as err:
+    except (ApiError, ServerClockUnknown) as err:
         code = EXIT_FORBIDDEN if isinstance(err, Forbidden) else EXIT_UNAVAILABLE
         log.error("cannot read the cluster; nothing was changed", extra={"error": str(err)})
         _summary(settings, None, None, code, started, api, metrics, guard)

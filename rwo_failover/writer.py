@@ -47,8 +47,8 @@ class Writer:
     def delete_pod(self, namespace: str, name: str, uid: str, fields: dict) -> Result:
         """Force-delete (grace 0) the pod with this UID; 409 when it was replaced since it was read."""
         key = f"{namespace}/{name}"
-        result = self._write(f"force-delete of pod {key}", "would force-delete pod", fields,
-                             lambda: self.api.delete_pod(namespace, name, uid), conflict_ok=True)
+        result = self._landed(self._write(f"force-delete of pod {key}", "would force-delete pod", fields,
+                                          lambda: self.api.delete_pod(namespace, name, uid), conflict_ok=True))
         if result is Result.DONE and ((self.body or {}).get("metadata") or {}).get("finalizers"):
             result = Result.HELD
         if result is Result.DONE:
@@ -60,12 +60,21 @@ class Writer:
         return result
 
     def delete_attachment(self, name: str, fields: dict) -> Result:
-        result = self._write(f"delete of VolumeAttachment {name}", "would delete VolumeAttachment", fields,
-                             lambda: self.api.delete_attachment(name))
+        result = self._landed(self._write(f"delete of VolumeAttachment {name}", "would delete VolumeAttachment",
+                                          fields, lambda: self.api.delete_attachment(name)))
         if result is Result.DONE:
             self.outcome.attachments_deleted.append(name)
         elif result is Result.GONE:
             self.outcome.attachments_gone.append(name)
+        return result
+
+    def _landed(self, result: Result) -> Result:
+        """A delete that found nothing (404) after an attempt whose answer was lost: that attempt landed (or
+        someone finished the same delete in between); either way the object is gone as we asked, so it counts
+        as done, and what follows a delete of ours (a recovery record) still follows."""
+        if result is Result.GONE and self.api.call_unanswered:
+            log.info("the delete landed; its answer was lost, and the retry found the object gone")
+            return Result.DONE
         return result
 
     def patch_node(self, name: str, patch: dict, purpose: str) -> Result:

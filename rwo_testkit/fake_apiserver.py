@@ -19,6 +19,7 @@ import json
 import random
 import socket
 import threading
+import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -27,6 +28,8 @@ from typing import Any, Callable, Optional
 from urllib.parse import parse_qs, urlsplit
 
 from rwo_failover.matchers import LabelSelector, MatcherError
+
+from . import managed_fields
 
 TOKEN = "fake-apiserver-token"
 
@@ -38,6 +41,8 @@ class Kind:
     api_version: str
     namespaced: bool
     field_labels: tuple[str, ...] = ("metadata.name", "metadata.namespace")
+    # With a status subresource, a write to the object ignores status and a write to /status all but status.
+    status_subresource: bool = True
 
 
 KINDS = {k.plural: k for k in (
@@ -45,8 +50,8 @@ KINDS = {k.plural: k for k in (
     Kind("pods", "Pod", "v1", True, ("metadata.name", "metadata.namespace", "spec.nodeName", "status.phase")),
     Kind("persistentvolumeclaims", "PersistentVolumeClaim", "v1", True),
     Kind("persistentvolumes", "PersistentVolume", "v1", False),
-    Kind("events", "Event", "v1", True),
-    Kind("leases", "Lease", "coordination.k8s.io/v1", True),
+    Kind("events", "Event", "v1", True, status_subresource=False),
+    Kind("leases", "Lease", "coordination.k8s.io/v1", True, status_subresource=False),
     Kind("volumeattachments", "VolumeAttachment", "storage.k8s.io/v1", False),
     Kind("networkfences", "NetworkFence", "csiaddons.openshift.io/v1alpha1", False),
 )}
@@ -62,12 +67,14 @@ class Request:
     resource: str
     namespace: str = ""
     name: str = ""
+    subresource: str = ""  # "status" for /status
     body: Any = None
     status: int = 0
     response_bytes: int = 0
     user_agent: str = ""
     content_type: str = ""
     fault: str = ""  # the injected fault that hit this call, if any
+    at: float = field(default_factory=time.monotonic)  # when it arrived, on this process's monotonic clock
 
 
 @dataclass
@@ -151,6 +158,7 @@ class FakeApiServer:
         self.faults: list[Fault] = []
         self.random = random.Random(seed)
         self.listeners: list[Callable[[Request], None]] = []  # told of every request, e.g. a suite-wide log
+        self.omit_date_header = False  # as a proxy that strips Date would
         self._server: Optional[ThreadingHTTPServer] = None
 
     # --- lifecycle -------------------------------------------------------------------------
@@ -204,6 +212,7 @@ class FakeApiServer:
         meta.setdefault("creationTimestamp", now_text())
         if kind.namespaced:
             meta.setdefault("namespace", "default")
+        _seed_managed_fields(kind, obj)
         with self.lock:
             self._put(kind, obj)
         return obj
@@ -240,6 +249,7 @@ class FakeApiServer:
             if key in self.store[kind.plural]:
                 self._remove(kind, key, json.loads(self.store[kind.plural][key]))
             obj["metadata"]["uid"] = str(uuid.uuid4())
+            _seed_managed_fields(kind, obj)
             self._put(kind, obj)
         return obj
 
@@ -391,6 +401,7 @@ class FakeApiServer:
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = now_text()
         meta["generation"] = 1
+        managed_fields.stamp(None, obj, _manager(req), "", meta["creationTimestamp"], kind.api_version)
         self._put(kind, obj)
         return self._json(201, obj)
 
@@ -405,10 +416,24 @@ class FakeApiServer:
             _check_resource_version(req, obj, wanted)
         merged = _merge_patch(obj, patch)
         merged["metadata"]["uid"] = obj["metadata"]["uid"]
-        if merged.get("spec") != obj.get("spec"):  # as the real API server: a spec change is a new generation
-            merged["metadata"]["generation"] = int(obj["metadata"].get("generation") or 1) + 1
-        self._put(kind, merged)
-        return self._json(200, merged)
+        return self._write(kind, req, obj, merged)
+
+    def _write(self, kind: Kind, req: Request, old: dict, new: dict) -> Response:
+        """Store the result of an update or patch as the real server does: a status subresource sees only its
+        part; a write that changes nothing is not stored (same resourceVersion, no new managedFields time); a
+        spec change is a new generation; the writer's managedFields entry is stamped with the server's time."""
+        if kind.status_subresource:
+            new = _only_status(old, new) if req.subresource == "status" else dict(new, status=old.get("status"))
+            if new.get("status") is None:
+                new.pop("status")
+        new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
+        if not managed_fields.changed(old, new):
+            return self._json(200, old)
+        if new.get("spec") != old.get("spec"):
+            new["metadata"]["generation"] = int(old["metadata"].get("generation") or 1) + 1
+        managed_fields.stamp(old, new, _manager(req), req.subresource, now_text(), kind.api_version)
+        self._put(kind, new)
+        return self._json(200, new)
 
     def _do_update(self, req: Request) -> Response:
         """PUT: a whole object; metadata.resourceVersion, when given, must match (409 otherwise), as in the real API."""
@@ -423,8 +448,7 @@ class FakeApiServer:
             body["metadata"]["namespace"] = req.namespace
         body.setdefault("apiVersion", kind.api_version)
         body.setdefault("kind", kind.kind)
-        self._put(kind, body)
-        return self._json(200, body)
+        return self._write(kind, req, obj, body)
 
     def _do_delete(self, req: Request) -> Response:
         kind, key, obj = self._find(req)
@@ -443,6 +467,26 @@ class FakeApiServer:
                 self._put(kind, obj)
             return self._json(200, obj)
         return self._json(200, self._remove(kind, key, obj))
+
+
+def _manager(req: Request) -> str:
+    return managed_fields.manager_of(req.user_agent, req.query.get("fieldManager", ""))
+
+
+def _only_status(old: dict, new: dict) -> dict:
+    kept = json.loads(json.dumps(old))
+    kept["status"] = new.get("status")
+    return kept
+
+
+def _seed_managed_fields(kind: Kind, obj: dict) -> None:
+    """An object seeded without managedFields was, as far as anyone can tell, written just now."""
+    meta = obj["metadata"]
+    if meta.get("managedFields") is None:
+        now = now_text()
+        managed_fields.stamp(None, obj, "fixture-seed", "", now, kind.api_version)
+        if kind.status_subresource and obj.get("status"):
+            managed_fields.stamp(obj, obj, "fixture-seed", "status", now, kind.api_version)
 
 
 def _check_resource_version(req: Request, obj: dict, wanted: str) -> None:
@@ -558,15 +602,18 @@ def route(method: str, path: str, query: dict[str, str]) -> Request:
     namespace = ""
     if len(rest) >= 2 and rest[0] == "namespaces":
         namespace, rest = rest[1], rest[2:]
+    subresource = ""
+    if len(rest) == 3 and rest[2] == "status" and rest[0] in KINDS and KINDS[rest[0]].status_subresource:
+        rest, subresource = rest[:2], "status"
     if not rest or rest[0] not in KINDS or len(rest) > 2:
         raise ApiStatus(404, "NotFound", f"the server could not find the requested resource {path}")
     name = rest[1] if len(rest) == 2 else ""
     verbs = {("GET", True): "get", ("GET", False): "list", ("POST", False): "create",
              ("DELETE", True): "delete", ("PATCH", True): "patch", ("PUT", True): "update"}
     verb = verbs.get((method, bool(name)))
-    if verb is None:
+    if verb is None or (subresource and verb not in ("get", "patch", "update")):
         raise ApiStatus(405, "MethodNotAllowed", f"{method} is not supported on {path}")
-    return Request(method, path, query, verb, rest[0], namespace, name)
+    return Request(method, path, query, verb, rest[0], namespace, name, subresource)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -581,6 +628,14 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet; the request log is the record
         pass
 
+    def send_response(self, code: int, message: Optional[str] = None) -> None:
+        """http.server's, with the Date header optional (a proxy may strip it)."""
+        self.log_request(code)
+        self.send_response_only(code, message)
+        self.send_header("Server", self.version_string())
+        if not self.api.omit_date_header:
+            self.send_header("Date", self.date_time_string())
+
     def _serve(self) -> None:
         split = urlsplit(self.path)
         query = {k: v[-1] for k, v in parse_qs(split.query, keep_blank_values=True).items()}
@@ -590,6 +645,7 @@ class _Handler(BaseHTTPRequestHandler):
             req = route(self.command, split.path, query)
             req.body = json.loads(raw) if raw else None
             req.content_type = self.headers.get("Content-Type", "")
+            req.user_agent = self.headers.get("User-Agent", "")
             response = self.api.handle(req, self.headers.get("Authorization", ""))
         except ApiStatus as err:
             req = Request(self.command, split.path, query, "", "")

@@ -6,6 +6,7 @@ from typing import Optional, Sequence
 
 from ..config import Settings
 from ..model import Attachment, Claim, Pod, Snapshot
+from .pods import completed
 from .types import AttachmentAction, Skip
 
 Selected = Sequence[tuple[Pod, list[Claim]]]
@@ -20,8 +21,9 @@ def attachments_for(node: str, selected: Selected, pods: Sequence[Pod], snapshot
             if claim.volume:
                 by_volume.setdefault(claim.volume, (claim, []))[1].append(pod.key)
     chosen = {pod.key for pod, _ in selected}
-    # A volume still used by a pod we are not deleting stays attached, or it would be yanked from under it.
-    kept_claims = {f"{p.namespace}/{c}" for p in pods if p.key not in chosen for c in p.claims}
+    # A volume still used by a pod we are not deleting stays attached, or it would be yanked from under it. A
+    # completed pod uses nothing: what it leaves attached is an orphan.
+    kept_claims = {f"{p.namespace}/{c}" for p in pods if p.key not in chosen and not completed(p) for c in p.claims}
     used_claims = kept_claims | {c.key for _, claims in selected for c in claims}
     actions, skips = [], []
     for att in sorted((a for a in snapshot.attachments if a.node == node), key=lambda a: a.name):

@@ -16,7 +16,7 @@ from typing import Optional
 
 from ..config import Settings
 from ..model import Claim, Pod, Snapshot, parse_time
-from .nodes import age
+from .liveness import age
 
 
 @dataclass(frozen=True)

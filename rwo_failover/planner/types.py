@@ -60,6 +60,9 @@ class NodePlan:
     add_taint: bool = False  # add the out-of-service taint before deleting anything
     fence: Optional[str] = None  # a fencing step still needed (fencing.REQUEST, PENDING, "failed"); None: go on
     fence_reason: str = ""
+    # The node's Lease as this pass first read it (its resourceVersion, "" when it had none): every live
+    # re-check before a write compares, so a renewal the pass watches happen is seen as one.
+    lease_seen: str = ""
 
     @property
     def has_work(self) -> bool:
