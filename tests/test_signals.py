@@ -71,3 +71,11 @@ def test_a_signal_after_the_last_write_changes_nothing_and_exits_0(api, kubeconf
     assert proc.returncode == EXIT_OK, err
     [summary] = [json.loads(line) for line in out.splitlines() if '"pass finished"' in line]
     assert summary["stopped_by"] == ""
+
+
+def test_the_callers_own_signal_handlers_come_back_after_the_pass(run_pass, api):
+    """A program that calls main() in-process (a test runner) keeps its Ctrl-C once the pass is over."""
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    fc.outage(api)
+    assert run_pass().code == EXIT_OK
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
