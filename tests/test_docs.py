@@ -78,3 +78,16 @@ def test_no_list_is_broken_by_a_blank_line_between_its_items():
     for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
         text = re.sub(r"```.*?```", "", path.read_text(), flags=re.S)
         assert not re.search(r"^- .*(\n  .*)*\n\n- ", text, re.M), path.name
+
+
+def test_the_readme_says_first_who_adds_the_shutdown_taint_and_what_to_do_without_one():
+    from rwo_failover.model import CLOUD_SHUTDOWN_KEY, OUT_OF_SERVICE_KEY
+
+    assert "## Will it work on my cluster?" in README
+    section = README.split("## Will it work on my cluster?", 1)[1].split("\n## ", 1)[0]
+    assert README.index("## Will it work on my cluster?") < README.index("## Quick start"), "near the top"
+    for needed in (CLOUD_SHUTDOWN_KEY, OUT_OF_SERVICE_KEY, "cloud controller manager", "bare metal",
+                   "SHUTDOWN_TAINTS", "FENCING", "#how-fast-is-failover"):
+        assert needed in section, needed
+    # The failover time with default settings: the lead fills the span from bench/failover.py's defaults rows.
+    assert re.search(r"default settings.*<!-- defaults-failover -->.+?<!-- /defaults-failover -->", section, re.S)
