@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
-from typing import Callable, Optional
+from typing import Callable, Mapping, Optional
 
 from .client import Api
 from .config import Settings
@@ -32,8 +32,12 @@ log = logging.getLogger("rwo_failover")
 
 class Actor:
     def __init__(self, api: Api, settings: Settings, now: Callable[[], datetime],
-                 metrics: Optional[Metrics] = None, guard: Optional[Guard] = None) -> None:
+                 metrics: Optional[Metrics] = None, guard: Optional[Guard] = None,
+                 node_uids: Optional[Mapping[str, str]] = None) -> None:
         self.api, self.settings, self.now = api, settings, now
+        # Each node's uid, for its Events: from the snapshot, then from the live re-checks (a node deleted and
+        # re-registered under the same name is another object).
+        self.node_uids = dict(node_uids or {})
         self.outcome = Outcome()
         self.writer = Writer(api, settings.dry_run, self.outcome, guard)
         self.events = EventRecorder(self.writer, now)
@@ -48,7 +52,7 @@ class Actor:
             self.outcome.split_brain.append(verdict.node)
             log.error("refusing node: tainted for shutdown but alive", extra={"node": verdict.node,
                       "taint": verdict.taint, "reason": verdict.reason})
-            self.events.repeated(verdict.node, "ShutdownTaintOnLiveNode",
+            self.events.repeated(verdict.node, self.node_uids.get(verdict.node, ""), "ShutdownTaintOnLiveNode",
                                  f"{verdict.reason}; rwo-failover will not touch this node. "
                                  f"Check the taint {verdict.taint}.")
 
@@ -64,7 +68,7 @@ class Actor:
             if node_plan.blocked and node_plan.verdict.node not in why:
                 why[node_plan.verdict.node] = [node_plan.blocked]
         for node, reasons in sorted(why.items()):
-            self.events.repeated(node, "UnreadableObject",
+            self.events.repeated(node, self.node_uids.get(node, ""), "UnreadableObject",
                                  f"{'; '.join(reasons)}; rwo-failover will not act on this node because of it")
 
     def record_refusal(self, plan: Plan) -> None:
@@ -72,7 +76,8 @@ class Actor:
         # with the unhealthy-fraction brake no node was planned, so every down node is named (capped).
         busy = [n.verdict for n in plan.busy_nodes] or [v for v in plan.verdicts if v.state is NodeState.DOWN]
         for verdict in busy[: self.settings.max_nodes_per_pass]:
-            self.events.repeated(verdict.node, "FailoverRefused", f"{plan.refusal}; nothing was deleted")
+            self.events.repeated(verdict.node, self.node_uids.get(verdict.node, ""), "FailoverRefused",
+                                 f"{plan.refusal}; nothing was deleted")
 
     def execute(self, plan: Plan) -> Outcome:
         plan.raise_if_unsafe()
@@ -92,6 +97,8 @@ class Actor:
     def _act_on_node(self, node_plan: NodePlan) -> None:
         name, verdict = node_plan.verdict.node, node_plan.verdict
         live = self.live.confirm_down(node_plan)
+        if live is not None:
+            self.node_uids[name] = live[0].uid
         if live is None or not self.fencer.ensure(node_plan, live[0]):
             return  # not down any more, or fencing not confirmed: no pod, no attachment, no taint
         if node_plan.add_taint and (live := self.live.confirm_down(node_plan)) is not None:
@@ -102,11 +109,12 @@ class Actor:
                 self._delete_pod(p, verdict.not_ready_since, held)}
         released = [a for a in node_plan.attachments if self._releasable(a, gone) and
                     self.live.confirm_down(node_plan) and self._release(a)]
+        uid = self.node_uids.get(name, "")
         if held:  # comes back every pass until a human acts: one Warning, bumped, never an Event per pass
-            self.events.repeated(name, "PodsHeldByFinalizers", f"{'; '.join(held)}; their volumes stay attached "
-                                 "until the finalizers are removed")
+            self.events.repeated(name, uid, "PodsHeldByFinalizers", f"{'; '.join(held)}; their volumes stay "
+                                 "attached until the finalizers are removed")
         if gone or released:  # only what happened: a pass that released nothing says nothing here
-            self.events.node(name, "Normal", "RWOVolumesReleased",
+            self.events.node(name, uid, "Normal", "RWOVolumesReleased",
                              f"node proven down ({verdict.reason}, taint {verdict.taint}); force-deleted "
                              f"{', '.join(sorted(gone)) or 'no pods'}; deleted "
                              f"{', '.join(a.name for a in released) or 'no VolumeAttachments'}")
@@ -132,7 +140,7 @@ class Actor:
         if read_modify_write(self.writer, name, "add the out-of-service taint", build):
             self.outcome.taints_added.append(name)
             log.info("added the out-of-service taint", extra={"node": name})
-            self.events.node(name, "Normal", "OutOfServiceTaintAdded",
+            self.events.node(name, self.node_uids.get(name, ""), "Normal", "OutOfServiceTaintAdded",
                              "node proven down; added node.kubernetes.io/out-of-service=nodeshutdown:NoExecute so "
                              "Kubernetes force-detaches its volumes; rwo-failover removes it once the node is back")
 
@@ -146,6 +154,7 @@ class Actor:
             if live is None:
                 return None
             node, lease, raw = live
+            self.node_uids[name] = node.uid
             ours = node.our_taint
             if reread and ours is None and not node.oos_added_at and added_at:
                 return LANDED  # our removal landed and its answer was lost: the retry got 409, and both are gone
@@ -161,7 +170,7 @@ class Actor:
         if read_modify_write(self.writer, name, "remove our out-of-service taint", build):
             self.outcome.taints_removed.append(name)
             log.info("removed our out-of-service taint from a recovered node", extra={"node": name})
-            self.events.node(name, "Normal", "OutOfServiceTaintRemoved",
+            self.events.node(name, self.node_uids.get(name, ""), "Normal", "OutOfServiceTaintRemoved",
                              f"node Ready for {self.settings.recovery_seconds}s or more with a fresh Lease; "
                              f"removed the node.kubernetes.io/out-of-service taint rwo-failover added at {added_at}")
 
@@ -223,6 +232,6 @@ class Actor:
             return False
         log.info("deleted VolumeAttachment" if result is Result.DONE else "VolumeAttachment already gone",
                  extra=fields)
-        self.events.claim(action.claim, "VolumeReleasedFromDeadNode",
+        self.events.claim(action.claim, action.claim_uid, "VolumeReleasedFromDeadNode",
                           f"deleted VolumeAttachment {action.name} of PV {action.volume} on dead node {action.node}")
         return True

@@ -4,19 +4,23 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import socket
 import sys
 import time
 import uuid
-from typing import IO, Callable, Mapping, Optional, Sequence
+from contextlib import contextmanager
+from typing import IO, Callable, Iterator, Mapping, Optional, Sequence
 
-from . import config, logs
+from . import __version__, config, logs, plan_table
 from .client import Api, load_api_client
 from .exitcodes import EXIT_CONFIG, EXIT_CRASH
 from .leader import LeaderElector
-from .loop import run_loop
+from .loop import StopFlag, run_loop
 from .metrics import Metrics
+from .planner import Plan
 from .runner import run_pass
+from .writer import Guard
 
 log = logging.getLogger(logs.LOGGER)
 
@@ -34,6 +38,9 @@ def main(argv: Optional[Sequence[str]] = None, environ: Optional[Mapping[str, st
         print(f"rwo-failover: configuration error: {err}", file=stderr)
         return EXIT_CONFIG
     logs.setup(settings.log_format, settings.log_level, stdout)
+    continuous = bool(settings.interval and not args.once)
+    log.info("rwo-failover starting", extra={"version": __version__, "mode": "continuous" if continuous else "one pass",
+                                             "dry_run": settings.dry_run})
     try:
         api_client = load_api_client(settings)
     except config.ConfigError as err:
@@ -43,21 +50,74 @@ def main(argv: Optional[Sequence[str]] = None, environ: Optional[Mapping[str, st
 
     def new_api() -> Api:
         return Api(api_client, settings, sleep=sleep, on_attempt=metrics.api_request)
+    show = _table_printer(settings, continuous, stdout)
+    if continuous:
+        elector = LeaderElector(new_api, settings.leader_election_namespace, settings.leader_election_lease_name,
+                                f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}",
+                                settings.leader_election_lease_seconds,
+                                write_margin=settings.request_timeout_seconds + 1) \
+            if settings.leader_election else None
+        guard = elector.write_guard if elector else None
+        return _crash_is_exit_70(metrics, lambda: run_loop(
+            lambda: run_pass(new_api(), settings, metrics=metrics, guard=guard, show=show), settings,
+            elector=elector, metrics=metrics))
+    with _stop_on_signals() as stop:
+        code = _crash_is_exit_70(metrics, lambda: run_pass(new_api(), settings, metrics=metrics, guard=stop,
+                                                           show=show))
+        if settings.pushgateway_url:  # after a crash too: the alerts must see it
+            metrics.push(settings.pushgateway_url, settings.pushgateway_instance)
+    return code
+
+
+def _crash_is_exit_70(metrics: Metrics, run: Callable[[], int]) -> int:
     try:
-        if settings.interval and not args.once:
-            elector = LeaderElector(new_api, settings.leader_election_namespace, settings.leader_election_lease_name,
-                                    f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}",
-                                    settings.leader_election_lease_seconds,
-                                    write_margin=settings.request_timeout_seconds + 1) \
-                if settings.leader_election else None
-            guard = elector.write_guard if elector else None
-            return run_loop(lambda: run_pass(new_api(), settings, metrics=metrics, guard=guard), settings,
-                            elector=elector, metrics=metrics)
-        code = run_pass(new_api(), settings, metrics=metrics)
+        return run()
     except Exception:  # noqa: BLE001 - a bug must still end with a code of its own and its traceback
         log.exception("unexpected error; this is a bug in rwo-failover")
         metrics.record_pass(None, None, EXIT_CRASH, 0.0)
-        code = EXIT_CRASH
-    if settings.pushgateway_url:
-        metrics.push(settings.pushgateway_url, settings.pushgateway_instance)
-    return code
+        return EXIT_CRASH
+
+
+@contextmanager
+def _stop_on_signals() -> Iterator[Guard]:
+    """One pass, and SIGTERM (Kubernetes ending the Job) or Ctrl-C: from then on no new write starts (the
+    writer asks this guard before each attempt), the write in flight finishes, and the pass ends with its
+    summary line, its metrics push and a truthful exit code. Without it SIGTERM killed the process between a
+    pod's delete and its attachment's, and Ctrl-C printed a traceback. The previous handlers come back
+    afterwards, so a caller in the same process (a test runner) keeps its own Ctrl-C."""
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    flag = StopFlag()
+    flag.install()
+    try:
+        yield _guard(flag)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _guard(flag: StopFlag) -> Guard:
+    noticed: list[str] = []
+
+    def guard() -> Optional[str]:
+        if flag.requested is None:
+            return None
+        name = signal.Signals(flag.requested).name
+        if not noticed:  # logged here, in the pass's thread: the signal handler itself takes no lock
+            noticed.append(name)
+            log.warning("stop requested: no new write starts; the pass ends early", extra={"signal": name})
+        return f"stop requested ({name})"
+    return guard
+
+
+def _table_printer(settings: config.Settings, continuous: bool,
+                   stdout: IO[str]) -> Optional[Callable[[Plan], None]]:
+    """The plan as a table for people: with OUTPUT=table, or on a terminal for one pass (OUTPUT=auto)."""
+    if settings.output == "none" or (settings.output == "auto" and (continuous or not stdout.isatty())):
+        return None
+
+    def show(plan: Plan) -> None:
+        for handler in logging.getLogger(logs.LOGGER).handlers:
+            handler.flush()  # the table comes after the log lines that led to it
+        stdout.write(plan_table.render(plan, settings.dry_run))
+        stdout.flush()
+    return show

@@ -11,8 +11,10 @@ from __future__ import annotations
 import argparse
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Optional, Sequence
+from typing import Any, Callable, Mapping, NoReturn, Optional, Sequence
 from urllib.parse import urlsplit, urlunsplit
+
+from . import __version__
 
 from .matchers import LabelSelector, MatcherError, TaintSpec
 from .model import CLOUD_SHUTDOWN_KEY, DNS_LABEL, OUT_OF_SERVICE_KEY, is_name
@@ -22,6 +24,7 @@ LOG_FORMATS = ("auto", "json", "text")
 OUT_OF_SERVICE_MODES = ("auto", "always", "never")
 FENCING_MODES = ("none", "networkfence", "webhook")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+OUTPUTS = ("auto", "table", "none")
 
 
 class ConfigError(ValueError):
@@ -46,6 +49,7 @@ class Settings:
     page_size: int
     log_format: str
     log_level: str
+    output: str
     out_of_service_taint: str
     recovery_seconds: int
     interval: float
@@ -312,9 +316,10 @@ SPECS: tuple[Spec, ...] = (
     Spec("PUSHGATEWAY_URL", lambda t: _http_url(t) if t.strip() else None, "",
          "One-shot mode: push each pass's metrics to this Pushgateway; empty pushes nothing.",
          "an http:// or https:// URL, or empty", empty_ok=True),
-    Spec("PUSHGATEWAY_INSTANCE", lambda t: _label_value(t) if t.strip() else None, "",
-         "The instance grouping key of the push (cronjob.yaml sets the Job's name); empty means the host name.",
-         "a label value (letters, digits, -, _ and .), or empty", empty_ok=True),
+    Spec("PUSHGATEWAY_INSTANCE", _label_value, "rwo-failover",
+         "The instance grouping key of the push: the CronJob's name, the same for every pass, so each pass "
+         "replaces the last one's group (Pushgateway groups never expire).",
+         "a label value (letters, digits, -, _ and .)"),
     Spec("LEADER_ELECTION", _bool, "false",
          "Continuous mode with several replicas: run passes only while holding the leader Lease.",
          "true or false"),
@@ -340,6 +345,9 @@ SPECS: tuple[Spec, ...] = (
          f"one of {', '.join(LOG_FORMATS)}"),
     Spec("LOG_LEVEL", _choice(LOG_LEVELS, str.upper), "INFO", "Least severe level logged.",
          f"one of {', '.join(LOG_LEVELS)}"),
+    Spec("OUTPUT", _choice(OUTPUTS), "auto",
+         "The plan as a table before the pass acts: table, none, or auto (a table on a terminal, for one pass).",
+         f"one of {', '.join(OUTPUTS)}"),
     Spec("KUBECONFIG", _optional_text, "",
          "Kubeconfig path(s); empty means ~/.kube/config, or in-cluster config inside a pod.",
          "a path, or empty", empty_ok=True),
@@ -350,16 +358,29 @@ SPECS: tuple[Spec, ...] = (
 BY_NAME = {spec.name: spec for spec in SPECS}
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, except that a bad argument is a ConfigError: one line, the same prefix and exit code as a bad
+    setting, instead of the usage text and argparse's own exit."""
+
+    def error(self, message: str) -> NoReturn:
+        raise ConfigError(f"{message}; see {self.prog} --help")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="reconcile.py",
+    parser = _Parser(
+        prog="rwo-failover",
         description="Release ReadWriteOnce volumes held by pods on nodes that are proven down.",
-        epilog="Every setting is also an environment variable: --max-nodes-per-pass is MAX_NODES_PER_PASS.",
+        epilog="Every setting is also an environment variable: --max-nodes-per-pass is MAX_NODES_PER_PASS. "
+               "A true/false setting's flag alone means true (--dry-run); --dry-run=false also works.",
+        allow_abbrev=False,  # a typo must never silently mean another flag
     )
     parser.add_argument("--once", action="store_true", help="Run one pass and exit, whatever INTERVAL says.")
+    parser.add_argument("--version", action="version", version=f"rwo-failover {__version__}")
     for spec in SPECS:
+        # A boolean works bare, as kubectl's flags do; a value, when given, is parsed like the env var's.
+        bare = {"nargs": "?", "const": "true"} if spec.parse is _bool else {}
         parser.add_argument(spec.flag, dest=spec.field, metavar=spec.name, default=None,
-                            help=f"{spec.help} (default: {spec.default!r})")
+                            help=f"{spec.help} (default: {spec.default!r})", **bare)
     return parser
 
 

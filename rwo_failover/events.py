@@ -58,11 +58,11 @@ class EventRecorder:
     def stamp(self) -> str:
         return self.now().strftime("%Y-%m-%dT%H:%M:%SZ")
 
-    def repeated(self, node: str, reason: str, message: str) -> None:
+    def repeated(self, node: str, uid: str, reason: str, message: str) -> None:
         """A Warning that would otherwise come every pass (split-brain, a refusal): one Event per node and
         reason, whose count and lastTimestamp are bumped at most every REPEAT_EVERY_SECONDS, as the kubelet's
         event recorder aggregates repeats."""
-        event = build_event(NODE_EVENT_NAMESPACE, "Node", node, None, "Warning", reason, message, self.stamp(),
+        event = build_event(NODE_EVENT_NAMESPACE, "Node", node, uid, "Warning", reason, message, self.stamp(),
                             self.instance, cluster_scoped=True)
         name = f"{node[:200]}.rwo-{reason.lower()}"
         event["metadata"]["name"] = name
@@ -77,16 +77,18 @@ class EventRecorder:
         if bump is not None:
             self.writer.patch_event(NODE_EVENT_NAMESPACE, name, bump)
 
-    def node(self, node: str, event_type: str, reason: str, message: str) -> None:
+    # Every Event names its object's uid: `kubectl describe` finds Events by involvedObject kind, name,
+    # namespace and uid, so one without the uid would never be shown where operators look first.
+    def node(self, node: str, uid: str, event_type: str, reason: str, message: str) -> None:
         self.writer.create_event(NODE_EVENT_NAMESPACE, build_event(
-            NODE_EVENT_NAMESPACE, "Node", node, None, event_type, reason, message, self.stamp(), self.instance,
+            NODE_EVENT_NAMESPACE, "Node", node, uid, event_type, reason, message, self.stamp(), self.instance,
             cluster_scoped=True))
 
     def pod(self, namespace: str, name: str, uid: str, reason: str, message: str) -> None:
         self.writer.create_event(namespace, build_event(
             namespace, "Pod", name, uid, "Normal", reason, message, self.stamp(), self.instance))
 
-    def claim(self, claim_key: str, reason: str, message: str, event_type: str = "Normal") -> None:
+    def claim(self, claim_key: str, uid: str, reason: str, message: str, event_type: str = "Normal") -> None:
         namespace, _, name = claim_key.partition("/")
         self.writer.create_event(namespace, build_event(
-            namespace, "PersistentVolumeClaim", name, None, event_type, reason, message, self.stamp(), self.instance))
+            namespace, "PersistentVolumeClaim", name, uid, event_type, reason, message, self.stamp(), self.instance))

@@ -50,13 +50,14 @@ class Fencer:
         if step == RECREATE:
             return self._recreate(node)
         assert step == FAILED, step
-        self._refuse(name, node_plan.fence_reason)
+        self._refuse(node, node_plan.fence_reason)
         return False
 
-    def _refuse(self, name: str, why: str) -> None:
+    def _refuse(self, node: Node, why: str) -> None:
         """Fencing not confirmed: a failure of the pass, and one Warning however many passes see it."""
-        self.writer.fail(f"fencing of node {name} not confirmed: {why}; nothing on it was touched")
-        self.events.repeated(name, "FencingFailed", f"{why}; rwo-failover touched nothing on this node")
+        self.writer.fail(f"fencing of node {node.name} not confirmed: {why}; nothing on it was touched")
+        self.events.repeated(node.name, node.uid, "FencingFailed",
+                             f"{why}; rwo-failover touched nothing on this node")
 
     def _webhook(self, node_plan: NodePlan, node: Node) -> bool:
         payload = {"node": node.name, "uid": node.uid, "providerID": node.provider_id,
@@ -69,7 +70,7 @@ class Fencer:
             log.info("fence webhook confirmed the node fenced", extra={"node": node.name})
             return True
         if result is Result.FAILED:
-            self.events.repeated(node.name, "FencingFailed",
+            self.events.repeated(node.name, node.uid, "FencingFailed",
                                  f"fence webhook did not confirm: {why}; rwo-failover touched nothing on this node")
         return False
 
@@ -89,7 +90,7 @@ class Fencer:
         if result is Result.DONE:
             log.info("asked for fencing; nothing on the node is touched until the NetworkFence answers Succeeded",
                      extra={"node": node.name, "cidrs": wanted})
-            self.events.node(node.name, "Normal", "FencingRequested",
+            self.events.node(node.name, node.uid, "Normal", "FencingRequested",
                              f"created NetworkFence {node.name} for {', '.join(wanted)}")
         return False
 
@@ -127,7 +128,8 @@ class Fencer:
             return False
         if self.writer.delete_networkfence(name, version) in (Result.DONE, Result.GONE):
             self.outcome.unfenced.append(name)
-            self.events.node(name, "Normal", "NodeUnfenced", f"NetworkFence {name} answered Unfenced; deleted it")
+            self.events.node(name, node.uid, "Normal", "NodeUnfenced",
+                             f"NetworkFence {name} answered Unfenced; deleted it")
             return True
         return False
 

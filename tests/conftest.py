@@ -5,6 +5,8 @@ from __future__ import annotations
 import io
 import json
 import os
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
@@ -91,3 +93,20 @@ def run_pass(api: FakeApiServer, kubeconfig: str):
         logs = [json.loads(line) for line in out.getvalue().splitlines() if line.strip()]
         return Run(code, logs, err.getvalue(), api.requests[before:], sleeps)
     return run
+
+
+# The wheels of the pinned requirements, downloaded once by `make` (see the Makefile): tests that install into
+# a fresh venv read only from here, so the suite runs offline after the first set-up.
+WHEELHOUSE = ROOT / os.environ.get("WHEELHOUSE", ".wheelhouse")
+
+
+def fresh_venv(path: Path, *requirements: str) -> Path:
+    """A new venv at `path`, with `requirements` (pip arguments) installed from the wheelhouse alone: no index,
+    and none of this machine's pip configuration."""
+    if not (WHEELHOUSE / "requirements.txt").exists():
+        pytest.fail(f"no wheelhouse at {WHEELHOUSE}: set up with `make .venv/.dev` (or `make test`) first")
+    subprocess.run([sys.executable, "-m", "venv", str(path)], check=True, timeout=120)
+    subprocess.run([str(path / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                    "--no-index", "--find-links", str(WHEELHOUSE), *requirements], check=True, timeout=300,
+                   env={**os.environ, "PIP_CONFIG_FILE": os.devnull})
+    return path

@@ -146,3 +146,57 @@ def test_a_list_answer_of_the_wrong_shape_is_a_failed_read_not_a_bug(api, run_pa
     assert result.code == EXIT_UNAVAILABLE and len(api.objects("pods")) == 1
     [line] = result.lines("cannot read the cluster; nothing was changed")
     assert "not a list of the expected shape" in line["error"]
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--dry-run"], {"dry_run": True}),
+    (["--dry-run=true"], {"dry_run": True}),
+    (["--dry-run=false"], {"dry_run": False}),
+    (["--dry-run", "--once"], {"dry_run": True}),
+    (["--interval", "5", "--leader-election"], {"leader_election": True, "interval": 5.0}),
+    (["--leader-election=false", "--interval=5"], {"leader_election": False}),
+])
+def test_boolean_flags_work_bare_and_with_a_value(argv, expected):
+    """As kubectl's do: `--dry-run` alone means true, and `--dry-run=false` still works."""
+    from rwo_failover import config
+
+    _args, settings = config.load(argv, {})
+    assert {key: getattr(settings, key) for key in expected} == expected
+
+
+@pytest.mark.parametrize("argv, names", [
+    (["--once", "--no-such-flag"], "--no-such-flag"),
+    (["--once", "--max-nodes-per-pass"], "--max-nodes-per-pass"),
+    (["--once", "--dry"], "--dry"),  # no abbreviations: a typo must not silently mean another flag
+    (["--once", "extra"], "extra"),
+])
+def test_argument_errors_are_one_line_with_the_setting_errors_prefix_and_exit_2(argv, names, tmp_path):
+    proc = subprocess.run([sys.executable, str(ROOT / "reconcile.py"), *argv], capture_output=True, text=True,
+                          timeout=60, env={"PATH": "/usr/bin:/bin", "KUBECONFIG": str(tmp_path / "none")})
+    assert proc.returncode == EXIT_CONFIG
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("rwo-failover: configuration error: ") and names in lines[0], lines[0]
+    assert proc.stdout == ""
+
+
+def test_the_first_log_line_names_the_version_and_json_times_are_rfc3339_utc(api, kubeconfig):
+    """Whatever the machine's time zone, `time` is RFC 3339 in UTC, as log stores expect."""
+    import re
+    from datetime import datetime, timezone
+
+    from rwo_failover import __version__
+
+    fc.outage(api)
+    before = datetime.now(timezone.utc)
+    proc = subprocess.run([sys.executable, str(ROOT / "reconcile.py"), "--once", "--dry-run"], capture_output=True,
+                          text=True, timeout=60, cwd=ROOT,
+                          env={"KUBECONFIG": kubeconfig, "PATH": "/usr/bin:/bin", "TZ": "America/Los_Angeles",
+                               "LOG_FORMAT": "json"})
+    assert proc.returncode == EXIT_OK, proc.stderr
+    logs = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert logs[0]["message"] == "rwo-failover starting" and logs[0]["version"] == __version__
+    for line in logs:
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", line["time"]), line["time"]
+    first = datetime.fromisoformat(logs[0]["time"])
+    assert abs((first - before).total_seconds()) < 30

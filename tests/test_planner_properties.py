@@ -13,6 +13,9 @@ from rwo_failover import config
 from rwo_failover import planner as decide
 from rwo_failover.model import MULTI_ATTACH_MODES, Attachment, Claim, Lease, Node, Pod, Snapshot, Taint, Volume
 
+# Hundreds of generated examples per property: `make quick` leaves them to `make test`.
+pytestmark = pytest.mark.slow
+
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=timezone.utc)
 BASE = config.load([], {})[1]
 OURS_AT = "2026-11-21T11:00:00Z"

@@ -50,6 +50,7 @@ class AttachmentAction:
     volume: str
     claim: str
     after_pods: tuple[str, ...]  # delete only once all of these pods are gone
+    claim_uid: str = ""  # for the claim's Event: kubectl describe finds Events by uid
 
 
 @dataclass(frozen=True)

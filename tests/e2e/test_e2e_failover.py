@@ -62,9 +62,9 @@ def confirmed_recovery(cluster, sa, namespace: str, env: dict) -> dict:
                  if e["reason"] == "RWOVolumeRecovered"]
         return found[0] if found else None
     found = wait_for("RWOVolumeRecovered on the claim", event, 60, every=2)
-    assert found["involvedObject"] == {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "name": "data-db-0",
-                                       "namespace": namespace}
     claim = cluster.kube.get(f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/data-db-0")
+    assert found["involvedObject"] == {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "name": "data-db-0",
+                                       "namespace": namespace, "uid": claim["metadata"]["uid"]}
     assert "rwo-failover.io/recovery" not in (claim["metadata"].get("labels") or {}), "claims are never written"
     records = cluster.kube.items("/api/v1/namespaces/rwo-failover/configmaps",
                                  labelSelector="rwo-failover.io/recovery")
