@@ -39,8 +39,11 @@ $(VENV)/.runtime: requirements.txt $(STALE)
 
 # The dev venv adds the test tools and this project itself (editable, no dependencies: the pins are the set),
 # which gives the `rwo-failover` console script; a .pth file makes rwo_testkit, which the wheel does not
-# ship, importable from anywhere (the benchmarks, subprocesses of the tests).
+# ship, importable from anywhere (the benchmarks, subprocesses of the tests). It also makes sure the
+# wheelhouse holds the runtime's wheels, which the tests install into fresh venvs: a .venv set up before the
+# wheelhouse existed has none.
 $(VENV)/.dev: requirements-dev.txt pyproject.toml $(VENV)/.runtime
+	$(call wheels,requirements.txt)
 	$(call wheels,requirements-dev.txt)
 	$(PIP) install --quiet $(OFFLINE) -r requirements-dev.txt
 	$(PIP) install --quiet --no-deps --no-build-isolation --no-index -e .

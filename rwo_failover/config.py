@@ -304,9 +304,11 @@ SPECS: tuple[Spec, ...] = (
     Spec("FENCE_WEBHOOK_CA_FILE", _optional_text, "",
          "CA bundle to verify the webhook's TLS certificate; empty uses the system's.", "a path, or empty",
          empty_ok=True),
-    Spec("FENCED_MIN_NOT_READY_SECONDS", _lease_or_seconds, "lease",
-         "With fencing confirmed: how long Ready must have been not True (and the Lease unrenewed) instead of "
-         "MIN_NOT_READY_SECONDS; lease means the node's Lease duration.", "lease, or " + _WHOLE.format(0)),
+    Spec("FENCED_MIN_NOT_READY_SECONDS", _lease_or_seconds, "0",
+         "With fencing, which is confirmed before anything is touched: the NotReady time that makes a node down, "
+         "when shorter than MIN_NOT_READY_SECONDS; lease means the node's Lease duration. 0: down at the node "
+         "lifecycle controller's verdict, once the Lease has been silent for its own duration.",
+         "lease, or " + _WHOLE.format(0)),
     Spec("RECOVERY_TIMEOUT_SECONDS", _int_at_least(1), "600",
          "After a force-delete, how long its replacement may take to be Running and Ready elsewhere with the "
          "volume attached, before a RWOVolumeNotRecovered Warning.", _WHOLE.format(1)),

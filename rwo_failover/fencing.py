@@ -19,7 +19,7 @@ from .events import EventRecorder
 from .model import FENCE_ASKED_ANNOTATION, FENCE_LABEL, BadObject, Fence, Lease, Node, fence_asked
 from .outcome import Outcome
 from .planner import unfence_step
-from .planner.fencing import FAILED, PENDING, RECREATE, REQUEST, UNFENCE, cidrs
+from .planner.fencing import FAILED, PENDING, RECREATE, REQUEST, UNFENCE, cidrs, judge_fence
 from .planner.types import NodePlan
 from .writer import Result, Writer
 
@@ -27,6 +27,11 @@ log = logging.getLogger("rwo_failover")
 NETWORK_FENCE_API = "csiaddons.openshift.io/v1alpha1"
 # The node, its Lease and its raw JSON, read now; None once the failure to read them is recorded.
 ReadLive = Callable[[str, str], Optional[tuple[Node, Optional[Lease], dict]]]
+# While a pass waits for a NetworkFence's answer it reads the fence this often, and stops waiting once only this
+# share of the pass deadline is left for acting: fencing then costs the controller's few seconds, never a
+# CronJob interval.
+ANSWER_POLL_SECONDS = 1.0
+KEEP_FOR_ACTING = 1 / 3
 
 
 class Fencer:
@@ -41,10 +46,7 @@ class Fencer:
         if step is None:
             return True
         if step == PENDING:
-            self.outcome.fencing_pending.append(name)
-            log.info("fencing pending; nothing on the node is touched until it is confirmed",
-                     extra={"node": name, "reason": node_plan.fence_reason})
-            return False
+            return self._await_answer(node, node_plan.fence_reason)
         if step == REQUEST:
             return self._webhook(node_plan, node) if self.settings.fencing == "webhook" else self._request(node)
         if step == RECREATE:
@@ -86,12 +88,38 @@ class Fencer:
         # (nor touches) one that is not ours.
         if result is Result.WOULD:
             return True
+        if result is not Result.DONE:
+            self.outcome.fencing_pending.append(node.name)
+            return False
+        log.info("asked for fencing; nothing on the node is touched until the NetworkFence answers Succeeded",
+                 extra={"node": node.name, "cidrs": wanted})
+        self.events.node(node.name, node.uid, "Normal", "FencingRequested",
+                         f"created NetworkFence {node.name} for {', '.join(wanted)}")
+        return self._await_answer(node, "asked; no answer yet")
+
+    def _await_answer(self, node: Node, why: str) -> bool:
+        """Wait within this pass for our fence's answer, reading it live and judging it by the plan's rule, so a
+        CronJob pass acts on the answer instead of leaving it to the next pass. True once it answered fenced;
+        False (pending, or failed and recorded) otherwise."""
+        wanted = cidrs(node)[0]
+        reserve = self.settings.pass_timeout_seconds * KEEP_FOR_ACTING
+        for _ in range(int(max(0.0, self.api.remaining() - reserve) / ANSWER_POLL_SECONDS)):
+            self.sleep(ANSWER_POLL_SECONDS)
+            found = self._read_fence(node.name, "waiting for its answer")
+            if found is None:
+                return False
+            step, why = judge_fence(node, found[0], wanted)
+            if step is None:
+                log.info("NetworkFence answered Succeeded; acting in this pass", extra={"node": node.name})
+                return True
+            if step == FAILED:
+                self._refuse(node, why)
+                return False
+            if step != PENDING:
+                break
         self.outcome.fencing_pending.append(node.name)
-        if result is Result.DONE:
-            log.info("asked for fencing; nothing on the node is touched until the NetworkFence answers Succeeded",
-                     extra={"node": node.name, "cidrs": wanted})
-            self.events.node(node.name, node.uid, "Normal", "FencingRequested",
-                             f"created NetworkFence {node.name} for {', '.join(wanted)}")
+        log.info("fencing pending; nothing on the node is touched until it is confirmed",
+                 extra={"node": node.name, "reason": why})
         return False
 
     def _recreate(self, node: Node) -> bool:
@@ -133,23 +161,23 @@ class Fencer:
             return True
         return False
 
-    def _read_fence(self, name: str) -> Optional[tuple[Fence, str]]:
+    def _read_fence(self, name: str, purpose: str = "before unfencing") -> Optional[tuple[Fence, str]]:
         """Our fence read now, with its resourceVersion (each step is preconditioned on it); None once the
         failure is recorded, or when it is gone."""
         try:
             raw = self.api.read_networkfence(name)
             if raw is None:
-                log.info("NetworkFence gone before unfencing; nothing to do", extra={"node": name})
+                log.info(f"NetworkFence gone {purpose}; nothing to do", extra={"node": name})
                 return None
             fence = Fence.from_json(raw)
             version = str((raw.get("metadata") or {}).get("resourceVersion") or "")
         except ApiError as err:
-            self.writer.fail(f"re-reading NetworkFence {name} before unfencing failed: {err}", err)
+            self.writer.fail(f"re-reading NetworkFence {name} {purpose} failed: {err}", err)
             return None
         except (BadObject, AttributeError) as err:
-            self.writer.fail(f"NetworkFence {name} cannot be read before unfencing: {err}")
+            self.writer.fail(f"NetworkFence {name} cannot be read {purpose}: {err}")
             return None
         if not fence.ours:
-            self.writer.fail(f"NetworkFence {name} is no longer ours; not unfencing it")
+            self.writer.fail(f"NetworkFence {name} is no longer ours; not touching it")
             return None
         return fence, version

@@ -369,3 +369,46 @@ def test_unfencing_acts_on_a_live_read_not_on_the_plan(cluster, run_pass):
     assert fence_of(cluster)["spec"]["fenceState"] == "Fenced", "never unfence a node that is not back"
     assert not [r for r in cluster.requests if r.verb == "patch" and r.resource == "networkfences"]
     assert result.code == EXIT_OK
+
+
+# --- fencing is never slower than not fencing (issue 20) -----------------------------------------------------
+
+def test_a_fence_that_answers_while_the_pass_waits_is_acted_on_in_that_pass(cluster, run_pass):
+    """A CronJob pass that creates the fence waits for its answer, a few seconds for csi-addons, instead of
+    leaving the failover to the next pass a minute later."""
+    reads: list[int] = []
+
+    def controller(req) -> None:  # answers once the fence has been read twice, as if after a second or two
+        if req.verb == "get" and req.resource == "networkfences":
+            reads.append(1)
+            if len(reads) == 2:
+                set_result(cluster, "Succeeded")
+    cluster.hooks.append(controller)
+
+    result = networkfence(run_pass)
+
+    assert result.code == EXIT_OK and result.summary["fencing_pending"] == 0
+    assert cluster.objects("pods") == [] and cluster.objects("volumeattachments") == []
+    assert 1.0 in result.sleeps, "it waited between reads of the fence"
+
+
+def test_a_fence_that_never_answers_leaves_a_third_of_the_pass_for_the_rest(cluster, run_pass):
+    result = networkfence(run_pass, PASS_TIMEOUT_SECONDS="12")
+    reads = [r for r in result.requests if r.verb == "get" and r.resource == "networkfences"]
+    assert result.summary["fencing_pending"] == 1 and untouched(cluster)
+    assert 0 < len(reads) <= 8, "it stops waiting with a third of the pass deadline left"
+
+
+def test_once_fenced_a_node_is_down_at_the_controllers_verdict_and_its_leases_duration(api, run_pass):
+    """With fencing confirmed before anything is touched, no wait beyond the node lifecycle controller's
+    Ready=Unknown and the Lease's own duration is needed: FENCED_MIN_NOT_READY_SECONDS defaults to 0."""
+    for i in range(3):
+        fc.live_node(api, f"w{i}")
+    api.add(fc.node("dead", ready="Unknown", since=5, taints=[fc.SHUTDOWN, fc.UNREACHABLE]))
+    api.add(fc.lease("dead", 45))  # renewed 45 s ago, then silent: NotReady 5 s ago after a 40 s grace
+    fc.add_volume(api, "data-db-0", attached_to="dead")
+    api.add(fc.pod("db-0", "dead", claims=["data-db-0"], terminating=True))
+    assert run_pass().summary["not_yet"] == 1, "without fencing: not yet (MIN_NOT_READY_SECONDS=60)"
+    networkfence(run_pass)
+    set_result(api, "Succeeded")
+    assert networkfence(run_pass).code == EXIT_OK and api.objects("pods") == []

@@ -388,3 +388,14 @@ def test_a_lease_that_changes_while_the_pass_watches_is_never_down(snapshot, set
         again = decide.judge_tainted_node(nodes[name], renewed, taint, settings, moment, seen) if taint else \
             decide.judge_ours(nodes[name], renewed, settings, moment, seen)
         assert again.state is not decide.NodeState.DOWN, again
+
+
+@given(snapshots(), settings_st, st.sampled_from([None, 0, 10, 60, 300]))
+@hsettings(max_examples=300, deadline=None)
+def test_fencing_never_makes_a_node_wait_longer(snapshot, settings, fenced_min):
+    """A node proven down without fencing is proven down with it, whatever FENCED_MIN_NOT_READY_SECONDS says:
+    fencing adds a confirmation before acting, never a longer wait (issue 20)."""
+    fenced = dataclasses.replace(settings, fencing="networkfence", network_fence_class="c",
+                                 fenced_min_not_ready_seconds=fenced_min)
+    down = {v.node for v in decide.judge_nodes(snapshot, settings) if v.state is decide.NodeState.DOWN}
+    assert down <= {v.node for v in decide.judge_nodes(snapshot, fenced) if v.state is decide.NodeState.DOWN}

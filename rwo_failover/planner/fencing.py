@@ -71,6 +71,12 @@ def fence_step(node: Node, snapshot: Snapshot, settings: Settings) -> tuple[Opti
     fence = snapshot.fences.get(node.name)
     if fence is None:
         return REQUEST, "no NetworkFence yet"
+    return judge_fence(node, fence, wanted)
+
+
+def judge_fence(node: Node, fence: Fence, wanted: tuple[str, ...]) -> tuple[Optional[str], str]:
+    """What a NetworkFence for this node says now: fenced (None), PENDING, RECREATE or FAILED, and why. Also
+    used on a fence read live while a pass waits for its answer."""
     if not fence.ours:
         return FAILED, f"NetworkFence {node.name} exists and was not created by rwo-failover; not touching it"
     if fence.deleting:
