@@ -18,6 +18,7 @@ import logging
 import os
 import re
 import time
+from datetime import datetime
 from typing import Any, Callable, Iterator, Optional, TypeVar
 
 import urllib3
@@ -31,6 +32,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_at
 from . import __version__
 from .clock import ServerClock
 from .config import ConfigError, Settings
+from .model import BadObject, parse_time
 
 log = logging.getLogger("rwo_failover")
 LEASE_NAMESPACE = "kube-node-lease"
@@ -356,6 +358,25 @@ class Api:
         """A JSON merge patch; put metadata.resourceVersion in it to make it fail (409) on a stale read."""
         return self.call("patch", "nodes", "PATCH", f"/api/v1/nodes/{name}", body=patch,
                          content_type="application/merge-patch+json")
+
+    def server_stamp(self) -> tuple[datetime, Optional[datetime]]:
+        """The API server's own time, and the Date header of the same answer: a server-side dry-run create of an
+        Event (stored nowhere; `create events` is already ours) comes back stamped by the server's clock, the
+        clock that stamps every Lease and node status we judge."""
+        event = {"metadata": {"generateName": "rwo-failover-clock-"}, "type": "Normal", "reason": "ClockCheck",
+                 "involvedObject": {"apiVersion": "v1", "kind": "Node", "name": "rwo-failover-clock-check"},
+                 "message": "a dry run: stored nowhere", "source": {"component": "rwo-failover"}}
+        found = self.call("create", "events", "POST", "/api/v1/namespaces/default/events", [("dryRun", "All")],
+                          dict(event, apiVersion="v1", kind="Event"))
+        meta = found.get("metadata") if isinstance(found, dict) else None
+        try:
+            stamp = parse_time(meta.get("creationTimestamp") if isinstance(meta, dict) else None)
+        except BadObject:
+            stamp = None
+        if stamp is None:
+            raise Unavailable("create events (a server-side dry run, to read the API server's own time): the "
+                              "answer carries no creationTimestamp")
+        return stamp, self.server_clock.last_date
 
     def server_version(self) -> Optional[tuple[int, int]]:
         """(major, minor) from /version, a non-resource URL every authenticated client may read."""

@@ -18,12 +18,11 @@ import logging
 from datetime import datetime
 from typing import Any, Callable, Iterable, Optional, TypeVar
 
-from .client import Api, ApiError
+from .client import Api, ApiError, Forbidden
 from .config import Settings
 from .model import (RECOVERY_LABEL, Attachment, BadObject, Claim, Fence, Lease, Node, Pod, RecoveryEntry, Snapshot,
                     Unreadable, Volume, is_name)
 from .planner import nodes_to_inspect, tainted_nodes
-from .planner.pods import exempt
 from .planner.recovery import Record, readable
 
 log = logging.getLogger("rwo_failover")
@@ -69,9 +68,25 @@ class Reader:
         return None if raw is None else self.parse(kind, from_json, node)(raw)
 
 
+def check_server_clock(api: Api) -> None:
+    """The Date header is the API server's clock, or nothing is judged: it must agree with the server's own stamp.
+
+    The stamp comes from a server-side dry-run create of an Event. RBAC that denies `create events` (older or
+    trimmed RBAC; ours grants it) must not switch failover off: the Date header alone is then trusted, loudly,
+    as it was before the cross-check existed. A missing Date header still stops every judgment."""
+    try:
+        stamp, date = api.server_stamp()
+    except Forbidden as err:
+        log.warning("cannot cross-check the Date header against the API server's own stamp; trusting the Date "
+                    "header alone", extra={"error": str(err)})
+        return
+    api.server_clock.check(stamp, date)
+
+
 def observe(api: Api, settings: Settings, now: Callable[[], datetime]) -> Snapshot:
     """`now` is read after the nodes and Leases, so ages are judged against the time of the reads."""
     reader = Reader()
+    check_server_clock(api)
     # Keyed by name: a list is never judged with an object twice.
     nodes = tuple({n.name: n for n in reader.each(api.list_nodes(reader.parse("node", Node.from_json)))}.values())
     fences = {f.node: f for f in reader.each(api.list_networkfences(reader.parse("networkfence", Fence.from_json)))} \
@@ -90,7 +105,9 @@ def observe(api: Api, settings: Settings, now: Callable[[], datetime]) -> Snapsh
         return dataclasses.replace(snapshot, recovery_records=entries, unreadable=tuple(reader.unreadable))
     pods = tuple(p for name in inspect for p in reader.each(api.list_pods_on(name, reader.parse("pod", Pod.from_json,
                                                                                                    name))))
-    claims = _read_claims(api, reader, {(p.namespace, c) for p in pods if not exempt(p) for c in p.claims} |
+    # Every pod's claims but a mirror pod's (it cannot mount one): a DaemonSet pod's too, since an opt-out on
+    # its claim must keep our taint off the node, attachment or not.
+    claims = _read_claims(api, reader, {(p.namespace, c) for p in pods if not p.mirror for c in p.claims} |
                           {tuple(r.claim.split("/", 1)) for r in records})
     wanted, recovering_volumes = set(inspect), {r.volume for r in records}
     attachments = tuple(a for a in reader.each(api.list_attachments(reader.parse("volumeattachment",

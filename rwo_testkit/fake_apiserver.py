@@ -160,6 +160,7 @@ class FakeApiServer:
         self.random = random.Random(seed)
         self.listeners: list[Callable[[Request], None]] = []  # told of every request, e.g. a suite-wide log
         self.omit_date_header = False  # as a proxy that strips Date would
+        self.date_offset = 0.0  # seconds added to the Date header: a proxy sending its own, skewed Date
         self._server: Optional[ThreadingHTTPServer] = None
 
     # --- lifecycle -------------------------------------------------------------------------
@@ -242,6 +243,14 @@ class FakeApiServer:
         with self.lock:
             return [json.loads(raw) for raw in self.store[plural].values()]
 
+    def delete_object(self, plural: str, name: str, namespace: str = "") -> Optional[dict]:
+        """Remove an object at once, as a controller's force delete (PodGC's, say) would; None when absent."""
+        kind = KINDS[plural]
+        key = self._key(kind, namespace, name)
+        with self.lock:
+            raw = self.store[plural].get(key)
+            return None if raw is None else self._remove(kind, key, json.loads(raw))
+
     def replace(self, obj: dict) -> dict:
         """Swap an object for a new one under the same name (a new UID), as a StatefulSet does."""
         kind = _BY_KIND[(obj.get("apiVersion", "v1"), obj["kind"])]
@@ -292,7 +301,9 @@ class FakeApiServer:
         return None
 
     def mutations(self) -> list[Request]:
-        return [r for r in self.requests if r.method in ("POST", "PUT", "PATCH", "DELETE")]
+        """The requests that could change something: a server-side dry run (?dryRun=All) changes nothing."""
+        return [r for r in self.requests if r.method in ("POST", "PUT", "PATCH", "DELETE")
+                and r.query.get("dryRun") != "All"]
 
     # --- request handling ----------------------------------------------------------------
     def handle(self, req: Request, auth: str) -> Response:
@@ -406,6 +417,8 @@ class FakeApiServer:
         meta["creationTimestamp"] = now_text()
         meta["generation"] = 1
         managed_fields.stamp(None, obj, _manager(req), "", meta["creationTimestamp"], kind.api_version)
+        if req.query.get("dryRun") == "All":  # the real server answers as if created, stamps included
+            return self._json(201, obj)
         self._put(kind, obj)
         return self._json(201, obj)
 
@@ -642,7 +655,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response_only(code, message)
         self.send_header("Server", self.version_string())
         if not self.api.omit_date_header:
-            self.send_header("Date", self.date_time_string())
+            self.send_header("Date", self.date_time_string(time.time() + self.api.date_offset))
 
     def _serve(self) -> None:
         split = urlsplit(self.path)
