@@ -42,9 +42,9 @@ class Fencer:
 
     def ensure(self, node_plan: NodePlan, node: Node) -> bool:
         """True when the node is confirmed fenced now, so its pods, attachments and taint may be touched."""
-        step, name = node_plan.fence, node.name
-        if step is None:
-            return True
+        step = node_plan.fence
+        if step is None:  # fenced when the plan looked: judged again now, on the node as just read
+            return self.settings.fencing != "networkfence" or self._still_fenced(node)
         if step == PENDING:
             return self._await_answer(node, node_plan.fence_reason)
         if step == REQUEST:
@@ -96,6 +96,19 @@ class Fencer:
         self.events.node(node.name, node.uid, "Normal", "FencingRequested",
                          f"created NetworkFence {node.name} for {', '.join(wanted)}")
         return self._await_answer(node, "asked; no answer yet")
+
+    def _still_fenced(self, node: Node) -> bool:
+        """Our fence, read now, still fences this node as read now (its addresses may have changed since the
+        plan): True only when it does; otherwise the refusal is recorded, and nothing on the node is touched."""
+        wanted, why = cidrs(node)
+        found = self._read_fence(node.name, "before acting on its answer") if not why else None
+        if found is not None:
+            step, why = judge_fence(node, found[0], wanted)
+            if step is None:
+                return True
+        if why:
+            self._refuse(node, why)
+        return False
 
     def _await_answer(self, node: Node, why: str) -> bool:
         """Wait within this pass for our fence's answer, reading it live and judging it by the plan's rule, so a

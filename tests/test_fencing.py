@@ -106,13 +106,9 @@ def test_unfence_on_recovery_before_our_taint_comes_off(cluster, run_pass):
     networkfence(run_pass)
     set_result(cluster, "Succeeded")
     networkfence(run_pass)
-    back = fc.node("dead", ready="True", since=300, taints=[fc.our_taint()])
-    cluster.add(fc.mark_ours(back, cluster.get("nodes", "dead")["metadata"]["annotations"]
-                             ["rwo-failover.io/out-of-service-added-at"]))
-    node = cluster.get("nodes", "dead")
-    node["spec"]["taints"] = [dict(fc.OUT_OF_SERVICE, timeAdded=node["metadata"]["annotations"]
-                                   ["rwo-failover.io/out-of-service-added-at"])]
-    cluster.add(node)
+    # Back for 300 s, after our taint went on 400 s ago (the node cannot have been Ready since before that).
+    added = fc.stamp(400)
+    cluster.add(fc.mark_ours(fc.node("dead", ready="True", since=300, taints=[fc.our_taint(added)]), added))
     cluster.add(fc.lease("dead", 2))
 
     asked = networkfence(run_pass)
@@ -412,3 +408,48 @@ def test_once_fenced_a_node_is_down_at_the_controllers_verdict_and_its_leases_du
     networkfence(run_pass)
     set_result(api, "Succeeded")
     assert networkfence(run_pass).code == EXIT_OK and api.objects("pods") == []
+
+
+# --- Found by the attack on issue 18 --------------------------------------------------------------------------
+
+def test_the_fence_is_judged_again_against_the_nodes_live_address_before_acting(cluster, run_pass):
+    """The node's address changes between the plan and the live re-check: the Succeeded fence for the old address
+    no longer fences this node, so nothing on it is touched."""
+    networkfence(run_pass)
+    set_result(cluster, "Succeeded")
+    moved = []
+
+    def move_on_recheck(req) -> None:
+        if req.verb == "get" and req.resource == "nodes" and req.name == "dead" and not moved:
+            node = cluster.get("nodes", "dead")
+            node["status"]["addresses"] = [{"type": "InternalIP", "address": "10.9.9.99"}]
+            cluster.add(node)
+            moved.append(1)
+    cluster.hooks.append(move_on_recheck)
+
+    result = networkfence(run_pass)
+
+    assert moved and untouched(cluster) and result.code == EXIT_FAILED
+
+
+def test_one_address_written_two_ways_is_one_address(cluster, run_pass):
+    """fd00::5 and fd00:0:0:0::5 are the same address: another node reporting it in the other spelling makes it
+    shared, and fencing it would cut that node off too."""
+    for name, spelling in (("dead", "fd00::5"), ("w0", "fd00:0:0:0::5")):
+        node = cluster.get("nodes", name)
+        node["status"]["addresses"] = [{"type": "InternalIP", "address": spelling}]
+        cluster.add(node)
+
+    result = networkfence(run_pass)
+
+    assert fence_of(cluster) is None and untouched(cluster) and result.code == EXIT_FAILED
+
+
+def test_a_broadcast_address_is_never_fenced(cluster, run_pass):
+    node = cluster.get("nodes", "dead")
+    node["status"]["addresses"] = [{"type": "InternalIP", "address": "255.255.255.255"}]
+    cluster.add(node)
+
+    result = networkfence(run_pass)
+
+    assert fence_of(cluster) is None and untouched(cluster) and result.code == EXIT_FAILED

@@ -37,19 +37,37 @@ def cidrs(node: Node) -> tuple[tuple[str, ...], Optional[str]]:
             address = ipaddress.ip_address(text)
         except ValueError:
             return (), f"node {node.name} has an InternalIP that is not an IP address ({text[:60]!r})"
-        if address.is_unspecified or address.is_loopback or address.is_multicast:
+        if address.is_unspecified or address.is_loopback or address.is_multicast or address.is_reserved:
             return (), f"node {node.name} has InternalIP {address}, which fences nothing of its own"
-        found.append(f"{address}/{address.max_prefixlen}")
+        found.append(f"{address.compressed}/{address.max_prefixlen}")
     if not found:
         return (), f"node {node.name} has no InternalIP address: a NetworkFence would fence nothing"
     return tuple(sorted(set(found))), None
 
 
+def _addresses(node: Node) -> set[str]:
+    """The node's InternalIPs, each written one way (fd00:0:0:0::5 is fd00::5); what does not parse, as it is."""
+    found = set()
+    for text in node.internal_ips:
+        try:
+            found.add(ipaddress.ip_address(text).compressed)
+        except ValueError:
+            found.add(text)
+    return found
+
+
+def _cidr(text: str) -> str:
+    try:
+        return ipaddress.ip_network(text, strict=False).compressed
+    except ValueError:
+        return text
+
+
 def _shared(node: Node, snapshot: Snapshot) -> Optional[str]:
     """An address the kubelet of another node also reports: fencing it would cut that node off too."""
-    mine = set(node.internal_ips)
+    mine = _addresses(node)
     for other in snapshot.nodes:
-        both = mine & set(other.internal_ips)
+        both = mine & _addresses(other)
         if other.name != node.name and both:
             return f"node {node.name} reports InternalIP {sorted(both)[0]}, which node {other.name} also reports"
     return None
@@ -83,7 +101,7 @@ def judge_fence(node: Node, fence: Fence, wanted: tuple[str, ...]) -> tuple[Opti
         return PENDING, f"NetworkFence {node.name} is being deleted; a new one is asked for once it is gone"
     if fence.state != "Fenced":
         return RECREATE, "our NetworkFence is Unfenced, and the node is down again"
-    if tuple(sorted(fence.cidrs)) != wanted:
+    if tuple(sorted({_cidr(c) for c in fence.cidrs})) != wanted:
         return FAILED, (f"NetworkFence {node.name} fences {', '.join(fence.cidrs) or 'nothing'}, but the node's "
                         f"addresses are {', '.join(wanted)}; not trusted: unfence and delete it by hand")
     if fence.result == "Succeeded":
