@@ -269,7 +269,8 @@ SPECS: tuple[Spec, ...] = (
     Spec("MAX_NODES_PER_PASS", _int_at_least(1), "5",
          "Brake: act on nothing when more nodes than this are proven down.", _WHOLE.format(1)),
     Spec("MAX_PODS_PER_PASS", _int_at_least(1), "50",
-         "Brake: act on nothing when more pods than this are selected for deletion.", _WHOLE.format(1)),
+         "Cap: a pass deletes at most this many pods, taken fairly across namespaces; later passes take the rest.",
+         _WHOLE.format(1)),
     Spec("STUCK_POD_STATES", _states, ",".join(STUCK_STATES),
          "Pod states that count as stuck: Terminating (deletionTimestamp set), Unknown (phase), "
          "NodeLost (status reason), NotReady (Ready condition False or Unknown), NotStarted (Pending with no "

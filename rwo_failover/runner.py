@@ -89,6 +89,7 @@ def _summary(settings: Settings, plan: Optional[planner.Plan], outcome: Optional
                       down=states.count(planner.NodeState.DOWN), not_yet=states.count(planner.NodeState.NOT_YET),
                       split_brain=states.count(planner.NodeState.SPLIT_BRAIN),
                       recovering=states.count(planner.NodeState.RECOVERING), pods_planned=plan.pod_count,
+                      pods_deferred=len(plan.deferred),
                       attachments_planned=plan.attachment_count, skips=len(plan.skips),
                       refusal=str(plan.refusal or ""), brake=plan.refusal.kind.value if plan.refusal else "")
     if outcome is not None:

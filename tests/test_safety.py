@@ -8,6 +8,8 @@ from rwo_testkit import fake_cluster as fc
 from rwo_testkit.fake_apiserver import Response
 from rwo_failover.exitcodes import EXIT_OK, EXIT_REFUSED
 
+from helpers import oos_taints
+
 
 def deletes(api) -> list:
     return [r for r in api.requests if r.verb == "delete"]
@@ -88,7 +90,6 @@ def test_untainted_dead_node_is_not_a_candidate(cluster, run_pass):
 @pytest.mark.parametrize("env, dead_nodes, pods_each", [
     ({"MAX_UNHEALTHY_FRACTION": "0.2"}, 2, 1),   # 2 of 6 not Ready
     ({"MAX_NODES_PER_PASS": "1"}, 2, 1),
-    ({"MAX_PODS_PER_PASS": "3"}, 2, 2),
 ])
 def test_brake_acts_on_nothing_and_exits_3(cluster, run_pass, env, dead_nodes, pods_each):
     for n in range(dead_nodes):
@@ -242,3 +243,36 @@ def test_server_side_rejection_is_a_failure_not_silence(cluster, run_pass):
     assert result.code == 1
     assert result.summary["failures"] == 1
     assert len(cluster.objects("volumeattachments")) == 1, "the attachment waits for its pod"
+
+
+# --- MAX_PODS_PER_PASS caps what one pass deletes; it never stops the others (issue 18, attack) ---------------
+
+def test_a_tenant_with_many_stuck_pods_cannot_stop_failover_for_everyone(api, run_pass):
+    """Any tenant may create pods with spec.nodeName set to a dead node and delete them: they stay Terminating
+    for good. 51 of them used to trip MAX_PODS_PER_PASS, which refused the whole pass, other tenants'
+    outages included. The cap takes pods fairly across namespaces; the rest wait for later passes."""
+    fc.outage(api, dead="dead", pods=("db-0",))
+    fc.dead_node(api, "dead-2")
+    fc.add_volume(api, "data-pg-0", namespace="prod", attached_to="dead-2")
+    api.add(fc.pod("pg-0", "dead-2", namespace="prod", claims=["data-pg-0"], terminating=True))
+    fc.add_volume(api, "junk", namespace="tenant")
+    for i in range(51):
+        api.add(fc.pod(f"junk-{i}", "dead", namespace="tenant", claims=["junk"], owner=None, terminating=True,
+                       phase="Pending"))
+
+    result = run_pass()
+
+    assert api.get("pods", "pg-0", "prod") is None and api.get("pods", "db-0", "default") is None
+    assert len([r for r in deletes(api) if r.resource == "pods"]) == 50, "MAX_PODS_PER_PASS=50 this pass"
+    assert result.code == EXIT_OK and result.summary["pods_deferred"] == 3
+    assert oos_taints(api, "dead") == [], "the taint would delete the deferred pods too: not this pass"
+
+
+def test_pods_past_the_cap_are_deleted_by_later_passes(cluster, run_pass):
+    fc.dead_node(cluster, "dead")
+    for i in range(5):
+        stuck_workload(cluster, "dead", claim=f"data-{i}", pod=f"db-{i}")
+    first = run_pass(MAX_PODS_PER_PASS="3", OUT_OF_SERVICE_TAINT="never")
+    assert len(cluster.objects("pods")) == 2 and first.summary["pods_deferred"] == 2 and first.code == EXIT_OK
+    run_pass(MAX_PODS_PER_PASS="3", OUT_OF_SERVICE_TAINT="never")
+    assert cluster.objects("pods") == [] and cluster.objects("volumeattachments") == []

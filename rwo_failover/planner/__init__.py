@@ -16,6 +16,7 @@ from typing import Iterable, Optional
 from ..config import Settings
 from ..model import Node, Snapshot
 from .attachments import attachments_for
+from .caps import cap_pods
 from .fencing import fence_step, unfence_step, unfence_steps
 from .recovery import judge_all
 from .liveness import judge_liveness, lease_expires_at, lease_fresh
@@ -99,8 +100,5 @@ def plan(snapshot: Snapshot, settings: Settings) -> Plan:
               "drop_annotation": stale, "unfence": unfence, "recovery": recovery,
               "wake_at": wake_at(verdicts, snapshot, settings, recovery)}
     refusal = unhealthy_brake(snapshot, settings, idle) or nodes_brake(node_plans, settings)
-    pods = sum(len(n.pods) for n in node_plans)
-    if refusal is None and pods > settings.max_pods_per_pass:
-        refusal = Refusal(RefusalKind.PODS_PER_PASS, f"brake: {pods} pods are selected, more than "
-                                                     f"MAX_PODS_PER_PASS={settings.max_pods_per_pass}")
-    return Plan(tuple(verdicts), tuple(node_plans), tuple(skips), refusal, **totals)
+    capped, deferred, cap_skips = cap_pods(node_plans, settings.max_pods_per_pass)
+    return Plan(tuple(verdicts), capped, tuple(skips + cap_skips), refusal, deferred=deferred, **totals)

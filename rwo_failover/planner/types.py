@@ -83,7 +83,6 @@ class RefusalKind(str, Enum):
 
     UNHEALTHY_FRACTION = "unhealthy-fraction"
     NODES_PER_PASS = "nodes-per-pass"
-    PODS_PER_PASS = "pods-per-pass"
 
 
 @dataclass(frozen=True)
@@ -118,6 +117,7 @@ class Plan:
     # The next moment (server clock) at which time alone changes what this plan decides: a node proven down,
     # an undo allowed, a recovery timed out. None when only a change in the cluster can.
     wake_at: Optional[datetime] = None
+    deferred: tuple[str, ...] = ()  # pods left for later passes by MAX_PODS_PER_PASS (planner/caps.py)
 
     @property
     def busy_nodes(self) -> tuple[NodePlan, ...]:
