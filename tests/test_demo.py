@@ -9,7 +9,7 @@ from rwo_testkit.demo import main
 
 
 def test_demo_fixes_the_seeded_cluster_and_shows_before_and_after():
-    out, err = io.StringIO(), io.StringIO()
+    out = io.StringIO()
     assert main([], {}, out) == EXIT_OK
     text = out.getvalue()
     before, rest = text.split("=== dry-run pass", 1)
