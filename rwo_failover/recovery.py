@@ -4,6 +4,11 @@ passes confirm (or give up on) its replacement. The judgment is planner/recovery
 The state lives in the cluster (a CronJob pass remembers nothing), and where no tenant can write it: one
 ConfigMap per claim in RECOVERY_NAMESPACE, named after the claim's uid, labelled `rwo-failover.io/recovery`
 so a pass finds them all with one label-selected list. A settled record is deleted.
+
+A record is written *before* its pod's delete (write-ahead): whatever then happens to the delete (its answer
+lost, a 409 from a replacement, PodGC first, a stop signal refusing every later write), the claim's
+failover is watched. A record whose pod was never deleted after all (the delete refused) names a UID that
+still exists, and the next pass drops it; never one this pass has just written.
 """
 
 from __future__ import annotations
@@ -27,14 +32,16 @@ class RecoveryTracker:
                  now: Callable[[], datetime], namespace: str) -> None:
         self.writer, self.events, self.metrics, self.now = writer, events, metrics, now
         self.namespace = namespace
+        self.marked: set[str] = set()  # the records this pass wrote: settle never drops them as obsolete
 
     def mark(self, action: PodAction, not_ready_since: str) -> None:
-        """We force-deleted this pod: record, for each claim it freed, what its replacement must look like, with
-        the claim's uid and volume, so a later pass can tell the record still speaks of the same claim."""
+        """We are about to force-delete this pod: record, for each claim it frees, what its replacement must look
+        like, with the claim's uid and volume, so a later pass can tell the record still speaks of that claim."""
         for key, (claim_uid, volume) in zip(action.claims, action.bound):
             record = Record(action.name, action.uid, action.node, action.controller, parse_time(not_ready_since),
                             self.now(), key, claim_uid, volume)
             name = f"rwo-recovery-{claim_uid}"
+            self.marked.add(name)
             body = {"apiVersion": "v1", "kind": "ConfigMap",
                     "metadata": {"name": name, "namespace": self.namespace, "labels": {RECOVERY_LABEL: "pending"}},
                     "data": {"record": record.to_json()}}
@@ -44,6 +51,8 @@ class RecoveryTracker:
 
     def settle(self, verdict: Verdict) -> None:
         name, claim = verdict.entry.name, verdict.claim
+        if verdict.state == "obsolete" and name in self.marked:
+            return  # judged before this pass freed the pod again: the record it just wrote stands
         if verdict.state == "waiting":
             log.info("recovery not confirmed yet", extra={"record": name, "missing": verdict.detail})
             return

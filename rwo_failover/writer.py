@@ -69,10 +69,10 @@ class Writer:
         return result
 
     def _landed(self, result: Result) -> Result:
-        """A delete that found nothing (404) after an attempt whose answer was lost: that attempt landed (or
-        someone finished the same delete in between); either way the object is gone as we asked, so it counts
-        as done, and what follows a delete of ours (a recovery record) still follows."""
-        if result is Result.GONE and self.api.call_unanswered:
+        """A delete that found nothing (404), or another object under the name (409: the UID precondition), after
+        an attempt whose answer was lost: that attempt landed (or someone finished the same delete in between);
+        either way the object we inspected is gone as we asked, so it counts as done."""
+        if result in (Result.GONE, Result.CONFLICT) and self.api.call_unanswered:
             log.info("the delete landed; its answer was lost, and the retry found the object gone")
             return Result.DONE
         return result
