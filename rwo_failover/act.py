@@ -56,6 +56,13 @@ class Actor:
                                  f"{verdict.reason}; rwo-failover will not touch this node. "
                                  f"Check the taint {verdict.taint}.")
 
+    def warn_unjudged(self, plan: Plan) -> None:
+        """A node that cannot be judged on the server's clock (no stamp, clocks that disagree) is never failed
+        over: one Warning on it says why, however many passes see it, where a human looks first."""
+        for verdict in (v for v in plan.verdicts if v.unjudged):
+            self.events.repeated(verdict.node, self.node_uids.get(verdict.node, ""), "NodeNotJudged",
+                                 f"{verdict.unjudged}; rwo-failover will not act on this node until it can be judged")
+
     def warn_unreadable(self, unreadable: tuple[Unreadable, ...], plan: Plan) -> None:
         """What could not be read and keeps a node from being judged or acted on: one Warning on that node,
         however many passes see it. Other unreadable objects are skip lines only."""
@@ -106,9 +113,9 @@ class Actor:
             self._add_taint(node_plan, live[1])
         held: list[str] = []
         gone = {p.key for p in node_plan.pods if self.live.confirm_down(node_plan) and
-                self._delete_pod(p, verdict.not_ready_since, held)}
+                self._delete_pod(node_plan, p, held)}
         released = [a for a in node_plan.attachments if self._releasable(a, gone) and
-                    self.live.confirm_down(node_plan) and self._release(a)]
+                    self.live.confirm_down(node_plan) and self._release(node_plan, a)]
         uid = self.node_uids.get(name, "")
         if held:  # comes back every pass until a human acts: one Warning, bumped, never an Event per pass
             self.events.repeated(name, uid, "PodsHeldByFinalizers", f"{'; '.join(held)}; their volumes stay "
@@ -137,7 +144,9 @@ class Actor:
                 return None
             return raw, patch
 
-        if read_modify_write(self.writer, name, "add the out-of-service taint", build):
+        with self.live.on_every_retry(node_plan):
+            added = read_modify_write(self.writer, name, "add the out-of-service taint", build)
+        if added:
             self.outcome.taints_added.append(name)
             log.info("added the out-of-service taint", extra={"node": name})
             self.events.node(name, self.node_uids.get(name, ""), "Normal", "OutOfServiceTaintAdded",
@@ -186,11 +195,14 @@ class Actor:
         if read_modify_write(self.writer, name, "drop our annotation, whose taint is gone", build):
             log.info("dropped our out-of-service annotation: its taint is gone", extra={"node": name})
 
-    def _delete_pod(self, action: PodAction, not_ready_since: str, held: list[str]) -> bool:
-        """True when the pod we inspected is gone (or would be, in a dry run)."""
+    def _delete_pod(self, node_plan: NodePlan, action: PodAction, held: list[str]) -> bool:
+        """True when the pod we inspected is gone (or would be, in a dry run). Its recovery record is written first
+        (write-ahead, see recovery.py), so nothing that befalls the delete can lose it."""
         fields = {"pod": action.key, "uid": action.uid, "node": action.node, "reason": action.reason,
                   "claims": list(action.claims)}
-        result = self.writer.delete_pod(action.namespace, action.name, action.uid, fields)
+        self.recovery.mark(action, node_plan.verdict.not_ready_since)
+        with self.live.on_every_retry(node_plan):
+            result = self.writer.delete_pod(action.namespace, action.name, action.uid, fields)
         if result is Result.WOULD:
             return True
         if result is Result.CONFLICT:
@@ -205,8 +217,6 @@ class Actor:
         if result not in (Result.DONE, Result.GONE):
             return False
         log.info("force-deleted pod" if result is Result.DONE else "pod already gone", extra=fields)
-        if result is Result.DONE:
-            self.recovery.mark(action, not_ready_since)
         self.events.pod(action.namespace, action.name, action.uid, "ForceDeletedFromDeadNode",
                         f"{action.reason}; force-deleted by rwo-failover to release {', '.join(action.claims)}")
         return True
@@ -223,9 +233,10 @@ class Actor:
                         extra=dict(self._fields(action), waiting_for=waiting))
         return not waiting
 
-    def _release(self, action: AttachmentAction) -> bool:
+    def _release(self, node_plan: NodePlan, action: AttachmentAction) -> bool:
         fields = self._fields(action)
-        result = self.writer.delete_attachment(action.name, fields)
+        with self.live.on_every_retry(node_plan):
+            result = self.writer.delete_attachment(action.name, fields)
         if result is Result.WOULD:
             return True
         if result not in (Result.DONE, Result.GONE):

@@ -173,6 +173,9 @@ class Api:
         # Asked before every attempt of a write (retries included): a reason to send nothing more. The Writer
         # sets it; reads are never stopped, since a read changes nothing.
         self.write_guard: Optional[Callable[[], Optional[str]]] = None
+        # Asked before every retry of a destructive write (the Actor sets it around one): the world may have
+        # moved while the last attempt went unanswered, so the node is judged again, live, before each resend.
+        self.retry_guard: Optional[Callable[[], Optional[str]]] = None
         # The current call: attempts sent, and whether one of them got no answer at all (so a write may have
         # landed although a later attempt says 404 or 409).
         self.call_attempts, self.call_unanswered = 0, False
@@ -224,6 +227,18 @@ class Api:
             raise Unavailable(f"{verb} {what}: {describe(err)} after {self._bound(retrying)}",
                               answered=False) from None
 
+    def _retry_stopped(self) -> Optional[str]:
+        """The retry guard's reason not to resend; its own reads are calls too, so this call's state is kept."""
+        if not self.call_attempts or self.retry_guard is None:
+            return None
+        state, guard = (self.call_attempts, self.call_unanswered), self.retry_guard
+        self.retry_guard = None  # the guard's reads are GETs; never let it ask itself again
+        try:
+            return guard()
+        finally:
+            self.call_attempts, self.call_unanswered = state
+            self.retry_guard = guard
+
     def _bound(self, retrying: Retrying) -> str:
         """Which bound ended the retries: the attempt count, or the pass deadline."""
         made = retrying.statistics.get("attempt_number", 1)
@@ -234,8 +249,8 @@ class Api:
 
     def _attempt(self, verb: str, what: str, method: str, path: str, query: list, body: Optional[dict],
                  content_type: str) -> Any:
-        if method != "GET" and self.write_guard is not None:
-            reason = self.write_guard()
+        if method != "GET":
+            reason = (self.write_guard() if self.write_guard else None) or self._retry_stopped()
             if reason:
                 raise WriteStopped(reason, self.call_attempts, self.call_unanswered)
         self.attempts += 1

@@ -94,6 +94,9 @@ def int_at(obj: Json, key: str, default: int, low: int = 0, high: int = 2**63 - 
 _RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$")
 
 
+TIME_YEARS = (1900, 2999)
+
+
 def parse_time(text: Any) -> Optional[datetime]:
     """RFC 3339 (and MicroTime) to an aware UTC datetime; None and "" stay None; anything else is BadObject."""
     if text is None or text == "":
@@ -105,9 +108,14 @@ def parse_time(text: Any) -> Optional[datetime]:
         digits, offset = rest[:-6], rest[-6:]
         whole = f"{whole}.{digits[:6].ljust(6, '0')}{offset}"
     try:
-        return datetime.fromisoformat(whole).astimezone(timezone.utc)
+        found = datetime.fromisoformat(whole).astimezone(timezone.utc)
     except (ValueError, OverflowError) as err:
         raise BadObject(f"{text[:40]!r} is not a valid time: {err}") from None
+    # No clock that writes to a cluster runs outside these years; inside them no age or skew the pass works out
+    # can overflow (year 1 or 9999, from a kubelet's clock or a forged stamp, crashed the pass before).
+    if not TIME_YEARS[0] <= found.year <= TIME_YEARS[1]:
+        raise BadObject(f"{text[:40]!r} is outside the years {TIME_YEARS[0]}-{TIME_YEARS[1]}")
+    return found
 
 
 def time_at(obj: Json, key: str) -> Optional[datetime]:
@@ -160,6 +168,13 @@ RECOVERY_LABEL = "rwo-failover.io/recovery"
 RECOVERY_ANNOTATION = "rwo-failover.io/recovery"
 
 
+SHUTTING_DOWN = "node is shutting down"  # kubelet nodeshutdown manager's ShutdownStatus(), in Ready's message
+
+
+def _ready_message(status: Json) -> str:
+    return next((text_at(c, "message") for c in items_at(status, "conditions") if text_at(c, "type") == "Ready"), "")
+
+
 def _ready(status: Json) -> tuple[Optional[str], Optional[datetime]]:
     for cond in items_at(status, "conditions"):
         if text_at(cond, "type") == "Ready":
@@ -201,6 +216,9 @@ class Node:
     # When its status last changed, on the server's clock (managedFields): for Ready=Unknown, when the node
     # lifecycle controller marked it, or later.
     status_written_at: Optional[datetime] = None
+    # The kubelet says it is shutting down gracefully (Ready=False, "node is shutting down", from the kubelet's
+    # node shutdown manager): it renews its Lease for its grace period, then stops.
+    shutting_down: bool = False
 
     @property
     def has_oos_taint(self) -> bool:
@@ -227,7 +245,7 @@ class Node:
                     if text_at(a, "type") == "InternalIP" and text_at(a, "address"))
         return cls(text_at(meta, "name"), taints, ready, since, strings_at(meta, "annotations").get(OOS_ANNOTATION),
                    text_at(meta, "uid"), text_at(spec, "providerID"), ips,
-                   server_time(meta, "status"))
+                   server_time(meta, "status"), ready == "False" and SHUTTING_DOWN in _ready_message(status))
 
 
 @dataclass(frozen=True)

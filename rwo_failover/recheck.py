@@ -5,8 +5,9 @@ sign of life. Once a node fails a re-check, nothing more is written on it in thi
 from __future__ import annotations
 
 import logging
+from contextlib import contextmanager
 from datetime import datetime
-from typing import Callable, Optional
+from typing import Callable, Iterator, Optional
 
 from .client import Api, ApiError
 from .config import Settings
@@ -43,7 +44,8 @@ class Rechecker:
             self.writer.fail(f"{purpose} of node {name}: the node or its Lease cannot be read ({err}); skipped")
         return None
 
-    def judge(self, name: str, seen: Optional[str] = None) -> Optional[tuple[NodeVerdict, Node, dict]]:
+    def judge(self, name: str, seen: Optional[str] = None,
+              status_seen: Optional[datetime] = None) -> Optional[tuple[NodeVerdict, Node, dict]]:
         """Judge the node again, live, with the plan's rule; the verdict, the node, and its raw JSON."""
         live = self.read_live(name, "re-check")
         if live is None:
@@ -51,12 +53,26 @@ class Rechecker:
         node, lease, raw = live
         taint = shutdown_taint(node, self.settings.shutdown_taints)
         if taint is not None:
-            verdict = judge_tainted_node(node, lease, taint, self.settings, self.now(), seen)
+            verdict = judge_tainted_node(node, lease, taint, self.settings, self.now(), seen, status_seen)
         elif node.our_taint is not None:
-            verdict = judge_ours(node, lease, self.settings, self.now(), seen)
+            verdict = judge_ours(node, lease, self.settings, self.now(), seen, status_seen)
         else:
             verdict = NodeVerdict(name, NodeState.NOT_YET, "", "shutdown taint removed since the pass began")
         return verdict, node, raw
+
+    @contextmanager
+    def on_every_retry(self, node_plan: NodePlan) -> Iterator[None]:
+        """Within: a destructive write whose answer was lost is resent only after the node passes another live
+        re-check (a kubelet may come back while the attempt went unanswered)."""
+        def guard() -> Optional[str]:
+            if self.confirm_down(node_plan) is None:
+                return "the node is no longer proven down on the live re-check before a retry"
+            return None
+        self.api.retry_guard = guard
+        try:
+            yield
+        finally:
+            self.api.retry_guard = None
 
     def confirm_down(self, node_plan: NodePlan) -> Optional[tuple[Node, dict]]:
         """The node and its raw JSON when it is still proven down now, live; None (after saying why, once) when
@@ -64,7 +80,7 @@ class Rechecker:
         name = node_plan.verdict.node
         if name in self.lost:
             return None
-        checked = self.judge(name, node_plan.lease_seen)
+        checked = self.judge(name, node_plan.lease_seen, node_plan.status_seen)
         if checked is not None and checked[0].state is NodeState.DOWN:
             return checked[1], checked[2]
         self.lost.add(name)

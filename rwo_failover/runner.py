@@ -44,6 +44,7 @@ def run_pass(api: Api, settings: Settings, metrics: Optional[Metrics] = None, gu
         show(plan)
     actor = Actor(api, settings, now, metrics, guard, {n.name: n.uid for n in snapshot.nodes})
     actor.warn_unreadable(snapshot.unreadable, plan)
+    actor.warn_unjudged(plan)
     actor.warn_split_brain(plan.split_brain)
     try:
         outcome = actor.execute(plan)

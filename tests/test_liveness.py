@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -17,6 +18,8 @@ from conftest import ROOT
 from rwo_failover.exitcodes import EXIT_OK, EXIT_REFUSED, EXIT_UNAVAILABLE
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.fake_apiserver import Fault, Response
+
+from test_signals import hold_first_pod_delete, start_pass
 
 from helpers import (deletes, oos_taints, patches, pod_names, recovery_records, skewed_pass, states, stuck,
                      tainted_node)
@@ -204,6 +207,29 @@ def test_each_pod_delete_has_its_own_live_verdict(cluster, run_pass):
     assert result.code == EXIT_REFUSED
 
 
+@pytest.mark.parametrize("resource", ["pods", "volumeattachments", "nodes"])
+def test_a_retry_of_a_destructive_write_has_its_own_live_verdict(cluster, run_pass, resource):
+    """The first attempt is refused (503: nothing stored) while the kubelet comes back; the retry, sent after
+    the back-off, must be judged again, live, like a first attempt."""
+    fc.dead_node(cluster, "dead")
+    stuck(cluster, "dead", name="db-0")
+    verb = "patch" if resource == "nodes" else "delete"
+
+    def revive_on_first(req) -> None:
+        if req.verb == verb and req.resource == resource and not req.fault:
+            cluster.add(fc.lease("dead", 0))
+    cluster.hooks.append(revive_on_first)
+    cluster.inject(Fault("status", status=503, verb=verb, resource=resource, first=1))
+
+    result = run_pass(OUT_OF_SERVICE_TAINT="always" if resource == "nodes" else "never")
+
+    sent = [r for r in cluster.requests if r.verb == verb and r.resource == resource]
+    assert len(sent) == 1, "no retry is sent for a node whose Lease changed while the pass watched"
+    assert oos_taints(cluster, "dead") == [] and len(cluster.objects("volumeattachments")) == 1
+    assert pod_names(cluster) == (set() if resource == "volumeattachments" else {"db-0"})
+    assert result.code != EXIT_OK
+
+
 # --- 6. A deposed leader writes nothing more ---------------------------------------------------------------
 
 def test_a_leader_whose_lease_lapses_mid_pass_sends_no_more_writes(api, kubeconfig):
@@ -328,3 +354,213 @@ def test_our_own_taint_never_stands_in_for_the_shutdown_taint_that_went(cluster,
 
     assert len(deletes(cluster, "pods")) == 1 and deletes(cluster, "volumeattachments") == []
     assert result.summary["nodes_not_down_on_recheck"] == 1
+
+
+# --- Found by the attack on issue 17 (docs/safety.md, "Which nodes") ------------------------------------------
+
+def test_a_date_header_from_another_clock_is_caught_before_anything_is_judged(cluster, run_pass):
+    """A proxy (nginx does by default) answers with its own Date, here 5 min fast: judged on it, a node that
+    renewed 10 s ago, after it went NotReady, looked down. The API server's own stamp on a dry-run create
+    disagrees with that Date: nothing is judged, exit 4, and the message names the header."""
+    tainted_node(cluster, "n", not_ready_for=30, lease_renewed_ago=10)
+    stuck(cluster, "n")
+    cluster.date_offset = 300
+
+    result = run_pass()
+
+    assert result.code == EXIT_UNAVAILABLE and cluster.mutations() == []
+    [line] = result.lines("cannot read the cluster; nothing was changed")
+    assert "Date" in line["error"] and "+300" in line["error"], line
+
+
+def test_a_date_header_within_a_second_or_two_of_the_servers_stamp_is_the_servers_clock(cluster, run_pass):
+    tainted_node(cluster, "n", not_ready_for=30, lease_renewed_ago=10)
+    cluster.date_offset = 1
+    assert states(run_pass()) == {"n": "split-brain"}
+
+
+@pytest.mark.parametrize("where", ["lease", "node status", "kubelet ready time"])
+def test_an_extreme_timestamp_never_crashes_the_pass_nor_stops_others(cluster, run_pass, where):
+    """Year 9999 or year 1, in what a kubelet writes or in a stamp: that object is judged not at all, and a real
+    outage beside it still fails over. Exit 70 is a bug, never an object."""
+    fc.dead_node(cluster, "dead")
+    stuck(cluster, "dead")
+    odd = fc.node("odd", ready="Unknown", since=600, taints=[fc.SHUTDOWN])
+    lease = fc.lease("odd", 640)
+    if where == "lease":
+        lease["metadata"]["managedFields"][0]["time"] = "9999-12-31T23:59:59Z"
+    elif where == "node status":
+        odd["metadata"]["managedFields"][-1]["time"] = "9999-12-31T23:59:59Z"
+    else:  # back with our taint; the kubelet's Ready time from a clock at year 1
+        odd = fc.mark_ours(fc.node("odd", ready="True", since=600, taints=[fc.our_taint()]))
+        next(c for c in odd["status"]["conditions"] if c["type"] == "Ready")["lastTransitionTime"] = \
+            "0001-01-01T00:00:01Z"
+        lease = fc.lease("odd", 2, clock_offset=5)
+    cluster.add(odd)
+    cluster.add(lease)
+
+    result = run_pass()
+
+    assert result.code in (EXIT_OK, 1), result.summary
+    assert pod_names(cluster) == set(), "the real outage is failed over"
+
+
+def test_an_opted_out_claim_of_a_daemonset_pod_blocks_the_taint_without_any_attachment(cluster, run_pass):
+    """The claim is read whoever owns the pod: an NFS-style volume has no VolumeAttachment to find it by."""
+    fc.dead_node(cluster, "dead")
+    stuck(cluster, "dead")
+    fc.add_volume(cluster, "agent-data", csi=False, annotations={"rwo-failover.io/opt-out": "true"})
+    cluster.add(fc.pod("agent-x", "dead", claims=["agent-data"], owner="DaemonSet", terminating=True))
+
+    result = run_pass()
+
+    assert oos_taints(cluster, "dead") == [] and result.code == EXIT_OK
+
+
+def test_a_graceful_shutdown_in_progress_is_not_split_brain(cluster, run_pass):
+    """Graceful node shutdown: the kubelet posts Ready=False ("node is shutting down") at once and keeps renewing
+    its Lease for its grace period, while the cloud already reports the instance stopping. No alarm: not yet."""
+    node = fc.node("n", ready="False", since=40, taints=[fc.SHUTDOWN])
+    next(c for c in node["status"]["conditions"] if c["type"] == "Ready")["message"] = "node is shutting down"
+    cluster.add(node)
+    cluster.add(fc.lease("n", 12))
+    stuck(cluster, "n")
+
+    result = run_pass()
+
+    assert states(result) == {"n": "not-yet"} and result.code == EXIT_OK
+    assert warnings(cluster) == [] and cluster.mutations() == []
+
+
+def test_undo_never_places_the_ready_time_before_our_own_taint(cluster, run_pass):
+    """The kubelet's clock was stepped between its Ready post and its latest renewal (a VM booting with its RTC
+    an hour slow): moved by the renewal's skew, Ready lands an hour early. The node cannot have been Ready since
+    before we tainted it, down; so RECOVERY_SECONDS counts from no earlier than our taint."""
+    added = fc.stamp(5)
+    node = fc.mark_ours(fc.node("back", ready="True", since=5, taints=[fc.our_taint(added)]), added)
+    next(c for c in node["status"]["conditions"] if c["type"] == "Ready")["lastTransitionTime"] = fc.stamp(3605)
+    cluster.add(node)
+    cluster.add(fc.lease("back", 2))
+
+    result = run_pass(RECOVERY_SECONDS="60")
+
+    assert oos_taints(cluster, "back") != [], "Ready for 5 s at most: our taint stays"
+    assert result.code == EXIT_OK
+
+
+def test_a_stamp_later_than_the_servers_now_is_not_judged(cluster, run_pass):
+    """Two API servers whose clocks differ, or a server clock stepped back: one clock cannot stamp a change
+    later than its own now. Such a node is judged neither down nor split-brain: no alarm, exit 0, and one
+    Warning saying why it is not judged."""
+    tainted_node(cluster, "n", not_ready_for=5, lease_renewed_ago=25)
+    lease = cluster.get("leases", "n", "kube-node-lease")
+    lease["metadata"]["managedFields"][0]["time"] = fc.stamp(-5)
+    cluster.add(lease)
+    stuck(cluster, "n")
+
+    result = run_pass()
+
+    assert states(result) == {"n": "not-yet"} and result.code == EXIT_OK
+    assert warnings(cluster) == ["NodeNotJudged"] and deletes(cluster, "pods") == []
+
+
+def test_a_node_that_cannot_be_timed_says_so_where_a_human_looks(cluster, run_pass):
+    """Its status carries no managedFields time (an admin cleared them): never failed over, and one Warning on
+    the node says why, instead of INFO lines only."""
+    node = fc.node("n", ready="Unknown", since=600, taints=[fc.SHUTDOWN])
+    node["metadata"]["managedFields"] = [e for e in node["metadata"]["managedFields"] if not e.get("subresource")]
+    cluster.add(node)
+    cluster.add(fc.lease("n", 640))
+    stuck(cluster, "n")
+
+    result = run_pass()
+
+    assert states(result) == {"n": "not-yet"} and deletes(cluster, "pods") == []
+    assert warnings(cluster) == ["NodeNotJudged"]
+
+
+def test_another_status_writer_mid_pass_does_not_undo_the_plans_verdict(cluster, run_pass):
+    """The attach-detach controller updates volumesAttached (a status write) once the first pod is gone: the
+    node is still Unknown, silent and tainted. The re-check keeps the NotReady time the plan saw."""
+    fc.dead_node(cluster, "dead")
+    for name in ("db-0", "db-1"):
+        stuck(cluster, "dead", name=name)
+
+    def controller_writes_status(req) -> None:
+        if req.verb == "delete" and req.resource == "pods":
+            node = cluster.get("nodes", "dead")
+            node["metadata"]["managedFields"].append(
+                {"manager": "kube-controller-manager", "operation": "Update", "apiVersion": "v1",
+                 "time": fc.stamp(0), "fieldsType": "FieldsV1", "fieldsV1": {}, "subresource": "status"})
+            cluster.add(node)
+    cluster.hooks.append(controller_writes_status)
+
+    result = run_pass(OUT_OF_SERVICE_TAINT="never")
+
+    assert pod_names(cluster) == set() and cluster.objects("volumeattachments") == []
+    assert result.code == EXIT_OK and result.summary["nodes_not_down_on_recheck"] == 0
+
+
+def test_a_pod_whose_delete_answer_was_lost_and_then_was_replaced_gets_its_recovery_watched(cluster, run_pass):
+    """Our delete landed, its answer was lost, and the StatefulSet re-created the pod before our retry (409):
+    the pod we inspected is gone all the same, so its claim's failover is watched. The record is written before
+    the delete (write-ahead), so no answer, or lack of one, can lose it."""
+    fc.dead_node(cluster, "dead")
+    stuck(cluster, "dead")
+    cluster.inject(Fault("reset", verb="delete", resource="pods", first=1))
+
+    def replaced_before_the_retry(req) -> None:
+        if req.verb == "delete" and req.resource == "pods" and deletes(cluster, "pods"):
+            cluster.replace(fc.pod("db-0", "w0", claims=["data-db-0"]))
+    cluster.hooks.append(replaced_before_the_retry)
+
+    run_pass(OUT_OF_SERVICE_TAINT="never")
+
+    assert [r["claim"] for r in recovery_records(cluster)] == ["default/data-db-0"]
+
+
+def test_a_pod_podgc_deleted_first_gets_its_recovery_watched(cluster, run_pass):
+    """Our out-of-service taint lets PodGC force-delete the pod before our own delete arrives (404)."""
+    fc.dead_node(cluster, "dead")
+    stuck(cluster, "dead")
+
+    def podgc(req) -> None:
+        if req.verb == "patch" and req.resource == "nodes":
+            cluster.delete_object("pods", "db-0", "default")
+    cluster.hooks.append(podgc)
+
+    result = run_pass(OUT_OF_SERVICE_TAINT="always")
+
+    assert result.summary["pods_already_gone"] == 1
+    assert [r["claim"] for r in recovery_records(cluster)] == ["default/data-db-0"]
+
+
+def test_a_pod_deleted_just_before_sigterm_gets_its_recovery_watched(api, kubeconfig):
+    """A stop signal refuses every write after it: the record written before the delete is already there."""
+    fc.outage(api)
+    reached = hold_first_pod_delete(api, 1.5)
+    proc = start_pass(kubeconfig)
+    assert reached.wait(30)
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=60)
+
+    assert not api.get("pods", "db-0", "default"), "the delete in flight landed"
+    assert [r["claim"] for r in recovery_records(api)] == ["default/data-db-0"]
+
+
+def test_a_record_whose_pod_was_never_deleted_is_dropped_by_the_next_pass(cluster, run_pass):
+    """Write-ahead's other side: the delete was refused (RBAC, here), then the node came back. The pod with the
+    recorded UID still exists, so the next pass drops the record without a word to the claim."""
+    fc.dead_node(cluster, "dead")
+    stuck(cluster, "dead")
+    cluster.deny("delete", "pods")
+    run_pass(OUT_OF_SERVICE_TAINT="never")
+    assert [r["claim"] for r in recovery_records(cluster)] == ["default/data-db-0"], "written before the delete"
+
+    cluster.clear_faults()
+    cluster.add(fc.node("dead", ready="True", since=30, taints=[fc.SHUTDOWN]))
+    cluster.add(fc.lease("dead", 1))
+    run_pass(OUT_OF_SERVICE_TAINT="never")
+
+    assert cluster.get("pods", "db-0", "default") and recovery_records(cluster) == []
+    assert not [e for e in cluster.objects("events") if e["reason"].startswith("RWOVolume")]

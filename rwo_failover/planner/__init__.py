@@ -56,7 +56,7 @@ def _plan_node(verdict: NodeVerdict, node: Node, snapshot: Snapshot, settings: S
         skips.append(Skip("node", node.name, blocker))
     lease = snapshot.leases.get(node.name)
     node_plan = NodePlan(verdict, actions, tuple(attachments), add_taint and blocker is None,
-                         lease_seen=lease.version if lease is not None else "")
+                         lease_seen=lease.version if lease is not None else "", status_seen=node.status_written_at)
     if node_plan.has_work:
         step, why = fence_step(node, snapshot, settings)
         node_plan = dataclasses.replace(node_plan, fence=step, fence_reason=why)

@@ -17,15 +17,18 @@ Down needs all of:
 Split-brain needs positive evidence of life: Ready=True; the Lease changed while this pass watched it; or a
 renewal after the node went NotReady that is still within the Lease's duration. A Lease renewed before
 NotReady is "not yet", however fresh it looks: the normal start of an outage when the node-monitor grace is
-shorter than the Lease.
+shorter than the Lease. So is a kubelet's graceful shutdown ("node is shutting down"), which renews its Lease
+for its grace period as told. A server stamp later than the server's own now means two clocks disagree (API
+servers apart, a clock stepped back): that node is judged neither way.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime, timedelta
 from typing import Callable, Optional
 
-from ..model import Lease, Node
+from ..model import BadObject, Lease, Node, parse_time
 from .types import NodeState, NodeVerdict
 
 # managedFields times are whole seconds, truncated: a change stamped t happened in [t, t + 1 s). Ages of
@@ -51,11 +54,18 @@ def lease_expires_at(lease: Optional[Lease]) -> Optional[datetime]:
 
 def ready_since(node: Node, lease: Optional[Lease]) -> Optional[datetime]:
     """When a Ready node became Ready, on the server's clock: the kubelet's transition time, moved by the skew
-    its Lease shows, and a second later for the truncated stamp. None when the skew cannot be measured."""
+    its Lease shows, and a second later for the truncated stamp; never before our own out-of-service taint
+    (the node was down then), which bounds a skew measured on another write than the Ready post (a kubelet
+    clock stepped in between). None when the skew cannot be measured."""
     skew = lease.kubelet_skew if lease is not None else None
     if node.ready != "True" or node.ready_since is None or skew is None:
         return None
-    return node.ready_since - timedelta(seconds=skew) + STAMP
+    since = node.ready_since - timedelta(seconds=skew) + STAMP
+    try:
+        ours = parse_time(node.oos_added_at) if node.oos_added_at else None
+    except BadObject:
+        ours = None
+    return max(since, ours) if ours is not None else since
 
 
 def _since(node: Node) -> str:
@@ -64,29 +74,55 @@ def _since(node: Node) -> str:
 
 
 def judge_liveness(node: Node, lease: Optional[Lease], taint: str, min_seconds: int, now: datetime,
-                   seen: Optional[str] = None) -> NodeVerdict:
+                   seen: Optional[str] = None, status_seen: Optional[datetime] = None) -> NodeVerdict:
     """Down, not yet, or split-brain; signs of life are checked first, and win.
 
     `seen` is the Lease's resourceVersion when this pass first read it ("" when it had none): given, a Lease
-    that has changed since is a renewal this pass watched happen.
+    that has changed since is a renewal this pass watched happen. `status_seen` is the node's status stamp
+    the plan saw: a re-check keeps it while Ready stays Unknown, so another status writer in between (the
+    attach-detach controller's volumesAttached) does not restart the NotReady wait mid-failover.
     """
-    def verdict(state: NodeState, reason: str, changes_at: Optional[datetime] = None) -> NodeVerdict:
-        return NodeVerdict(node.name, state, taint, reason, _since(node), changes_at)
+    if status_seen is not None and node.ready == "Unknown" and node.status_written_at is not None:
+        node = dataclasses.replace(node, status_written_at=min(node.status_written_at, status_seen))
+
+    def verdict(state: NodeState, reason: str, changes_at: Optional[datetime] = None,
+                unjudged: str = "") -> NodeVerdict:
+        return NodeVerdict(node.name, state, taint, reason, _since(node), changes_at, unjudged)
 
     alive = _alive(node, lease, now, seen)
     if alive is not None:
         return verdict(NodeState.SPLIT_BRAIN, f"tainted for shutdown but still heartbeating: {alive[0]}", alive[1])
+    blind, clears_at = _unjudgeable(node, lease, now)
+    if blind:
+        # A stamp ahead of the server's now stops being ahead as time passes: from then on the node is judged
+        # like any other, so the verdict changes when that judgment first differs from "not yet".
+        later = None if clears_at is None else judge_liveness(node, lease, taint, min_seconds, clears_at, seen)
+        changes = later and (clears_at if later.state is not NodeState.NOT_YET else later.changes_at)
+        return verdict(NodeState.NOT_YET, blind, changes, unjudged=blind)
+    if node.shutting_down:
+        return verdict(NodeState.NOT_YET, "the kubelet reports a graceful shutdown in progress (\"node is shutting "
+                                          "down\"); down once the node lifecycle controller finds it silent")
     if node.ready != "Unknown":
         return verdict(NodeState.NOT_YET, f"Ready={node.ready or 'absent'}: reported by the kubelet, which was "
                                           "alive to post it; down needs the node lifecycle controller's "
                                           "Ready=Unknown")
-    if node.status_written_at is None:
-        return verdict(NodeState.NOT_YET, "cannot time NotReady on the server's clock: the node's status carries "
-                                          "no managedFields time")
-    if lease is not None and lease.changed_at is None:
-        return verdict(NodeState.NOT_YET, "cannot time the Lease's last renewal on the server's clock: it carries "
-                                          "no managedFields time")
     return _down_or_not_yet(node, lease, min_seconds, now, verdict)
+
+
+def _unjudgeable(node: Node, lease: Optional[Lease], now: datetime) -> tuple[str, Optional[datetime]]:
+    """Why the node cannot be judged on the server's clock at all ("" when it can), and when time alone ends
+    that (None: never). Only a node that is not Ready is ever judged, so only its stamps matter."""
+    if node.ready == "Unknown" and node.status_written_at is None:
+        return "cannot time NotReady on the server's clock: the node's status carries no managedFields time", None
+    if lease is not None and lease.changed_at is None:
+        return "cannot time the Lease's last renewal on the server's clock: it carries no managedFields time", None
+    stamps = {"the node's status": node.status_written_at, "its Lease": lease.changed_at if lease else None}
+    ahead = {what: stamp for what, stamp in stamps.items() if stamp is not None and stamp > now + STAMP}
+    if not ahead:
+        return "", None
+    what, stamp = max(ahead.items(), key=lambda item: item[1])
+    return (f"{what} is stamped {age(stamp, now):.0f}s later than the API server's now: two clocks disagree (API "
+            "servers apart, or a clock stepped back), so it is judged neither way"), stamp - STAMP
 
 
 def _alive(node: Node, lease: Optional[Lease], now: datetime,
@@ -98,7 +134,7 @@ def _alive(node: Node, lease: Optional[Lease], now: datetime,
         return "its Lease changed while this pass watched it", None
     went, renewed = node.status_written_at, lease.changed_at if lease is not None else None
     if lease is not None and renewed is not None and went is not None and renewed > went \
-            and lease_fresh(lease, now):
+            and lease_fresh(lease, now) and not node.shutting_down and renewed <= now + STAMP:
         return (f"Lease renewed {age(now, renewed):.0f}s ago, after the node went NotReady, within its "
                 f"{lease.duration}s duration"), lease_expires_at(lease)
     return None

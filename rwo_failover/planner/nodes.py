@@ -31,10 +31,10 @@ def min_not_ready(settings: Settings, lease: Optional[Lease]) -> int:
     return min(settings.min_not_ready_seconds, fenced)
 
 
-def judge_tainted_node(node: Node, lease: Optional[Lease], taint: TaintSpec, settings: Settings,
-                       now: datetime, seen: Optional[str] = None) -> NodeVerdict:
+def judge_tainted_node(node: Node, lease: Optional[Lease], taint: TaintSpec, settings: Settings, now: datetime,
+                       seen: Optional[str] = None, status_seen: Optional[datetime] = None) -> NodeVerdict:
     """judge_liveness of a node with a shutdown taint (never our own, see shutdown_taint)."""
-    return judge_liveness(node, lease, str(taint), min_not_ready(settings, lease), now, seen)
+    return judge_liveness(node, lease, str(taint), min_not_ready(settings, lease), now, seen, status_seen)
 
 
 def tainted_nodes(nodes: Iterable[Node], settings: Settings) -> list[tuple[Node, TaintSpec]]:
@@ -60,11 +60,12 @@ def judge_nodes(snapshot: Snapshot, settings: Settings) -> list[NodeVerdict]:
 
 
 def judge_ours(node: Node, lease: Optional[Lease], settings: Settings, now: datetime,
-               seen: Optional[str] = None) -> NodeVerdict:
+               seen: Optional[str] = None, status_seen: Optional[datetime] = None) -> NodeVerdict:
     """A node whose only shutdown taint is the out-of-service taint we added: recovering once alive, else not
     yet. Never down: our taint was added on the evidence of another (the cloud's, a human's), and with that
     gone (the instance runs again, say) it proves nothing by itself, so nothing more is done there."""
-    verdict = judge_liveness(node, lease, str(node.our_taint), min_not_ready(settings, lease), now, seen)
+    verdict = judge_liveness(node, lease, str(node.our_taint), min_not_ready(settings, lease), now, seen,
+                             status_seen)
     if verdict.state is NodeState.SPLIT_BRAIN:
         return NodeVerdict(node.name, NodeState.RECOVERING, verdict.taint,
                            "alive again and carries only the out-of-service taint rwo-failover added",

@@ -25,6 +25,8 @@ class NodeVerdict:
     # When this verdict changes with nothing but time passing (server clock); None when only a change in the
     # cluster can change it. Continuous mode wakes up for it.
     changes_at: Optional[datetime] = None
+    # Why the node could not be judged at all (no server stamp, clocks that disagree): a human should look.
+    unjudged: str = ""
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,7 @@ class NodePlan:
     # The node's Lease as this pass first read it (its resourceVersion, "" when it had none): every live
     # re-check before a write compares, so a renewal the pass watches happen is seen as one.
     lease_seen: str = ""
+    status_seen: Optional[datetime] = None  # the node's status stamp the plan judged by (see judge_liveness)
     blocked: str = ""  # why nothing on this node is touched: something on it could not be read
 
     @property
