@@ -12,6 +12,7 @@ within API_MAX_ATTEMPTS and the pass deadline, as API calls are.
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
 import ssl
@@ -93,6 +94,12 @@ def _attempt(url: str, payload: bytes, asked: dict, settings: Settings, timeout:
         raise _Retryable(f"cannot reach the fence webhook: {err.reason}") from None
     except (TimeoutError, OSError) as err:
         raise _Retryable(f"fence webhook: {type(err).__name__}: {err}") from None
+    except http.client.IncompleteRead:  # http.client says so of a chunked body it cannot read, too
+        raise _Retryable("the fence webhook's answer was cut short, or its chunked body is broken") from None
+    except (http.client.HTTPException, ValueError) as err:
+        # A bad status line, a broken chunked body, a header too long or too many: an answer, but not HTTP.
+        # Only its kind is named: its bytes are the fencer's, and an Event is no place for them.
+        return False, f"the fence webhook's answer is not valid HTTP ({type(err).__name__})"
     return judge_answer(status, body, asked)
 
 

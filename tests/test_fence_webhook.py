@@ -1,0 +1,84 @@
+"""The fence webhook as a hostile or broken fencer (or a proxy in front of one) may answer it: bytes that are
+not HTTP, an answer trickled one byte at a time, a stop signal while it retries. Each is a failed fence with a
+reason, never a crash, and never a call past the pass deadline or the guard. Real HTTPS servers on loopback
+(rwo_testkit/fence_server.py), the fixture API server, the real client.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from conftest import plant
+from rwo_failover.exitcodes import EXIT_FAILED
+from rwo_testkit import fake_cluster as fc
+from rwo_testkit.fence_server import RawFenceServer, http_answer
+
+TOKEN = "s3cret-webhook-token"
+
+
+def untouched(api) -> bool:
+    return not [r for r in api.requests if (r.verb, r.resource) in
+                (("delete", "pods"), ("delete", "volumeattachments"), ("patch", "nodes"))]
+
+
+def webhook_pass(run_pass, fencer, tmp_path, **env):
+    token = tmp_path / "token"
+    token.write_text(plant(TOKEN) + "\n")
+    return run_pass(FENCING="webhook", FENCE_WEBHOOK_URL=fencer.url, FENCE_WEBHOOK_TOKEN_FILE=str(token),
+                    FENCE_WEBHOOK_CA_FILE=fencer.ca_file, **env)
+
+
+def fencing_failed(api, node: str = "dead") -> list[str]:
+    return [e["message"] for e in api.objects("events")
+            if e["reason"] == "FencingFailed" and e["involvedObject"]["name"] == node]
+
+
+# --- answers that are not HTTP ----------------------------------------------------------------------------
+
+# (what the fencer sends, what the FencingFailed Warning says). A chunked body that cannot be read is, to
+# http.client, one cut short: retried like a lost answer.
+NOT_HTTP = {
+    "a bad status line": (b"FENCED YES\r\n\r\n", "not valid HTTP (BadStatusLine)"),
+    "a broken chunked body": (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Type: application/json"
+                              b"\r\n\r\nzz\r\n{}\r\n0\r\n\r\n", "chunked body is broken (after 2 attempt(s))"),
+    "a 70 KB header": (b"HTTP/1.1 200 OK\r\nX-A: " + b"a" * 70000 + b"\r\n\r\n", "not valid HTTP (LineTooLong)"),
+    "more than 100 headers": (b"HTTP/1.1 200 OK\r\n" + b"".join(b"X-%d: a\r\n" % i for i in range(150)) + b"\r\n",
+                              "not valid HTTP (HTTPException)"),
+}
+
+
+@pytest.mark.parametrize("kind", list(NOT_HTTP))
+def test_an_answer_that_is_not_http_is_a_failed_fence_with_a_reason(api, run_pass, tmp_path, kind):
+    fc.outage(api)
+    reply, why = NOT_HTTP[kind]
+    with RawFenceServer(reply) as fencer:
+        result = webhook_pass(run_pass, fencer, tmp_path, API_MAX_ATTEMPTS="2")
+
+    assert result.code == EXIT_FAILED, f"{kind}: exit {result.code}"
+    assert untouched(api)
+    [message] = fencing_failed(api)
+    assert why in message, message
+    assert TOKEN not in json.dumps(result.logs) + result.stderr + message
+
+
+def test_junk_for_one_node_never_stops_the_failover_of_another(api, run_pass, tmp_path):
+    """Two dead nodes: the fencer answers junk about dead-a (acted on first) and a clean yes about dead-b."""
+    fc.outage(api, dead="dead-a", pods=("a-0",))
+    fc.dead_node(api, "dead-b")
+    fc.add_volume(api, "data-b-0", attached_to="dead-b")
+    api.add(fc.pod("b-0", "dead-b", claims=["data-b-0"], terminating=True))
+
+    def reply(asked) -> bytes:
+        if asked["node"] == "dead-a":
+            return b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"
+        return http_answer(200, json.dumps({"fenced": True, "node": asked["node"], "uid": asked["uid"]}).encode())
+
+    with RawFenceServer(reply) as fencer:
+        result = webhook_pass(run_pass, fencer, tmp_path)
+
+    assert result.code == EXIT_FAILED
+    assert api.get("pods", "b-0", "default") is None, "dead-b, confirmed fenced, is failed over"
+    assert api.get("pods", "a-0", "default") is not None and fencing_failed(api, "dead-a")
