@@ -440,12 +440,50 @@ def _check_fencing(settings: Settings) -> None:
         raise ConfigError("FENCING=networkfence needs NETWORK_FENCE_CLASS; allowed: a NetworkFenceClass name")
     if settings.fencing == "webhook" and not settings.fence_webhook_url:
         raise ConfigError("FENCING=webhook needs FENCE_WEBHOOK_URL; allowed: an https:// URL")
-    for name, path in (("FENCE_WEBHOOK_TOKEN_FILE", settings.fence_webhook_token_file),
-                       ("FENCE_WEBHOOK_CA_FILE", settings.fence_webhook_ca_file)):
-        if path:
-            try:
-                with open(path, "rb"):
-                    pass
-            except OSError as err:
-                raise ConfigError(f"{name}={path!r} is invalid ({err.strerror}); allowed: a readable file") \
-                    from None
+    if settings.fence_webhook_ca_file:
+        try:
+            with open(settings.fence_webhook_ca_file, "rb"):
+                pass
+        except OSError as err:
+            raise ConfigError(f"FENCE_WEBHOOK_CA_FILE={settings.fence_webhook_ca_file!r} is invalid "
+                              f"({err.strerror}); allowed: a readable file") from None
+    if settings.fence_webhook_token_file:
+        try:
+            read_bearer_token(settings.fence_webhook_token_file)
+        except TokenError as err:
+            raise ConfigError(f"FENCE_WEBHOOK_TOKEN_FILE={settings.fence_webhook_token_file!r} is invalid ({err}); "
+                              f"allowed: {TOKEN_ALLOWED}") from None
+
+
+class TokenError(ValueError):
+    """A token file that cannot be sent; the message says what is wrong with it, and never holds its content."""
+
+
+TOKEN_ALLOWED = "a readable file holding one bearer token on one line"
+MAX_TOKEN_BYTES = 16384
+_B64TOKEN = re.compile(r"[A-Za-z0-9._~+/-]+=*")  # RFC 6750's b64token: all a Bearer credential may hold
+
+
+def read_bearer_token(path: str) -> str:
+    """The bearer token in the file at `path`; TokenError naming what keeps it from being sent. Read at start-up
+    (exit 2) and before each webhook call (a rotated file is picked up; a bad one is a failed fence). No message
+    ever quotes the file: whatever it holds may be the token."""
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_TOKEN_BYTES + 1)
+    except OSError as err:
+        raise TokenError(err.strerror or type(err).__name__) from None
+    if len(raw) > MAX_TOKEN_BYTES:
+        raise TokenError(f"it is longer than {MAX_TOKEN_BYTES} bytes")
+    try:
+        token = raw.decode("ascii").strip()
+    except UnicodeDecodeError:
+        raise TokenError("it is not ASCII text") from None
+    if not token:
+        raise TokenError("it is empty")
+    if "\n" in token or "\r" in token:
+        raise TokenError("it holds more than one line")
+    if not _B64TOKEN.fullmatch(token):
+        raise TokenError("it holds a character a bearer token cannot hold (RFC 6750: letters, digits, "
+                         "- . _ ~ + / and a trailing =)")
+    return token

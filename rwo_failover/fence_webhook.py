@@ -22,7 +22,7 @@ from typing import Callable, Optional
 
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
-from .config import Settings, without_userinfo
+from .config import Settings, TokenError, read_bearer_token, without_userinfo
 
 log = logging.getLogger("rwo_failover")
 MAX_ANSWER_BYTES = 65536
@@ -61,10 +61,11 @@ def _context(ca_file: Optional[str]) -> ssl.SSLContext:
 
 
 def _headers(token_file: Optional[str]) -> dict[str, str]:
+    """The request's headers; TokenError when the token file (checked at start-up) no longer holds a token
+    that can be sent: a rotation caught mid-write, say."""
     headers = {"Content-Type": "application/json", "Accept": "application/json", "User-Agent": "rwo-failover"}
     if token_file:
-        with open(token_file, encoding="utf-8") as handle:
-            headers["Authorization"] = f"Bearer {handle.read().strip()}"
+        headers["Authorization"] = f"Bearer {read_bearer_token(token_file)}"
     return headers
 
 
@@ -116,5 +117,5 @@ def fence(payload: dict, settings: Settings, remaining: Callable[[], float],
                                          max(0.05, min(settings.request_timeout_seconds, remaining()))))
     except _Retryable as err:
         return False, f"{err} (after {retrying.statistics.get('attempt_number', 1)} attempt(s))"
-    except OSError as err:  # the token file vanished since start-up, say
-        return False, f"cannot prepare the fence webhook call: {err}"
+    except TokenError as err:
+        return False, f"FENCE_WEBHOOK_TOKEN_FILE {settings.fence_webhook_token_file} cannot be sent: {err}"

@@ -82,3 +82,49 @@ def test_junk_for_one_node_never_stops_the_failover_of_another(api, run_pass, tm
     assert result.code == EXIT_FAILED
     assert api.get("pods", "b-0", "default") is None, "dead-b, confirmed fenced, is failed over"
     assert api.get("pods", "a-0", "default") is not None and fencing_failed(api, "dead-a")
+
+
+# --- the token file ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("content, why", [
+    (f"{TOKEN}\n# rotated 2026-11-20\n", "more than one line"),
+    ("\n  \n", "empty"),
+    (f"Bearer {TOKEN}\n", "a character a bearer token cannot hold"),
+    (TOKEN.encode() + b"\xff\n", "not ASCII text"),
+])
+def test_a_token_file_that_cannot_be_sent_is_refused_at_start_up(api, run_pass, tmp_path, content, why):
+    fc.outage(api)
+    path = tmp_path / "token"
+    (path.write_bytes if isinstance(content, bytes) else path.write_text)(content)
+    plant(TOKEN)
+
+    result = run_pass(FENCING="webhook", FENCE_WEBHOOK_URL="https://fencer.example/fence",
+                      FENCE_WEBHOOK_TOKEN_FILE=str(path))
+
+    assert result.code == 2, result.stderr
+    assert f"FENCE_WEBHOOK_TOKEN_FILE={str(path)!r}" in result.stderr and why in result.stderr, result.stderr
+    assert TOKEN not in result.stderr + json.dumps(result.logs)
+    assert api.mutations() == []
+
+
+def test_a_token_file_rewritten_badly_since_start_up_is_a_failed_fence_that_never_shows_it(api, run_pass, tmp_path):
+    """Valid at start-up; by the time of the call a rotation has left a second line in it."""
+    fc.outage(api)
+    path = tmp_path / "token"
+    path.write_text(plant(TOKEN) + "\n")
+
+    def rotate(req):
+        if req.verb == "list" and req.resource == "nodes":
+            path.write_text(f"{TOKEN}\nsecond-{TOKEN}\n")
+    api.hooks.append(rotate)
+
+    with RawFenceServer(http_answer(200, b"{}")) as fencer:
+        result = run_pass(FENCING="webhook", FENCE_WEBHOOK_URL=fencer.url, FENCE_WEBHOOK_TOKEN_FILE=str(path),
+                          FENCE_WEBHOOK_CA_FILE=fencer.ca_file)
+        assert fencer.requests == [], "nothing is sent without a token that can be sent"
+
+    assert result.code == EXIT_FAILED and untouched(api)
+    [message] = fencing_failed(api)
+    assert f"FENCE_WEBHOOK_TOKEN_FILE {path}" in message and "more than one line" in message, message
+    said = json.dumps(result.logs) + result.stderr + json.dumps(api.objects("events"))
+    assert TOKEN not in said
