@@ -7,7 +7,8 @@ anything else, a timeout included, means not fenced. A redirect is never followe
 named): so the request, and its token, go to the configured host only. TLS is always verified
 (FENCE_WEBHOOK_CA_FILE, or the system's CAs); the bearer token is read from FENCE_WEBHOOK_TOKEN_FILE at each
 call (so a rotated token is picked up) and never logged. Connection errors, timeouts and 5xx/429 are retried
-within API_MAX_ATTEMPTS and the pass deadline, as API calls are.
+within API_MAX_ATTEMPTS and the pass deadline, as API calls are, and never once the Writer's guard says no
+write may start.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Callable, Optional
 
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
+from .client import WriteStopped
 from .config import Settings, TokenError, read_bearer_token, without_userinfo
 
 log = logging.getLogger("rwo_failover")
@@ -29,7 +31,12 @@ MAX_ANSWER_BYTES = 65536
 
 
 class _Retryable(Exception):
-    """A timeout, a refused connection, or a 5xx/429: worth another attempt."""
+    """A timeout, a refused connection, or a 5xx/429: worth another attempt. `unanswered` when the request may
+    have reached the fencer and no answer came (a timeout, a reset, an answer cut short): it may have fenced."""
+
+    def __init__(self, message: str, unanswered: bool = True) -> None:
+        super().__init__(message)
+        self.unanswered = unanswered
 
 
 class _NoRedirects(urllib.request.HTTPRedirectHandler):
@@ -82,7 +89,7 @@ def _attempt(url: str, payload: bytes, asked: dict, settings: Settings, timeout:
             status = ans.status
     except urllib.error.HTTPError as err:
         if err.code == 429 or err.code >= 500:
-            raise _Retryable(f"HTTP {err.code}") from None
+            raise _Retryable(f"HTTP {err.code}", unanswered=False) from None
         if 300 <= err.code <= 399:
             where = without_userinfo(str(err.headers.get("Location") or "nowhere"))[:200]
             return False, f"HTTP {err.code} from the fence webhook, a redirect to {where}: redirects are never followed"
@@ -92,7 +99,8 @@ def _attempt(url: str, payload: bytes, asked: dict, settings: Settings, timeout:
     except urllib.error.URLError as err:
         if isinstance(err.reason, ssl.SSLError):
             return False, f"TLS verification of the fence webhook failed: {err.reason.reason or err.reason}"
-        raise _Retryable(f"cannot reach the fence webhook: {err.reason}") from None
+        raise _Retryable(f"cannot reach the fence webhook: {err.reason}",
+                         unanswered=not isinstance(err.reason, ConnectionRefusedError)) from None
     except (TimeoutError, OSError) as err:
         raise _Retryable(f"fence webhook: {type(err).__name__}: {err}") from None
     except http.client.IncompleteRead:  # http.client says so of a chunked body it cannot read, too
@@ -104,17 +112,35 @@ def _attempt(url: str, payload: bytes, asked: dict, settings: Settings, timeout:
     return judge_answer(status, body, asked)
 
 
-def fence(payload: dict, settings: Settings, remaining: Callable[[], float],
-          sleep: Callable[[float], None]) -> tuple[bool, str]:
-    """(True, "") when the webhook confirmed; (False, why) otherwise. Never raises for the answer."""
+def fence(payload: dict, settings: Settings, remaining: Callable[[], float], sleep: Callable[[float], None],
+          stopped: Callable[[], Optional[str]]) -> tuple[bool, str]:
+    """(True, "") when the webhook confirmed; (False, why) otherwise. Never raises for the answer.
+
+    `stopped` (the Writer's guard: a stop signal, lost leadership, the pass deadline) is asked before every
+    attempt, retries included, as Api.call asks it before every attempt of a write: once it names a reason,
+    WriteStopped says how many attempts were sent and whether one got no answer, for the Writer to judge."""
     body = json.dumps(payload).encode()
+    attempts, unanswered = 0, False
+
+    def attempt() -> tuple[bool, str]:
+        nonlocal attempts, unanswered
+        reason = stopped()
+        if reason:
+            raise WriteStopped(reason, attempts, unanswered)
+        attempts += 1
+        try:
+            return _attempt(settings.fence_webhook_url, body, payload, settings,
+                            max(0.05, min(settings.request_timeout_seconds, remaining())))
+        except _Retryable as err:
+            unanswered = unanswered or err.unanswered
+            raise
+
     retrying = Retrying(stop=stop_after_attempt(settings.api_max_attempts) |
                         (lambda state: remaining() - state.upcoming_sleep <= 0),
                         wait=wait_exponential_jitter(multiplier=0.2, max=5.0, jitter=0.2),
                         retry=retry_if_exception(lambda err: isinstance(err, _Retryable)), sleep=sleep, reraise=True)
     try:
-        return retrying(lambda: _attempt(settings.fence_webhook_url, body, payload, settings,
-                                         max(0.05, min(settings.request_timeout_seconds, remaining()))))
+        return retrying(attempt)
     except _Retryable as err:
         return False, f"{err} (after {retrying.statistics.get('attempt_number', 1)} attempt(s))"
     except TokenError as err:

@@ -132,17 +132,23 @@ class Writer:
         return self._write(f"deleting NetworkFence {name}", "would delete NetworkFence", {"networkfence": name},
                            lambda: self.api.delete_networkfence(name, resource_version), conflict_ok=True)
 
-    def call_fence_webhook(self, node: str, call: Callable[[], tuple[bool, str]]) -> tuple[Result, str]:
-        """The webhook is a write too: dry-run logs it, the deadline refuses it. (DONE, "") when it answered
-        fenced; (FAILED, why) otherwise, recorded as a failure."""
+    def call_fence_webhook(self, node: str, call: Callable[[Guard], tuple[bool, str]]) -> tuple[Result, str]:
+        """The webhook is a write too: dry-run logs it, the deadline and the guard refuse it, and `call` gets
+        `stopped` to ask before every attempt, retries included (it raises WriteStopped, as Api.call does).
+        (DONE, "") when it answered fenced; (FAILED, why) otherwise, recorded as a failure; UNCONFIRMED when
+        stopped after an attempt that got no answer (the fencer may have fenced)."""
+        what = f"fence webhook for node {node}"
         if self.dry_run:
             log.info("dry-run: would call the fence webhook", extra={"node": node})
             return Result.WOULD, ""
         stopped = self.stopped()
         if stopped:
-            self._not_attempted(f"fence webhook for node {node}", stopped, {"node": node})
+            self._not_attempted(what, stopped, {"node": node})
             return Result.NOT_ATTEMPTED, stopped
-        fenced, why = call()
+        try:
+            fenced, why = call(self.stopped)
+        except WriteStopped as err:
+            return self._stopped_mid_call(what, err, {"node": node}), str(err)
         if fenced:
             return Result.DONE, ""
         self.fail(f"fence webhook did not confirm node {node} fenced: {why}")

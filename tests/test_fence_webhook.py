@@ -7,14 +7,17 @@ reason, never a crash, and never a call past the pass deadline or the guard. Rea
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 import time
 
 import pytest
 
-from conftest import plant
+from conftest import ROOT, plant
 from rwo_failover.exitcodes import EXIT_FAILED
 from rwo_testkit import fake_cluster as fc
-from rwo_testkit.fence_server import RawFenceServer, http_answer
+from rwo_testkit.fence_server import FenceServer, RawFenceServer, http_answer
 
 TOKEN = "s3cret-webhook-token"
 
@@ -128,3 +131,59 @@ def test_a_token_file_rewritten_badly_since_start_up_is_a_failed_fence_that_neve
     assert f"FENCE_WEBHOOK_TOKEN_FILE {path}" in message and "more than one line" in message, message
     said = json.dumps(result.logs) + result.stderr + json.dumps(api.objects("events"))
     assert TOKEN not in said
+
+
+# --- a stop signal while the webhook retries: a real process, a real SIGTERM ------------------------------
+
+def start_pass(kubeconfig: str, fencer, tmp_path, **env: str) -> subprocess.Popen:
+    token = tmp_path / "token"
+    token.write_text(plant(TOKEN) + "\n")
+    return subprocess.Popen(
+        [sys.executable, str(ROOT / "reconcile.py"), "--once"], cwd=ROOT, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+        env={"PATH": "/usr/bin:/bin", "KUBECONFIG": kubeconfig, "LOG_FORMAT": "json", "FENCING": "webhook",
+             "FENCE_WEBHOOK_URL": fencer.url, "FENCE_WEBHOOK_TOKEN_FILE": str(token),
+             "FENCE_WEBHOOK_CA_FILE": fencer.ca_file, "API_MAX_ATTEMPTS": "5", **env})
+
+
+def signalled_mid_call(kubeconfig: str, fencer, tmp_path, **env: str) -> dict:
+    """SIGTERM once the first POST has reached the fencer (which holds its answer back); the summary line."""
+    proc = start_pass(kubeconfig, fencer, tmp_path, **env)
+    try:
+        deadline = time.monotonic() + 30
+        while not fencer.requests and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert fencer.requests, "the pass never called the fencer"
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == EXIT_FAILED and "Traceback" not in err, (proc.returncode, err)
+    [summary] = [json.loads(line) for line in out.splitlines() if '"pass finished"' in line]
+    assert summary["stopped_by"] == "stop requested (SIGTERM)"
+    return summary
+
+
+def test_no_webhook_retry_is_sent_after_a_stop_signal(api, kubeconfig, tmp_path):
+    """The first POST is answered 503 after the signal: that attempt was answered, so the fence failed."""
+    fc.outage(api)
+    with FenceServer() as fencer:
+        fencer.answer, fencer.delay = (503, {"error": "bmc busy"}), 1.0
+
+        summary = signalled_mid_call(kubeconfig, fencer, tmp_path)
+        time.sleep(1.0)  # a retry, had one been sent, would have arrived by now
+
+        assert len(fencer.requests) == 1, f"{len(fencer.requests) - 1} retries were sent after the signal"
+    assert summary["failures"] == 1 and summary["unconfirmed"] == 0 and untouched(api)
+
+
+def test_a_webhook_call_stopped_after_an_attempt_that_got_no_answer_is_unconfirmed(api, kubeconfig, tmp_path):
+    """The first POST times out after the signal: the fencer may have fenced; only a later pass can tell."""
+    fc.outage(api)
+    with FenceServer() as fencer:
+        fencer.delay = 3.0
+
+        summary = signalled_mid_call(kubeconfig, fencer, tmp_path, REQUEST_TIMEOUT_SECONDS="1")
+
+        assert len(fencer.requests) == 1
+    assert summary["unconfirmed"] == 1 and summary["failures"] == 0 and untouched(api)
