@@ -87,6 +87,22 @@ def test_junk_for_one_node_never_stops_the_failover_of_another(api, run_pass, tm
     assert api.get("pods", "a-0", "default") is not None and fencing_failed(api, "dead-a")
 
 
+
+def test_an_answer_trickled_a_byte_at_a_time_ends_with_the_pass_deadline(api, run_pass, tmp_path):
+    """Each byte comes well within REQUEST_TIMEOUT_SECONDS (a per-read timeout), but the whole answer would
+    take ~25 s: the attempt ends at the pass deadline, as a failed fence."""
+    fc.outage(api)
+    with RawFenceServer(http_answer(200, json.dumps({"fenced": False}).encode()), trickle=0.25) as fencer:
+        started = time.monotonic()
+        result = webhook_pass(run_pass, fencer, tmp_path, PASS_TIMEOUT_SECONDS="2", REQUEST_TIMEOUT_SECONDS="1")
+        took = time.monotonic() - started
+
+    assert took < 2 + 3, f"the pass took {took:.1f} s with PASS_TIMEOUT_SECONDS=2"
+    assert result.code == EXIT_FAILED and untouched(api)
+    assert len(fencer.requests) == 1
+    [failed] = [line["message"] for line in result.logs if line["message"].startswith("fence webhook did not confirm")]
+    assert "pass deadline" in failed, failed
+
 # --- the token file ---------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("content, why", [
