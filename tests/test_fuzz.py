@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings as hsettings, strategies as 
 
 from conftest import SESSION_LOG, SESSION_REQUESTS, plant
 from rwo_failover.cli import main
-from rwo_failover.events import bump_of
+from rwo_failover.events import NotOurs, bump_of
 from rwo_failover.exitcodes import EXIT_CRASH
 from rwo_failover.fence_webhook import judge_answer
 from rwo_failover.model import (OOS_ANNOTATION, OPT_OUT_ANNOTATION, RECOVERY_ANNOTATION, RECOVERY_LABEL,
@@ -36,11 +36,12 @@ from rwo_testkit.control_plane import free_port
 from rwo_testkit.fake_apiserver import FakeApiServer
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=timezone.utc)
+BUMPED = ("alive", "uid-alive", "ShutdownTaintOnLiveNode")  # the node, its uid, and the reason of h.event()
 FROM_JSON: dict[str, Callable[[Any], Any]] = {
     "node": Node.from_json, "lease": Lease.from_json, "pod": Pod.from_json, "claim": Claim.from_json,
     "volume": Volume.from_json, "attachment": Attachment.from_json, "networkfence": Fence.from_json}
 PARSERS: dict[str, Callable[[Any], Any]] = dict(
-    FROM_JSON, event=lambda obj: bump_of(obj, NOW, "2026-11-21T12:00:00Z", "message"),
+    FROM_JSON, event=lambda obj: bump_of(obj, NOW, "2026-11-21T12:00:00Z", "message", *BUMPED),
     record=lambda obj: Record.parse(json.dumps(obj)))
 
 
@@ -70,11 +71,23 @@ def test_a_stored_recovery_record_parses_or_is_a_typed_skip(text):
 
 @given(data=st.data())
 def test_a_repeated_events_bump_is_sane_whatever_the_event_holds(data):
+    """Never a bump of an Event that is not our Warning about that node; a bump of ours points it at the node as
+    it is now, and repairs whatever count or time it holds."""
     obj, _how = data.draw(h.of_kind("event"))
-    bump = bump_of(obj, NOW, "2026-11-21T12:00:00Z", "message")
+    try:
+        bump = bump_of(obj, NOW, "2026-11-21T12:00:00Z", "message", *BUMPED)
+    except NotOurs:
+        involved = obj.get("involvedObject") if isinstance(obj, dict) else None
+        assert not (isinstance(involved, dict) and involved.get("kind") == "Node" and involved.get("name") == "alive"
+                    and obj.get("type") == "Warning" and obj.get("reason") == BUMPED[2]
+                    and isinstance(obj.get("source"), dict) and obj["source"].get("component") == "rwo-failover"), obj
+        return
+    assert obj["type"] == "Warning" and obj["reason"] == BUMPED[2] and obj["involvedObject"]["kind"] == "Node"
     if bump is not None:
         assert isinstance(bump["count"], int) and 2 <= bump["count"] <= 2**31 - 1
         assert bump["lastTimestamp"] == "2026-11-21T12:00:00Z"
+        assert bump["involvedObject"] == {"apiVersion": "v1", "kind": "Node", "name": "alive", "uid": "uid-alive",
+                                          "namespace": None}
 
 
 @given(h.webhook_answers("dead", "uid-1"))
