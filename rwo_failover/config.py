@@ -12,12 +12,11 @@ import argparse
 import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, NoReturn, Optional, Sequence
-from urllib.parse import urlsplit, urlunsplit
-
 from . import __version__
 
 from .matchers import LabelSelector, MatcherError, TaintSpec
 from .model import CLOUD_SHUTDOWN_KEY, DNS_LABEL, OUT_OF_SERVICE_KEY, is_name
+from .urls import check_url, without_userinfo
 
 STUCK_STATES = ("Terminating", "Unknown", "NodeLost", "NotReady", "NotStarted")
 LOG_FORMATS = ("auto", "json", "text")
@@ -193,21 +192,13 @@ def _matching(pattern: str, what: str) -> Callable[[str], str]:
     return parse
 
 
-_https_url = _matching(r"^https://[^\s/@]+(/\S*)?$",
-                       "an https:// URL without user:password@ (TLS is always verified; there is no plain-HTTP "
-                       "option; the token comes from FENCE_WEBHOOK_TOKEN_FILE)")
-_http_url = _matching(r"^https?://[^\s/]+(/\S*)?$", "an http:// or https:// URL")
+def _https_url(text: str) -> str:
+    """TLS is always verified, with no plain-HTTP option; the token comes from FENCE_WEBHOOK_TOKEN_FILE."""
+    return check_url(text, ("https",), userinfo_ok=False)
 
 
-def without_userinfo(url: str) -> str:
-    """The URL as it may be logged or shown: any user:password@ dropped."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "(a URL that cannot be parsed)"
-    if "@" not in parts.netloc:
-        return url
-    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+def _http_url(text: str) -> str:
+    return check_url(text, ("http", "https"), userinfo_ok=True)
 _label_value = _matching(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$", "a label value")
 
 
@@ -297,7 +288,7 @@ SPECS: tuple[Spec, ...] = (
     Spec("NETWORK_FENCE_CLASS", lambda t: _object_name(t) if t.strip() else None, "", "spec.networkFenceClassName of the NetworkFences we create.",
          "a NetworkFenceClass name, or empty", empty_ok=True),
     Spec("FENCE_WEBHOOK_URL", lambda t: _https_url(t) if t.strip() else None, "", "The https:// URL that FENCING=webhook POSTs to.",
-         "an https:// URL, or empty", empty_ok=True),
+         "an https:// URL without user:password@, or empty", empty_ok=True),
     Spec("FENCE_WEBHOOK_TOKEN_FILE", _optional_text, "",
          "A file whose content is sent as the webhook's bearer token; empty sends none.", "a path, or empty",
          empty_ok=True),
@@ -317,7 +308,7 @@ SPECS: tuple[Spec, ...] = (
          "a port number in [0, 65535]"),
     Spec("PUSHGATEWAY_URL", lambda t: _http_url(t) if t.strip() else None, "",
          "One-shot mode: push each pass's metrics to this Pushgateway; empty pushes nothing.",
-         "an http:// or https:// URL, or empty", empty_ok=True),
+         "an http:// or https:// URL, or empty (? # / @ in a user or password percent-encoded)", empty_ok=True),
     Spec("PUSHGATEWAY_INSTANCE", _label_value, "rwo-failover",
          "The instance grouping key of the push: the CronJob's name, the same for every pass, so each pass "
          "replaces the last one's group (Pushgateway groups never expire).",

@@ -27,7 +27,8 @@ from typing import Any, Callable, Optional
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from .client import WriteStopped
-from .config import Settings, TokenError, read_bearer_token, without_userinfo
+from .config import Settings, TokenError, read_bearer_token
+from .urls import without_userinfo
 
 log = logging.getLogger("rwo_failover")
 MAX_ANSWER_BYTES = 65536
