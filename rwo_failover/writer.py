@@ -14,6 +14,7 @@ from enum import Enum
 from typing import Callable, Optional
 
 from .client import Api, ApiError, Forbidden, Unavailable, WriteStopped
+from .model import BadObject, obj_at, texts_at
 from .outcome import Outcome
 
 log = logging.getLogger("rwo_failover")
@@ -36,6 +37,7 @@ class Writer:
     def __init__(self, api: Api, dry_run: bool, outcome: Outcome, guard: Optional[Guard] = None) -> None:
         self.api, self.dry_run, self.outcome, self.guard = api, dry_run, outcome, guard
         self.body: Optional[dict] = None  # the response body of the last write that landed
+        self.held_by: tuple[str, ...] = ()  # the finalizers the last pod delete's answer named
         api.write_guard = self.stopped
 
     def stopped(self) -> Optional[str]:
@@ -45,12 +47,14 @@ class Writer:
         return self.guard() if self.guard else None
 
     def delete_pod(self, namespace: str, name: str, uid: str, fields: dict) -> Result:
-        """Force-delete (grace 0) the pod with this UID; 409 when it was replaced since it was read."""
+        """Force-delete (grace 0) the pod with this UID; 409 when it was replaced since it was read. HELD, with
+        `held_by`, when finalizers keep it; UNCONFIRMED when the answer cannot say whether any do."""
         key = f"{namespace}/{name}"
-        result = self._landed(self._write(f"force-delete of pod {key}", "would force-delete pod", fields,
+        what = f"force-delete of pod {key}"
+        result = self._landed(self._write(what, "would force-delete pod", fields,
                                           lambda: self.api.delete_pod(namespace, name, uid), conflict_ok=True))
-        if result is Result.DONE and ((self.body or {}).get("metadata") or {}).get("finalizers"):
-            result = Result.HELD
+        if result is Result.DONE:
+            result = self._finalizers(what, fields)
         if result is Result.DONE:
             self.outcome.pods_deleted.append(key)
         elif result is Result.GONE:
@@ -67,6 +71,18 @@ class Writer:
         elif result is Result.GONE:
             self.outcome.attachments_gone.append(name)
         return result
+
+    def _finalizers(self, what: str, fields: dict) -> Result:
+        """A delete landed: HELD when its answer names finalizers (kept in `held_by`), DONE when it names none,
+        UNCONFIRMED when its metadata or finalizers are of another shape: the pod may still be there."""
+        try:
+            self.held_by = texts_at(obj_at(self.body or {}, "metadata"), "finalizers")
+        except BadObject as err:
+            self.outcome.unconfirmed.append(what)
+            log.error("unconfirmed: the delete landed, but its answer cannot say whether finalizers hold the pod",
+                      extra=dict(fields, write=what, error=str(err)))
+            return Result.UNCONFIRMED
+        return Result.HELD if self.held_by else Result.DONE
 
     def _landed(self, result: Result) -> Result:
         """A delete that found nothing (404) after an attempt whose answer was lost: that attempt landed (or
