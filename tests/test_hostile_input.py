@@ -283,6 +283,20 @@ def test_a_pod_delete_whose_answer_cannot_be_read_is_unconfirmed_and_its_volume_
     assert run_pass().code == EXIT_OK and released(api)
 
 
+def test_a_node_answer_without_a_resource_version_is_never_patched_unconditionally(api, run_pass):
+    """The taint is added by a patch preconditioned on the resourceVersion read; an answer without one gives
+    nothing to precondition on: a failure, never a crash, and never a patch that could overwrite a change."""
+    fc.outage(api)
+    node = api.get("nodes", "dead")
+    del node["metadata"]["resourceVersion"]
+    api.inject(Fault("reshape", verb="get", resource="nodes", name="dead", body=json.dumps(node).encode()))
+
+    result = run_pass(OUT_OF_SERVICE_TAINT="always")
+
+    assert result.code == EXIT_FAILED and result.summary["failures"] == 1
+    assert not [r for r in api.requests if r.verb == "patch" and r.resource == "nodes"]
+
+
 # --- seen in review ---------------------------------------------------------------------------------------
 
 def test_a_name_a_tenant_wrote_never_becomes_another_path_of_the_api(api, run_pass):
