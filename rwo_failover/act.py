@@ -209,7 +209,7 @@ class Actor:
             log.warning("pod was replaced since it was inspected (UID differs); left alone", extra=fields)
         if result is Result.HELD:
             # Still there: the attach-detach controller would re-create any attachment we delete now.
-            finalizers = ", ".join(str(f) for f in ((self.writer.body or {}).get("metadata") or {}).get("finalizers"))
+            finalizers = ", ".join(self.writer.held_by)
             held.append(f"pod {action.key} is held by finalizers {finalizers}")
             self.writer.fail(f"pod {action.key} is held by finalizers {finalizers}; its volumes stay "
                              "attached until they are removed")

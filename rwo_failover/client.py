@@ -71,6 +71,15 @@ class WriteStopped(ApiError):
         self.attempts, self.unanswered = attempts, unanswered
 
 
+class OddAnswer(ValueError):
+    """A complete JSON answer that is not an object (a proxy's, a broken server's): no API call answers with
+    one, so it is judged like a body that cannot be parsed, and retried."""
+
+
+# What leaves an attempt without a usable answer: a reset, a timeout, a body cut short or of another shape.
+NO_ANSWER = (urllib3.exceptions.HTTPError, json.JSONDecodeError, ConnectionError, OddAnswer)
+
+
 class Unavailable(ApiError):
     """The API server did not answer usefully within the attempts or the deadline.
 
@@ -130,7 +139,7 @@ def parse_version(git_version: str) -> Optional[tuple[int, int]]:
 def is_transient(err: BaseException) -> bool:
     if isinstance(err, ApiException):
         return err.status == 429 or 500 <= (err.status or 0) <= 599
-    return isinstance(err, (urllib3.exceptions.HTTPError, json.JSONDecodeError, ConnectionError))
+    return isinstance(err, NO_ANSWER)
 
 
 def describe(err: BaseException) -> str:
@@ -223,7 +232,7 @@ class Api:
             if is_transient(err):
                 raise Unavailable(f"{verb} {what}: {describe(err)} after {self._bound(retrying)}", err.status) from None
             raise ApiError(f"{verb} {what}: {_message(err)}", err.status or 0) from None
-        except (urllib3.exceptions.HTTPError, json.JSONDecodeError, ConnectionError) as err:
+        except NO_ANSWER as err:
             raise Unavailable(f"{verb} {what}: {describe(err)} after {self._bound(retrying)}",
                               answered=False) from None
 
@@ -262,7 +271,7 @@ class Api:
         except ApiException as err:
             code = str(err.status)
             raise
-        except (urllib3.exceptions.HTTPError, json.JSONDecodeError, ConnectionError):
+        except NO_ANSWER:
             self.call_unanswered = True
             raise
         finally:
@@ -285,9 +294,12 @@ class Api:
         if not 200 <= response.status <= 299:
             raise ApiException.from_response(http_resp=response, body=data.decode("utf-8", "replace"), data=None)
         try:
-            return (json.loads(data) if data else {}), str(response.status)
+            found = json.loads(data) if data else {}
         except RecursionError:  # nested deeper than Python's parser goes: no retry will change that
             raise ApiException(status=0, reason="the response is nested too deeply to parse") from None
+        if not isinstance(found, dict):
+            raise OddAnswer(f"HTTP {response.status}, but the answer is JSON {type(found).__name__}, not an object")
+        return found, str(response.status)
 
     def list_all(self, what: str, path: str, convert: Callable[[dict], T], page_factor: int = 1,
                  query: Optional[list] = None) -> list[T]:

@@ -12,12 +12,11 @@ import argparse
 import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, NoReturn, Optional, Sequence
-from urllib.parse import urlsplit, urlunsplit
-
 from . import __version__
 
 from .matchers import LabelSelector, MatcherError, TaintSpec
 from .model import CLOUD_SHUTDOWN_KEY, DNS_LABEL, OUT_OF_SERVICE_KEY, is_name
+from .urls import check_url, without_userinfo
 
 STUCK_STATES = ("Terminating", "Unknown", "NodeLost", "NotReady", "NotStarted")
 LOG_FORMATS = ("auto", "json", "text")
@@ -193,21 +192,13 @@ def _matching(pattern: str, what: str) -> Callable[[str], str]:
     return parse
 
 
-_https_url = _matching(r"^https://[^\s/@]+(/\S*)?$",
-                       "an https:// URL without user:password@ (TLS is always verified; there is no plain-HTTP "
-                       "option; the token comes from FENCE_WEBHOOK_TOKEN_FILE)")
-_http_url = _matching(r"^https?://[^\s/]+(/\S*)?$", "an http:// or https:// URL")
+def _https_url(text: str) -> str:
+    """TLS is always verified, with no plain-HTTP option; the token comes from FENCE_WEBHOOK_TOKEN_FILE."""
+    return check_url(text, ("https",), userinfo_ok=False)
 
 
-def without_userinfo(url: str) -> str:
-    """The URL as it may be logged or shown: any user:password@ dropped."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "(a URL that cannot be parsed)"
-    if "@" not in parts.netloc:
-        return url
-    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+def _http_url(text: str) -> str:
+    return check_url(text, ("http", "https"), userinfo_ok=True)
 _label_value = _matching(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$", "a label value")
 
 
@@ -298,7 +289,7 @@ SPECS: tuple[Spec, ...] = (
     Spec("NETWORK_FENCE_CLASS", lambda t: _object_name(t) if t.strip() else None, "", "spec.networkFenceClassName of the NetworkFences we create.",
          "a NetworkFenceClass name, or empty", empty_ok=True),
     Spec("FENCE_WEBHOOK_URL", lambda t: _https_url(t) if t.strip() else None, "", "The https:// URL that FENCING=webhook POSTs to.",
-         "an https:// URL, or empty", empty_ok=True),
+         "an https:// URL without user:password@, or empty", empty_ok=True),
     Spec("FENCE_WEBHOOK_TOKEN_FILE", _optional_text, "",
          "A file whose content is sent as the webhook's bearer token; empty sends none.", "a path, or empty",
          empty_ok=True),
@@ -318,7 +309,7 @@ SPECS: tuple[Spec, ...] = (
          "a port number in [0, 65535]"),
     Spec("PUSHGATEWAY_URL", lambda t: _http_url(t) if t.strip() else None, "",
          "One-shot mode: push each pass's metrics to this Pushgateway; empty pushes nothing.",
-         "an http:// or https:// URL, or empty", empty_ok=True),
+         "an http:// or https:// URL, or empty (? # / @ in a user or password percent-encoded)", empty_ok=True),
     Spec("PUSHGATEWAY_INSTANCE", _label_value, "rwo-failover",
          "The instance grouping key of the push: the CronJob's name, the same for every pass, so each pass "
          "replaces the last one's group (Pushgateway groups never expire).",
@@ -441,12 +432,50 @@ def _check_fencing(settings: Settings) -> None:
         raise ConfigError("FENCING=networkfence needs NETWORK_FENCE_CLASS; allowed: a NetworkFenceClass name")
     if settings.fencing == "webhook" and not settings.fence_webhook_url:
         raise ConfigError("FENCING=webhook needs FENCE_WEBHOOK_URL; allowed: an https:// URL")
-    for name, path in (("FENCE_WEBHOOK_TOKEN_FILE", settings.fence_webhook_token_file),
-                       ("FENCE_WEBHOOK_CA_FILE", settings.fence_webhook_ca_file)):
-        if path:
-            try:
-                with open(path, "rb"):
-                    pass
-            except OSError as err:
-                raise ConfigError(f"{name}={path!r} is invalid ({err.strerror}); allowed: a readable file") \
-                    from None
+    if settings.fence_webhook_ca_file:
+        try:
+            with open(settings.fence_webhook_ca_file, "rb"):
+                pass
+        except OSError as err:
+            raise ConfigError(f"FENCE_WEBHOOK_CA_FILE={settings.fence_webhook_ca_file!r} is invalid "
+                              f"({err.strerror}); allowed: a readable file") from None
+    if settings.fence_webhook_token_file:
+        try:
+            read_bearer_token(settings.fence_webhook_token_file)
+        except TokenError as err:
+            raise ConfigError(f"FENCE_WEBHOOK_TOKEN_FILE={settings.fence_webhook_token_file!r} is invalid ({err}); "
+                              f"allowed: {TOKEN_ALLOWED}") from None
+
+
+class TokenError(ValueError):
+    """A token file that cannot be sent; the message says what is wrong with it, and never holds its content."""
+
+
+TOKEN_ALLOWED = "a readable file holding one bearer token on one line"
+MAX_TOKEN_BYTES = 16384
+_B64TOKEN = re.compile(r"[A-Za-z0-9._~+/-]+=*")  # RFC 6750's b64token: all a Bearer credential may hold
+
+
+def read_bearer_token(path: str) -> str:
+    """The bearer token in the file at `path`; TokenError naming what keeps it from being sent. Read at start-up
+    (exit 2) and before each webhook call (a rotated file is picked up; a bad one is a failed fence). No message
+    ever quotes the file: whatever it holds may be the token."""
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_TOKEN_BYTES + 1)
+    except OSError as err:
+        raise TokenError(err.strerror or type(err).__name__) from None
+    if len(raw) > MAX_TOKEN_BYTES:
+        raise TokenError(f"it is longer than {MAX_TOKEN_BYTES} bytes")
+    try:
+        token = raw.decode("ascii").strip()
+    except UnicodeDecodeError:
+        raise TokenError("it is not ASCII text") from None
+    if not token:
+        raise TokenError("it is empty")
+    if "\n" in token or "\r" in token:
+        raise TokenError("it holds more than one line")
+    if not _B64TOKEN.fullmatch(token):
+        raise TokenError("it holds a character a bearer token cannot hold (RFC 6750: letters, digits, "
+                         "- . _ ~ + / and a trailing =)")
+    return token

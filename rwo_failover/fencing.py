@@ -65,8 +65,8 @@ class Fencer:
         payload = {"node": node.name, "uid": node.uid, "providerID": node.provider_id,
                    "addresses": list(node.internal_ips), "taint": node_plan.verdict.taint,
                    "reason": node_plan.verdict.reason}
-        result, why = self.writer.call_fence_webhook(node.name, lambda: fence_webhook.fence(
-            payload, self.settings, self.api.remaining, self.sleep))
+        result, why = self.writer.call_fence_webhook(node.name, lambda stopped: fence_webhook.fence(
+            payload, self.settings, self.api.remaining, self.sleep, stopped))
         if result in (Result.DONE, Result.WOULD):
             self.outcome.fenced.append(node.name)
             log.info("fence webhook confirmed the node fenced", extra={"node": node.name})

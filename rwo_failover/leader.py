@@ -21,9 +21,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from dataclasses import dataclass
 from typing import Callable, Optional
 
 from .client import Api, ApiError
+from .model import BadObject, int_at, obj_at, text_at
 
 log = logging.getLogger("rwo_failover")
 
@@ -100,44 +102,41 @@ class LeaderElector:
         now = api.server_clock.now().strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         if lease is None:
             return self._write(api.create_namespaced_lease, None, self._spec(now, now, 0))
-        spec = lease.get("spec") or {}
-        holder = spec.get("holderIdentity") or ""
-        record = (holder, spec.get("renewTime"), spec.get("leaseTransitions"), spec.get("acquireTime"))
+        seen = _Seen.read(lease, self.lease_seconds)
+        record = (seen.holder, seen.renewed, seen.transitions, seen.acquired)
         if record != self._observed:
             self._observed, self._observed_at = record, self.monotonic()
-        duration = int(spec.get("leaseDurationSeconds") or self.lease_seconds)
-        if holder == self.identity:
-            return self._write(api.update_namespaced_lease, lease,
-                               self._spec(spec.get("acquireTime") or now, now, spec.get("leaseTransitions") or 0))
-        if holder and self.monotonic() - self._observed_at < duration:
+        if seen.holder == self.identity:
+            return self._write(api.update_namespaced_lease, seen, self._spec(seen.acquired or now, now,
+                                                                            seen.transitions))
+        if seen.holder and self.monotonic() - self._observed_at < seen.duration:
             self._renewed_at = None
             return False
-        transitions = (spec.get("leaseTransitions") or 0) + 1
-        return self._write(api.update_namespaced_lease, lease, self._spec(now, now, transitions))
+        return self._write(api.update_namespaced_lease, seen, self._spec(now, now, seen.transitions + 1))
 
     def release(self) -> None:
-        api = self.new_api()
-        lease = api.read_namespaced_lease(self.namespace, self.name)
-        if lease and (lease.get("spec") or {}).get("holderIdentity") == self.identity:
-            now = api.server_clock.now().strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-            released = dict(self._spec(now, now, (lease["spec"].get("leaseTransitions") or 0)),
-                            holderIdentity=None, leaseDurationSeconds=1)
-            try:
-                api.update_namespaced_lease(self.namespace, self.name, dict(lease, spec=released))
+        try:
+            api = self.new_api()
+            lease = api.read_namespaced_lease(self.namespace, self.name)
+            seen = _Seen.read(lease, self.lease_seconds) if lease is not None else None
+            if seen is not None and seen.holder == self.identity:
+                now = api.server_clock.now().strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+                released = dict(self._spec(now, now, seen.transitions), holderIdentity=None, leaseDurationSeconds=1)
+                api.update_namespaced_lease(self.namespace, self.name, dict(seen.raw, spec=released))
                 log.info("leader election: released the Lease", extra={"identity": self.identity})
-            except ApiError as err:
-                log.warning("leader election: could not release the Lease", extra={"error": str(err)})
+        except ApiError as err:
+            log.warning("leader election: could not release the Lease", extra={"error": str(err)})
         self._renewed_at = None
 
     def _spec(self, acquired: str, renewed: str, transitions: int) -> dict:
         return {"holderIdentity": self.identity, "leaseDurationSeconds": self.lease_seconds,
                 "acquireTime": acquired, "renewTime": renewed, "leaseTransitions": transitions}
 
-    def _write(self, call: Callable[..., Optional[dict]], lease: Optional[dict], spec: dict) -> bool:
+    def _write(self, call: Callable[..., Optional[dict]], lease: Optional["_Seen"], spec: dict) -> bool:
         body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                 "metadata": {"name": self.name, "namespace": self.namespace}, "spec": spec}
         if lease is not None:
-            body["metadata"]["resourceVersion"] = lease["metadata"]["resourceVersion"]
+            body["metadata"]["resourceVersion"] = lease.version
         sent = self.monotonic()  # a standby times our Lease from when it sees this write: later than now
         try:
             if lease is None:
@@ -150,3 +149,29 @@ class LeaderElector:
             return self.leading
         self._renewed_at = sent
         return True
+
+
+@dataclass(frozen=True)
+class _Seen:
+    """The leader Lease as read: each field of the type it must have, or ApiError naming the one that is not (an
+    answer read like any other, so a bad one is a failed round, never an exception out of the election)."""
+
+    raw: dict
+    holder: str
+    renewed: str
+    acquired: str
+    transitions: int
+    duration: int
+    version: str
+
+    @classmethod
+    def read(cls, lease: dict, default_seconds: int) -> "_Seen":
+        try:
+            spec, version = obj_at(lease, "spec"), text_at(obj_at(lease, "metadata"), "resourceVersion")
+            if not version:
+                raise BadObject("metadata.resourceVersion is missing")
+            return cls(lease, text_at(spec, "holderIdentity"), text_at(spec, "renewTime"),
+                       text_at(spec, "acquireTime"), int_at(spec, "leaseTransitions", 0, high=2**31 - 1),
+                       int_at(spec, "leaseDurationSeconds", default_seconds, low=1), version)
+        except BadObject as err:
+            raise ApiError(f"the leader Lease cannot be read: {err}") from None

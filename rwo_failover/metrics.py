@@ -16,7 +16,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, push
 from prometheus_client.exposition import basic_auth_handler, default_handler
 from prometheus_client.registry import Collector
 
-from .config import without_userinfo
+from .urls import without_userinfo
 from .exitcodes import EXIT_OK, EXIT_REFUSED, NAMES
 from .outcome import Outcome
 from .planner.types import NodeState, Plan

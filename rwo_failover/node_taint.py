@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from typing import Callable, Optional, Union
 
-from .model import OOS_ANNOTATION, OUT_OF_SERVICE_KEY, OUT_OF_SERVICE_VALUE, Taint
+from .model import OOS_ANNOTATION, OUT_OF_SERVICE_KEY, OUT_OF_SERVICE_VALUE, BadObject, Taint, obj_at, text_at
 from .writer import Result, Writer
 
 log = logging.getLogger("rwo_failover")
@@ -48,6 +48,13 @@ def drop_annotation_patch() -> dict:
     return {"metadata": {"annotations": {OOS_ANNOTATION: None}}}
 
 
+def _version(raw: dict) -> str:
+    try:
+        return text_at(obj_at(raw, "metadata"), "resourceVersion")
+    except BadObject:
+        return ""
+
+
 def read_modify_write(writer: Writer, name: str, purpose: str, build: Callable[[bool], Build]) -> bool:
     """Rounds of build and a preconditioned patch to `purpose`; True when a patch landed."""
     for attempt in range(PATCH_ATTEMPTS):
@@ -56,7 +63,12 @@ def read_modify_write(writer: Writer, name: str, purpose: str, build: Callable[[
             return built == LANDED
         assert isinstance(built, tuple)
         raw, patch = built
-        patch["metadata"]["resourceVersion"] = raw["metadata"]["resourceVersion"]
+        version = _version(raw)
+        if not version:  # an unpreconditioned patch could overwrite a change made since the read
+            writer.fail(f"patching node {name} to {purpose}: the node as read holds no resourceVersion to "
+                        "precondition the patch on; not patched")
+            return False
+        patch["metadata"]["resourceVersion"] = version
         result = writer.patch_node(name, patch, purpose)
         if result is not Result.CONFLICT:
             return result is Result.DONE

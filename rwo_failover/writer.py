@@ -14,6 +14,7 @@ from enum import Enum
 from typing import Callable, Optional
 
 from .client import Api, ApiError, Forbidden, Unavailable, WriteStopped
+from .model import BadObject, obj_at, texts_at
 from .outcome import Outcome
 
 log = logging.getLogger("rwo_failover")
@@ -36,6 +37,7 @@ class Writer:
     def __init__(self, api: Api, dry_run: bool, outcome: Outcome, guard: Optional[Guard] = None) -> None:
         self.api, self.dry_run, self.outcome, self.guard = api, dry_run, outcome, guard
         self.body: Optional[dict] = None  # the response body of the last write that landed
+        self.held_by: tuple[str, ...] = ()  # the finalizers the last pod delete's answer named
         api.write_guard = self.stopped
 
     def stopped(self) -> Optional[str]:
@@ -45,12 +47,14 @@ class Writer:
         return self.guard() if self.guard else None
 
     def delete_pod(self, namespace: str, name: str, uid: str, fields: dict) -> Result:
-        """Force-delete (grace 0) the pod with this UID; 409 when it was replaced since it was read."""
+        """Force-delete (grace 0) the pod with this UID; 409 when it was replaced since it was read. HELD, with
+        `held_by`, when finalizers keep it; UNCONFIRMED when the answer cannot say whether any do."""
         key = f"{namespace}/{name}"
-        result = self._landed(self._write(f"force-delete of pod {key}", "would force-delete pod", fields,
+        what = f"force-delete of pod {key}"
+        result = self._landed(self._write(what, "would force-delete pod", fields,
                                           lambda: self.api.delete_pod(namespace, name, uid), conflict_ok=True))
-        if result is Result.DONE and ((self.body or {}).get("metadata") or {}).get("finalizers"):
-            result = Result.HELD
+        if result is Result.DONE:
+            result = self._finalizers(what, fields)
         if result is Result.DONE:
             self.outcome.pods_deleted.append(key)
         elif result is Result.GONE:
@@ -67,6 +71,18 @@ class Writer:
         elif result is Result.GONE:
             self.outcome.attachments_gone.append(name)
         return result
+
+    def _finalizers(self, what: str, fields: dict) -> Result:
+        """A delete landed: HELD when its answer names finalizers (kept in `held_by`), DONE when it names none,
+        UNCONFIRMED when its metadata or finalizers are of another shape: the pod may still be there."""
+        try:
+            self.held_by = texts_at(obj_at(self.body or {}, "metadata"), "finalizers")
+        except BadObject as err:
+            self.outcome.unconfirmed.append(what)
+            log.error("unconfirmed: the delete landed, but its answer cannot say whether finalizers hold the pod",
+                      extra=dict(fields, write=what, error=str(err)))
+            return Result.UNCONFIRMED
+        return Result.HELD if self.held_by else Result.DONE
 
     def _landed(self, result: Result) -> Result:
         """A delete that found nothing (404), or another object under the name (409: the UID precondition), after
@@ -132,17 +148,23 @@ class Writer:
         return self._write(f"deleting NetworkFence {name}", "would delete NetworkFence", {"networkfence": name},
                            lambda: self.api.delete_networkfence(name, resource_version), conflict_ok=True)
 
-    def call_fence_webhook(self, node: str, call: Callable[[], tuple[bool, str]]) -> tuple[Result, str]:
-        """The webhook is a write too: dry-run logs it, the deadline refuses it. (DONE, "") when it answered
-        fenced; (FAILED, why) otherwise, recorded as a failure."""
+    def call_fence_webhook(self, node: str, call: Callable[[Guard], tuple[bool, str]]) -> tuple[Result, str]:
+        """The webhook is a write too: dry-run logs it, the deadline and the guard refuse it, and `call` gets
+        `stopped` to ask before every attempt, retries included (it raises WriteStopped, as Api.call does).
+        (DONE, "") when it answered fenced; (FAILED, why) otherwise, recorded as a failure; UNCONFIRMED when
+        stopped after an attempt that got no answer (the fencer may have fenced)."""
+        what = f"fence webhook for node {node}"
         if self.dry_run:
             log.info("dry-run: would call the fence webhook", extra={"node": node})
             return Result.WOULD, ""
         stopped = self.stopped()
         if stopped:
-            self._not_attempted(f"fence webhook for node {node}", stopped, {"node": node})
+            self._not_attempted(what, stopped, {"node": node})
             return Result.NOT_ATTEMPTED, stopped
-        fenced, why = call()
+        try:
+            fenced, why = call(self.stopped)
+        except WriteStopped as err:
+            return self._stopped_mid_call(what, err, {"node": node}), str(err)
         if fenced:
             return Result.DONE, ""
         self.fail(f"fence webhook did not confirm node {node} fenced: {why}")

@@ -104,7 +104,7 @@ def _status_body(code: int, reason: str, message: str) -> bytes:
 
 
 Hook = Callable[[Request], Optional[Response]]
-FAULT_KINDS = ("status", "reset", "timeout", "truncate", "expired-continue")
+FAULT_KINDS = ("status", "reset", "timeout", "truncate", "expired-continue", "reshape")
 
 
 @dataclass
@@ -114,7 +114,8 @@ class Fault:
     kind "status" answers `status` (with Retry-After when given) instead of serving the call;
     "reset" sends half the body and closes the connection; "timeout" answers after `delay`
     seconds; "truncate" sends a cut JSON body with a matching Content-Length; "expired-continue"
-    answers 410 to list calls that carry a continue token. `first` limits it to the first N
+    answers 410 to list calls that carry a continue token; "reshape" serves the call (a write lands) and,
+    when that succeeded, answers with `body` instead: complete JSON of another shape, as a proxy might. `first` limits it to the first N
     matching calls; `fraction` to a seeded random share of them.
     """
 
@@ -125,6 +126,7 @@ class Fault:
     status: int = 503
     retry_after: Optional[str] = None
     delay: float = 1.0
+    body: bytes = b""
     first: Optional[int] = None
     fraction: Optional[float] = None
     matched: int = 0
@@ -537,6 +539,8 @@ def _damage(response: Response, fault: Fault) -> Response:
         response.delay = fault.delay
     elif fault.kind == "truncate":
         response.body = response.body[: max(1, len(response.body) // 2)]
+    elif fault.kind == "reshape" and 200 <= response.status <= 299:
+        response.body = fault.body
     return response
 
 

@@ -7,6 +7,10 @@ so tests can check exactly what rwo-failover sent.
 
 `Recorder` is a plain-HTTP server that keeps every request and says yes to anything: where a redirect
 points, to prove that no token and no belief ever reach it.
+
+`RawFenceServer` is a FenceServer that answers bytes verbatim, HTTP or not (a bad status line, a broken
+chunked body, a header too long), optionally one byte at a time: what a broken or hostile fencer, or a proxy
+in front of one, may send.
 """
 
 from __future__ import annotations
@@ -18,7 +22,8 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Optional
+from socketserver import BaseRequestHandler, StreamRequestHandler
+from typing import Any, Callable, Optional, Union
 
 from .control_plane import make_pki
 
@@ -73,8 +78,11 @@ class _Server:
     def _wrap(self, server: ThreadingHTTPServer) -> None:
         pass
 
+    def _handler(self) -> type[BaseRequestHandler]:
+        return _handler(self)
+
     def __enter__(self) -> "_Server":
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self._wrap(self._server)
         threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
@@ -120,3 +128,64 @@ class Recorder(_Server):
     def __enter__(self) -> "Recorder":
         super().__enter__()
         return self
+
+
+# What a RawFenceServer sends: bytes, or a function of the request's JSON body returning them.
+Reply = Union[bytes, Callable[[Any], bytes]]
+
+
+def http_answer(status: int, body: bytes, *headers: bytes) -> bytes:
+    """A well-formed HTTP/1.1 answer, as bytes, for tests that mix good answers with broken ones."""
+    head = b"HTTP/1.1 %d X\r\nContent-Type: application/json\r\nContent-Length: %d\r\n" % (status, len(body))
+    return head + b"".join(h + b"\r\n" for h in headers) + b"\r\n" + body
+
+
+def _raw_handler(outer: "RawFenceServer") -> type[BaseRequestHandler]:
+    class Raw(StreamRequestHandler):
+        def handle(self) -> None:
+            try:
+                self._answer()
+            except (OSError, ssl.SSLError, ValueError):  # the client gave up, or sent something odd
+                pass
+
+        def _answer(self) -> None:
+            headers: dict[str, str] = {}
+            while True:
+                line = self.rfile.readline(65537)
+                if line in (b"", b"\r\n", b"\n"):
+                    break
+                name, _, value = line.decode("latin-1").partition(":")
+                headers[name.strip()] = value.strip()
+            raw = self.rfile.read(int(headers.get("Content-Length") or 0))
+            try:
+                body = json.loads(raw or b"null")
+            except ValueError:
+                body = raw.decode("utf-8", "replace")
+            outer.requests.append({"method": "POST", "headers": headers, "body": body})
+            reply = outer.reply(body) if callable(outer.reply) else outer.reply
+            step = 1 if outer.trickle else max(1, len(reply))
+            for start in range(0, len(reply), step):
+                if outer.closed:
+                    return
+                self.wfile.write(reply[start:start + step])
+                time.sleep(outer.trickle)
+    return Raw
+
+
+class RawFenceServer(FenceServer):
+    """HTTPS like FenceServer, but each request gets `reply` verbatim, `trickle` seconds per byte when set."""
+
+    def __init__(self, reply: Reply, trickle: float = 0.0) -> None:
+        super().__init__()
+        self.reply, self.trickle, self.closed = reply, trickle, False
+
+    def _handler(self) -> type[BaseRequestHandler]:
+        return _raw_handler(self)
+
+    def __enter__(self) -> "RawFenceServer":
+        super().__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.closed = True
+        super().__exit__(*exc)

@@ -48,6 +48,11 @@ def _parent(obj: Any, path: Path) -> Any:
     return obj
 
 
+def put(obj: Any, path: Path, value: Any) -> None:
+    """Set the value at `path` (whose parents exist) to `value`, in place."""
+    _parent(obj, path)[path[-1]] = value
+
+
 def json_kind(value: Any) -> str:
     """The JSON type of a value; int and float are both numbers, as JSON has it."""
     if value is None or isinstance(value, bool):
@@ -106,6 +111,16 @@ def network_fence(node: str = "dead", cidrs: Optional[list] = None, result: str 
             "status": {"result": result, "message": "fencing operation successful", "conditions": [
                 {"type": "Fenced", "status": "True", "reason": result, "observedGeneration": 1,
                  "lastTransitionTime": fc.stamp(0)}]}}
+
+
+def untrusted_fence(node: str, ours: bool) -> dict:
+    """A NetworkFence for `node` that answered Succeeded, and that no mutation outside its metadata can make
+    trustworthy: not ours (the label is someone else's), or ours but fencing another address (no mutation
+    writes the node's own address). A pass that acts on the node behind it believed what it must not."""
+    fence = network_fence(node, ["192.0.2.1/32"] if ours else [f"{fc.internal_ip(node)}/32"])
+    if not ours:
+        fence["metadata"]["labels"] = {"app.kubernetes.io/managed-by": "someone-else"}
+    return fence
 
 
 def event(node: str = "alive", reason: str = "ShutdownTaintOnLiveNode") -> dict:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import pytest
 
+from rwo_failover.exitcodes import EXIT_REFUSED
+
 from rwo_testkit import fake_cluster as fc
 
 PLURAL = {"Node": "nodes", "Pod": "pods", "PersistentVolumeClaim": "persistentvolumeclaims"}
@@ -48,3 +50,71 @@ def test_every_event_carries_its_objects_uid(api, run_pass, seed, env):
         ref = event["involvedObject"]
         expected = uid_now_or_before(api, ref["kind"], ref["name"], ref.get("namespace", ""), deleted)
         assert ref.get("uid") == expected, (event["reason"], ref)
+
+
+# --- the repeated Warning's deterministic name (issue 18 review) -------------------------------------------
+
+def split_brain(api, node: str = "odd") -> dict:
+    """A node tainted for shutdown while its kubelet heartbeats: the ShutdownTaintOnLiveNode Warning."""
+    for i in range(3):
+        fc.live_node(api, f"w{i}")
+    found = api.add(fc.node(node, ready="True", since=3600, taints=[fc.SHUTDOWN]))
+    api.add(fc.lease(node, 3))
+    return found
+
+
+def warnings_on(api, node: dict) -> list[dict]:
+    """What `kubectl describe node` shows: Events selected by involvedObject kind, name, namespace and uid."""
+    return [e for e in api.objects("events") if e["type"] == "Warning" and e["involvedObject"].get("kind") == "Node"
+            and e["involvedObject"].get("name") == node["metadata"]["name"]
+            and not e["involvedObject"].get("namespace") and e["involvedObject"].get("uid") == node["metadata"]["uid"]]
+
+
+SQUATTED = "odd.rwo-shutdowntaintonlivenode"
+
+
+def tenant_event() -> dict:
+    """Created by a tenant allowed to create Events in `default`, before the split-brain happens."""
+    return {"apiVersion": "v1", "kind": "Event", "metadata": {"name": SQUATTED, "namespace": "default"},
+            "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": "innocent", "namespace": "default"},
+            "type": "Normal", "reason": "Pulled", "message": "image pulled", "count": 1,
+            "firstTimestamp": fc.stamp(7200), "lastTimestamp": fc.stamp(3600)}
+
+
+def test_a_tenant_event_squatting_our_name_is_never_bumped_and_the_warning_still_shows(api, run_pass):
+    node = split_brain(api)
+    api.add(tenant_event())
+
+    first = run_pass()
+    second = run_pass()
+
+    assert first.code == second.code == EXIT_REFUSED
+    squatter = api.get("events", SQUATTED, "default")
+    assert (squatter["type"], squatter["reason"], squatter["involvedObject"]["kind"], squatter["count"]) == \
+        ("Normal", "Pulled", "Pod", 1), "the tenant's Event is left as it was"
+    [warning] = warnings_on(api, node)
+    assert warning["reason"] == "ShutdownTaintOnLiveNode" and warning["source"]["component"] == "rwo-failover"
+    assert [line["event"] for line in first.lines("the name of a repeated Warning is taken by an Event that is "
+                                                   "not ours; writing it under another name")] == \
+        [f"default/{SQUATTED}"]
+    assert not [r for r in api.requests if r.verb == "patch" and r.resource == "events" and r.name == SQUATTED]
+
+
+@pytest.mark.parametrize("stale", [{"uid": None}, {"uid": "uid-of-the-node-before-it-re-registered"},
+                                   {"uid": None, "namespace": "default"}])
+def test_a_bump_of_our_warning_points_it_at_the_node_as_it_is_now(api, run_pass, stale):
+    """Our own Warning, written before Events carried the uid, or about a Node since deleted and registered
+    again under the same name: `kubectl describe node` would never show it until a bump points it at the
+    current node, uid included, whatever the 10-minute bump interval says."""
+    node = split_brain(api)
+    assert run_pass().code == EXIT_REFUSED
+    event = api.get("events", SQUATTED, "default")
+    event["involvedObject"].update(stale)
+    event["involvedObject"] = {k: v for k, v in event["involvedObject"].items() if v is not None}
+    api.add(event)
+    assert warnings_on(api, node) == []
+
+    assert run_pass().code == EXIT_REFUSED
+
+    [warning] = warnings_on(api, node)
+    assert warning["metadata"]["name"] == SQUATTED and warning["count"] == 2

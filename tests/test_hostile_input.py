@@ -239,6 +239,64 @@ def test_a_time_without_an_offset_is_never_read_in_this_process_time_zone(api, r
     assert "not an RFC 3339 time" in warning_on(api, "dead")["message"] and result.code == EXIT_OK
 
 
+# --- answers of another JSON shape (issue 18 review) -------------------------------------------------------
+# Complete, well-formed JSON, but not the object the API answers with: a proxy's, or a broken server's. Each is
+# judged like a failed read or write; none may crash the pass.
+
+@pytest.mark.parametrize("body", [b"[1]", b'"v1.30.0"', b"null", b'{"gitVersion": {"major": 1}}'])
+def test_a_version_answer_of_another_shape_only_means_no_out_of_service_taint(api, run_pass, body):
+    fc.outage(api)
+    api.inject(Fault("reshape", verb="version", body=body))
+
+    result = run_pass(API_MAX_ATTEMPTS="2")
+
+    assert result.code == EXIT_OK and released(api)
+    assert not [r for r in api.requests if r.verb == "patch" and r.resource == "nodes"], "no taint added"
+
+
+@pytest.mark.parametrize("body", [b"[1]", b'"ok"'])
+def test_a_pod_delete_answered_with_json_that_is_no_object_is_retried_like_a_lost_answer(api, run_pass, body):
+    """The retry finds the pod gone (404), which confirms the delete: the volume is released in this pass."""
+    fc.outage(api)
+    api.inject(Fault("reshape", verb="delete", resource="pods", body=body))
+
+    result = run_pass(API_MAX_ATTEMPTS="2")
+
+    assert result.code == EXIT_OK and released(api)
+    assert len([r for r in api.requests if r.verb == "delete" and r.resource == "pods"]) == 2
+
+
+@pytest.mark.parametrize("body, attempts", [(b"[1]", "1"), (b'{"metadata": "x"}', "2"),
+                                            (b'{"metadata": {"finalizers": 5}}', "2"),
+                                            (b'{"metadata": {"finalizers": "example.com/keep"}}', "2")])
+def test_a_pod_delete_whose_answer_cannot_be_read_is_unconfirmed_and_its_volume_kept(api, run_pass, body, attempts):
+    """The delete lands, but no answer says whether finalizers hold the pod: the attachment is kept (the
+    controller would re-create it for a held pod) until the next pass sees the pod gone."""
+    fc.outage(api)
+    api.inject(Fault("reshape", verb="delete", resource="pods", body=body))
+
+    result = run_pass(API_MAX_ATTEMPTS=attempts)
+
+    assert result.code == EXIT_FAILED and result.summary["unconfirmed"] == 1
+    assert api.get("pods", "db-0", "default") is None and api.objects("volumeattachments")
+    api.faults.clear()
+    assert run_pass().code == EXIT_OK and released(api)
+
+
+def test_a_node_answer_without_a_resource_version_is_never_patched_unconditionally(api, run_pass):
+    """The taint is added by a patch preconditioned on the resourceVersion read; an answer without one gives
+    nothing to precondition on: a failure, never a crash, and never a patch that could overwrite a change."""
+    fc.outage(api)
+    node = api.get("nodes", "dead")
+    del node["metadata"]["resourceVersion"]
+    api.inject(Fault("reshape", verb="get", resource="nodes", name="dead", body=json.dumps(node).encode()))
+
+    result = run_pass(OUT_OF_SERVICE_TAINT="always")
+
+    assert result.code == EXIT_FAILED and result.summary["failures"] == 1
+    assert not [r for r in api.requests if r.verb == "patch" and r.resource == "nodes"]
+
+
 # --- seen in review ---------------------------------------------------------------------------------------
 
 def test_a_name_a_tenant_wrote_never_becomes_another_path_of_the_api(api, run_pass):
