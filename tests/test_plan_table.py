@@ -59,18 +59,6 @@ def test_nothing_tainted_is_one_line():
         plan_table.render(Plan((), (), (), total_nodes=4), dry_run=True)
 
 
-def test_output_table_prints_it_before_acting_and_json_logs_stay(api, kubeconfig):
-    fc.outage(api)
-    out, err = io.StringIO(), io.StringIO()
-    code = main(["--once", "--dry-run", "--output", "table"], {"KUBECONFIG": kubeconfig, "LOG_FORMAT": "json"},
-                out, err)
-    assert code == 0, err.getvalue()
-    text = out.getvalue()
-    assert "PLAN (dry run: nothing will be changed)" in text and "default/db-0" in text
-    json_lines = [json.loads(line) for line in text.splitlines() if line.startswith("{")]
-    assert json_lines[-1]["message"] == "pass finished"
-
-
 def test_on_a_terminal_a_one_shot_pass_prints_the_table_by_default(api, kubeconfig):
     """A real terminal (a pty): OUTPUT=auto shows the table; piped, the same command prints none."""
     fc.outage(api)
@@ -182,3 +170,13 @@ def test_a_fence_message_from_the_cluster_reaches_the_table_inert(api, tmp_path)
     assert not [line for line in table if "\x1b" in line or "\r" in line or "\u202e" in line], table
     assert not any(line.startswith("No node carries") for line in table)
 
+
+def test_with_stdout_not_a_terminal_the_table_goes_to_stderr_and_stdout_stays_json(api, tmp_path):
+    fc.outage(api)
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["--once", "--dry-run"], {"KUBECONFIG": api.write_kubeconfig(str(tmp_path / "kc")),
+                                          "LOG_FORMAT": "json", "OUTPUT": "table"}, out, err)
+    assert code == 0
+    json_lines = [json.loads(line) for line in out.getvalue().splitlines()]  # each whole: jq keeps working
+    assert json_lines[-1]["message"] == "pass finished"
+    assert "PLAN (dry run: nothing will be changed)" in err.getvalue() and "default/db-0" in err.getvalue()
