@@ -21,15 +21,22 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 {{- end -}}
 {{- end -}}
 
-{{/* Every setting as an environment variable, in the order of rwo_failover/config.py: .Values.settings, the
-mode's own settings over them, and the three whose default is this release's (its namespace, its name). */}}
+{{/* The settings this release runs with, as JSON (read back with fromJson): .Values.settings, the mode's own
+settings over them, and the three whose default is this release's (its namespace, its name). The env, the RBAC,
+the ports and NOTES.txt all read this one dict, so none can follow a setting the others ignore. */}}
+{{- define "rwo-failover.settings" -}}
+{{- $mode := ternary .Values.ha.settings .Values.cronjob.settings (eq .Values.mode "ha") | default dict -}}
+{{- $env := merge (deepCopy $mode) (deepCopy .Values.settings) -}}
+{{- if not $env.LEADER_ELECTION_NAMESPACE }}{{ $_ := set $env "LEADER_ELECTION_NAMESPACE" .Release.Namespace }}{{ end -}}
+{{- if not $env.RECOVERY_NAMESPACE }}{{ $_ := set $env "RECOVERY_NAMESPACE" .Release.Namespace }}{{ end -}}
+{{- if not $env.PUSHGATEWAY_INSTANCE }}{{ $_ := set $env "PUSHGATEWAY_INSTANCE" (include "rwo-failover.fullname" .) }}{{ end -}}
+{{- toJson $env -}}
+{{- end -}}
+
+{{/* Every setting as an environment variable, in the order of rwo_failover/config.py. */}}
 {{- define "rwo-failover.env" -}}
-{{- $root := .root -}}
-{{- $env := merge (deepCopy .mode) (deepCopy $root.Values.settings) -}}
-{{- if not $env.LEADER_ELECTION_NAMESPACE }}{{ $_ := set $env "LEADER_ELECTION_NAMESPACE" $root.Release.Namespace }}{{ end -}}
-{{- if not $env.RECOVERY_NAMESPACE }}{{ $_ := set $env "RECOVERY_NAMESPACE" $root.Release.Namespace }}{{ end -}}
-{{- if not $env.PUSHGATEWAY_INSTANCE }}{{ $_ := set $env "PUSHGATEWAY_INSTANCE" (include "rwo-failover.fullname" $root) }}{{ end -}}
-{{- range $name := splitList " " (include "rwo-failover.settingNames" $root) }}
+{{- $env := include "rwo-failover.settings" . | fromJson -}}
+{{- range $name := splitList " " (include "rwo-failover.settingNames" .) }}
 {{- $value := get $env $name }}
 {{- /* a whole number that came through JSON (float64) is written as one: 1000000, not 1e+06 */}}
 {{- if and (kindIs "float64" $value) (eq (float64 (int64 $value)) $value) }}{{ $value = int64 $value }}{{ end }}
