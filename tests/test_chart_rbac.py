@@ -23,17 +23,10 @@ NS = "rwo-failover"
 FENCE = {"FENCING": "networkfence", "NETWORK_FENCE_CLASS": "ceph"}
 
 
-def workload(docs: list[dict]) -> tuple[list[str], dict[str, str]]:
-    """The rendered container's args and env."""
-    [found] = [d for d in docs if d["kind"] in ("CronJob", "Deployment")]
-    container = found["spec"].get("jobTemplate", found)["spec"]["template"]["spec"]["containers"][0]
-    return container.get("args") or [], {e["name"]: e["value"] for e in container["env"]}
-
-
 def run_as_rendered(api, kubeconfig: str, values: dict) -> tuple[int, config.Settings, list[dict]]:
     """What the rendered pod runs, under the rendered RBAC: the exit code, its settings, the log lines."""
     docs = chart.render(values, namespace=NS)
-    args, env = workload(docs)
+    args, env = chart.workload(docs)
     env = {**env, "KUBECONFIG": kubeconfig, "LOG_FORMAT": "json", "PASS_TIMEOUT_SECONDS": "20"}
     fc.outage(api)
     rbac_gate.enforce(api, docs, NS, "rwo-failover")
@@ -87,7 +80,7 @@ def test_the_rendered_rbac_grants_no_more_than_the_env_uses(values):
     """Each namespaced grant is in the namespace the env names, and the NetworkFence grant comes only with
     FENCING=networkfence: no Role left in a namespace the install does not use."""
     docs = chart.render(values, namespace=NS)
-    _args, env = workload(docs)
+    _args, env = chart.workload(docs)
     roles = {d["metadata"]["name"].removeprefix("rwo-failover-"): d["metadata"].get("namespace")
              for d in docs if d["kind"] in ("Role", "ClusterRole") and d["metadata"]["name"] != "rwo-failover"}
     expected = {"recovery-records": env["RECOVERY_NAMESPACE"], "node-leases": "kube-node-lease"}
@@ -108,6 +101,6 @@ def test_the_rendered_rbac_grants_no_more_than_the_env_uses(values):
                                        "LEADER_ELECTION_LEASE_NAME": "rwo-b-leader"}}},
 ])
 def test_the_notes_name_the_lease_the_replicas_use(values):
-    _args, env = workload(chart.render(values, namespace=NS))
+    _args, env = chart.workload(chart.render(values, namespace=NS))
     assert (f"kubectl -n {env['LEADER_ELECTION_NAMESPACE']} get lease {env['LEADER_ELECTION_LEASE_NAME']}"
             in chart.notes(values, namespace=NS))
