@@ -19,10 +19,11 @@ from prometheus_client.registry import Collector
 from .config import without_userinfo
 from .exitcodes import EXIT_OK, EXIT_REFUSED, NAMES
 from .outcome import Outcome
-from .planner.types import NodeState, Plan
+from .planner.types import NodeState, Plan, RefusalKind
 
 log = logging.getLogger("rwo_failover")
 P = "rwo_failover_"
+SPLIT_BRAIN = "split-brain"  # the refusals' reason for a node tainted for shutdown that still heartbeats
 FAILOVER_BUCKETS = (15, 30, 45, 60, 90, 120, 180, 300, 600, 1200, 3600)
 PUSH_TIMEOUT_SECONDS = 10  # the CronJob's terminationGracePeriodSeconds covers the pass deadline plus this
 # "When did it last happen" gauges: a pass pushes them only when it set them, so the group keeps the time of
@@ -75,8 +76,16 @@ class Metrics:
                                      "replacement was not confirmed within RECOVERY_TIMEOUT_SECONDS.", registry=r)
         self.last_not_recovered = Gauge(P + "last_not_recovered_timestamp_seconds",
                                         "When a claim was last reported not recovered.", registry=r)
+        # Every known label value starts at zero, so every pass exposes, and pushes, every series it owns: a
+        # push is a POST, which replaces only the families it carries samples for, and a family left without
+        # samples would keep an earlier pass's series on the Pushgateway for ever (an old refusal, say).
+        # api_requests' values are open-ended; every pass that reaches the API carries some, so it is replaced.
         for state in NodeState:
             self.nodes.labels(state.value)
+        for result in NAMES.values():
+            self.passes.labels(result)
+        for reason in (*(kind.value for kind in RefusalKind), SPLIT_BRAIN):
+            self.refusals.labels(reason)
 
     def api_request(self, verb: str, what: str, code: str) -> None:
         self.requests.labels(verb, what.split(" ")[0], code).inc()
@@ -98,7 +107,7 @@ class Metrics:
                 self.refusals.labels(plan.refusal.kind.value).inc()
         if outcome is not None:
             if outcome.split_brain:
-                self.refusals.labels("split-brain").inc(len(outcome.split_brain))
+                self.refusals.labels(SPLIT_BRAIN).inc(len(outcome.split_brain))
             self.pods.inc(len(outcome.pods_deleted))
             self.attachments.inc(len(outcome.attachments_deleted))
             self.taints_added.inc(len(outcome.taints_added))

@@ -16,9 +16,9 @@ import pytest
 import yaml
 
 from conftest import ROOT
-from rwo_failover.exitcodes import EXIT_OK
+from rwo_failover.exitcodes import EXIT_OK, EXIT_REFUSED
 from rwo_failover.health import Liveness
-from rwo_failover.metrics import documented
+from rwo_failover.metrics import Metrics, documented
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.control_plane import free_port
 
@@ -263,6 +263,47 @@ def test_cronjob_passes_replace_one_pushgateway_group_and_keep_the_last_success(
     assert len(found) == 1, [g["labels"] for g in found]
     assert gauge(found[0], "rwo_failover_last_pass_timestamp_seconds") > succeeded
     assert gauge(found[0], "rwo_failover_last_success_timestamp_seconds") == succeeded
+
+
+def test_each_pass_replaces_every_series_of_the_last_one_on_the_pushgateway(api, run_pass, tmp_path):
+    """A push is a POST, which replaces only the metric families it carries samples for: a labelled counter
+    this pass left at no samples would keep the last pass's series for ever (an old refusal, say)."""
+    gateway, url = pushgateway(tmp_path)
+    try:
+        fc.outage(api, pods=("db-0", "db-1"))
+        refused = run_pass(PUSHGATEWAY_URL=url, MAX_PODS_PER_PASS="1")
+        assert refused.code == EXIT_REFUSED
+        [group] = groups(url)
+        assert series(group, "rwo_failover_refusals_total")[(("reason", "pods-per-pass"),)] == 1
+        assert run_pass(PUSHGATEWAY_URL=url).code == EXIT_OK
+        [group] = groups(url)
+    finally:
+        gateway.terminate()
+        gateway.wait(timeout=30)
+    refusals = series(group, "rwo_failover_refusals_total")
+    assert refusals[(("reason", "pods-per-pass"),)] == 0, "this pass refused nothing: its figure, not the last one's"
+    assert set(refusals.values()) == {0.0}
+    assert series(group, "rwo_failover_passes_total")[(("result", "refused"),)] == 0
+
+
+def series(group: dict, name: str) -> dict[tuple, float]:
+    """A metric family in a Pushgateway group: {its own labels (job and instance left out): value}."""
+    return {tuple(sorted((k, v) for k, v in m["labels"].items() if k not in ("job", "instance"))): float(m["value"])
+            for m in group.get(name, {}).get("metrics", [])}
+
+
+def test_every_labelled_metric_starts_with_each_documented_value_at_zero():
+    """So a pass exposes (and pushes) every series it owns; only api_requests' label values are open-ended."""
+    doc = (ROOT / "docs" / "monitoring.md").read_text()
+    documented = {label: re.findall(r"`([a-z-]+)`", re.search(rf"`{label}` is (.*?)\.", doc, re.S)[1])
+                  for label in ("result", "reason", "verdict")}
+    exposed: dict[str, set[str]] = {}
+    for family in Metrics().registry.collect():
+        for sample in family.samples:
+            for label, value in sample.labels.items():
+                exposed.setdefault(label, set()).add(value)
+    for label, values in documented.items():
+        assert exposed.get(label) == set(values), label
 
 
 def github_anchors(markdown: str) -> set[str]:
