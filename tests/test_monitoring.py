@@ -15,12 +15,14 @@ from datetime import datetime, timedelta, timezone
 import pytest
 import yaml
 
-from conftest import ROOT
+from conftest import ROOT, plant
 from rwo_failover.exitcodes import EXIT_OK, EXIT_REFUSED
 from rwo_failover.health import Liveness
 from rwo_failover.metrics import Metrics, documented
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.control_plane import free_port
+from rwo_testkit.fence_server import Recorder
+from rwo_testkit.raw_reply import RawReply
 
 from helpers import recovery_records
 
@@ -103,6 +105,33 @@ def test_a_pushgateway_that_is_down_is_a_warning_not_a_failed_pass(api, run_pass
     assert result.code == EXIT_OK and api.objects("pods") == []
     [line] = result.lines("could not push metrics to the Pushgateway; the pass itself is unaffected")
     assert line["level"] == "WARNING"
+
+
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+def test_a_push_never_follows_a_redirect_nor_takes_its_password_elsewhere(api, run_pass, status):
+    """A Pushgateway (or whatever answers at its URL) that redirects: the push is not repeated anywhere, the
+    basic-auth password never reaches the other host, and the pass keeps its exit code."""
+    password = plant("pushgateway-s3cret")
+    with Recorder() as elsewhere, Recorder() as gateway:
+        gateway.answer = (status, b"", {"Location": elsewhere.url.replace("127.0.0.1", "localhost")})
+        fc.outage(api)
+        result = run_pass(PUSHGATEWAY_URL=gateway.url.replace("http://", f"http://ops:{password}@"))
+    assert result.code == EXIT_OK and api.objects("pods") == []
+    assert elsewhere.requests == [], "the redirect was followed"
+    assert [r["method"] for r in gateway.requests] == ["POST"]
+    [line] = result.lines("could not push metrics to the Pushgateway; the pass itself is unaffected")
+    assert line["level"] == "WARNING" and str(status) in line["error"] and "redirect" in line["error"]
+
+
+@pytest.mark.parametrize("reply", [b"HELLO\r\n\r\n", b"HTTP/1.1 2OO OK\r\n\r\n", b""])
+def test_a_reply_that_is_not_http_is_one_warning_and_the_pass_keeps_its_code(api, run_pass, reply):
+    with RawReply(reply) as gateway:
+        fc.outage(api)
+        result = run_pass(PUSHGATEWAY_URL=gateway.url)
+    assert result.code == EXIT_OK and api.objects("pods") == [] and gateway.requests
+    [line] = result.lines("could not push metrics to the Pushgateway; the pass itself is unaffected")
+    assert line["level"] == "WARNING" and line["error"]
+    assert result.lines("pass finished")
 
 
 # --- recovery confirmation --------------------------------------------------------------------------------
