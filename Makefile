@@ -1,7 +1,7 @@
 # The two front-door commands: `make demo` and `make test`. Both set up .venv from the pinned, hashed
-# requirements. Each wheel is downloaded once into the wheelhouse; every later install (a rebuilt .venv, the
-# tests that install the image's dependencies or the built wheel into a fresh venv) reads only from it, so
-# after the first set-up everything works offline. `make clean` keeps the wheelhouse for that reason.
+# requirements. Each wheel is downloaded once (per Python version) into the wheelhouse; every later install (a
+# rebuilt .venv, the tests that install the image's dependencies or the built wheel into a fresh venv) reads only
+# from it, so after the first set-up everything works offline. `make clean` keeps the wheelhouse for that reason.
 PYTHON ?= python3
 VENV ?= .venv
 WHEELHOUSE ?= .wheelhouse
@@ -20,10 +20,13 @@ ifneq ($(PY_WANT),$(PY_HAVE))
 STALE := rebuild-venv
 endif
 
-# $(call wheels,FILE): download FILE's wheels, hash-checked, unless the wheelhouse holds this exact set already.
-wheels = @mkdir -p $(WHEELHOUSE) && cmp -s $(1) $(WHEELHOUSE)/$(1) || { \
-  echo "downloading the wheels of $(1) into $(WHEELHOUSE) (once: later set-ups are offline)"; \
-  $(PIP) download --quiet --require-hashes --no-deps -r $(1) -d $(WHEELHOUSE) && cp $(1) $(WHEELHOUSE)/$(1); }
+# $(call wheels,FILE): download FILE's wheels, hash-checked, unless the wheelhouse already holds every one of them
+# for this venv's Python. pip itself answers that, offline: a wheel built for another Python (the wheelhouse keeps
+# every version's, side by side) does not count, so after a Python upgrade the new version's wheels come once.
+wheels = @mkdir -p $(WHEELHOUSE) && $(PIP) download --quiet --no-index --find-links $(WHEELHOUSE) --require-hashes \
+  --no-deps -r $(1) -d $(WHEELHOUSE) >/dev/null 2>&1 || { \
+  echo "downloading the wheels of $(1) for Python $(PY_WANT) into $(WHEELHOUSE) (once: later set-ups are offline)"; \
+  $(PIP) download --quiet --require-hashes --no-deps -r $(1) -d $(WHEELHOUSE); }
 
 # Runtime set-up. It starts from an empty .venv every time it runs, so a set-up that failed half-way (no
 # .runtime stamp) is never reused. Python is checked first, in plain words.

@@ -50,7 +50,7 @@ def main(argv: Optional[Sequence[str]] = None, environ: Optional[Mapping[str, st
 
     def new_api() -> Api:
         return Api(api_client, settings, sleep=sleep, on_attempt=metrics.api_request)
-    show = _table_printer(settings, continuous, stdout)
+    show = _table_printer(settings, continuous, stdout, stderr)
     if continuous:
         elector = LeaderElector(new_api, settings.leader_election_namespace, settings.leader_election_lease_name,
                                 f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}",
@@ -109,15 +109,20 @@ def _guard(flag: StopFlag) -> Guard:
     return guard
 
 
-def _table_printer(settings: config.Settings, continuous: bool,
-                   stdout: IO[str]) -> Optional[Callable[[Plan], None]]:
-    """The plan as a table for people: with OUTPUT=table, or on a terminal for one pass (OUTPUT=auto)."""
-    if settings.output == "none" or (settings.output == "auto" and (continuous or not stdout.isatty())):
+def _table_printer(settings: config.Settings, continuous: bool, stdout: IO[str],
+                   stderr: IO[str]) -> Optional[Callable[[Plan], None]]:
+    """The plan as a table for people: with OUTPUT=table, or on a terminal for one pass (OUTPUT=auto).
+
+    On stdout only when stdout is a terminal; otherwise on stderr, so that stdout (piped into jq, collected
+    from a Job) holds nothing but log lines, each whole."""
+    on_terminal = stdout.isatty()
+    if settings.output == "none" or (settings.output == "auto" and (continuous or not on_terminal)):
         return None
+    stream = stdout if on_terminal else stderr
 
     def show(plan: Plan) -> None:
         for handler in logging.getLogger(logs.LOGGER).handlers:
             handler.flush()  # the table comes after the log lines that led to it
-        stdout.write(plan_table.render(plan, settings.dry_run))
-        stdout.flush()
+        stream.write(plan_table.render(plan, settings.dry_run))
+        stream.flush()
     return show

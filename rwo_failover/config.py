@@ -340,7 +340,8 @@ SPECS: tuple[Spec, ...] = (
     Spec("LOG_LEVEL", _choice(LOG_LEVELS, str.upper), "INFO", "Least severe level logged.",
          f"one of {', '.join(LOG_LEVELS)}"),
     Spec("OUTPUT", _choice(OUTPUTS), "auto",
-         "The plan as a table before the pass acts: table, none, or auto (a table on a terminal, for one pass).",
+         "The plan as a table before the pass acts: table, none, or auto (a table on a terminal, for one pass). "
+         "On stdout at a terminal; otherwise on stderr, so stdout holds only log lines.",
          f"one of {', '.join(OUTPUTS)}"),
     Spec("KUBECONFIG", _optional_text, "",
          "Kubeconfig path(s); empty means ~/.kube/config, or in-cluster config inside a pod.",

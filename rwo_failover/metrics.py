@@ -7,22 +7,26 @@ table equal to documented() below. Timestamps let alerts work the same way for s
 
 from __future__ import annotations
 
+import base64
 import logging
 import time
-from typing import Callable, Optional
+from email.message import Message
+from typing import IO, Callable, Optional
+from urllib.error import HTTPError
+from urllib.request import HTTPRedirectHandler, Request, build_opener
 from urllib.parse import unquote, urlsplit
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, pushadd_to_gateway
-from prometheus_client.exposition import basic_auth_handler, default_handler
 from prometheus_client.registry import Collector
 
 from .urls import without_userinfo
 from .exitcodes import EXIT_OK, EXIT_REFUSED, NAMES
 from .outcome import Outcome
-from .planner.types import NodeState, Plan
+from .planner.types import NodeState, Plan, RefusalKind
 
 log = logging.getLogger("rwo_failover")
 P = "rwo_failover_"
+SPLIT_BRAIN = "split-brain"  # the refusals' reason for a node tainted for shutdown that still heartbeats
 FAILOVER_BUCKETS = (15, 30, 45, 60, 90, 120, 180, 300, 600, 1200, 3600)
 PUSH_TIMEOUT_SECONDS = 10  # the CronJob's terminationGracePeriodSeconds covers the pass deadline plus this
 # "When did it last happen" gauges: a pass pushes them only when it set them, so the group keeps the time of
@@ -75,8 +79,16 @@ class Metrics:
                                      "replacement was not confirmed within RECOVERY_TIMEOUT_SECONDS.", registry=r)
         self.last_not_recovered = Gauge(P + "last_not_recovered_timestamp_seconds",
                                         "When a claim was last reported not recovered.", registry=r)
+        # Every known label value starts at zero, so every pass exposes, and pushes, every series it owns: a
+        # push is a POST, which replaces only the families it carries samples for, and a family left without
+        # samples would keep an earlier pass's series on the Pushgateway for ever (an old refusal, say).
+        # api_requests' values are open-ended; every pass that reaches the API carries some, so it is replaced.
         for state in NodeState:
             self.nodes.labels(state.value)
+        for result in NAMES.values():
+            self.passes.labels(result)
+        for reason in (*(kind.value for kind in RefusalKind), SPLIT_BRAIN):
+            self.refusals.labels(reason)
 
     def api_request(self, verb: str, what: str, code: str) -> None:
         self.requests.labels(verb, what.split(" ")[0], code).inc()
@@ -98,7 +110,7 @@ class Metrics:
                 self.refusals.labels(plan.refusal.kind.value).inc()
         if outcome is not None:
             if outcome.split_brain:
-                self.refusals.labels("split-brain").inc(len(outcome.split_brain))
+                self.refusals.labels(SPLIT_BRAIN).inc(len(outcome.split_brain))
             self.pods.inc(len(outcome.pods_deleted))
             self.attachments.inc(len(outcome.attachments_deleted))
             self.taints_added.inc(len(outcome.taints_added))
@@ -115,26 +127,51 @@ class Metrics:
         """Push this pass's metrics into the one group of this CronJob; a failure is a warning, never a failed
         pass. A POST (pushadd) replaces the metrics it carries and keeps the others, so a failed pass leaves the
         last success's time in place; every other metric is pushed by every pass and so replaced. A
-        user:password@ in the URL is sent as HTTP basic auth, and never logged: only the URL without it is."""
+        user:password@ in the URL is sent as HTTP basic auth, and never logged: only the URL without it is.
+        A redirect is never followed (it would take the password to whatever host it names), and whatever the
+        answer, this returns: the push comes after the pass, and must not change its exit code."""
         grouping = {"instance": instance}
         shown = without_userinfo(url)
         parts = urlsplit(url)
         user, password = unquote(parts.username or ""), unquote(parts.password or "")
-
-        def handler(url: str, method: str, timeout: Optional[float], headers: list, data: bytes) -> Callable[[], None]:
-            if user or password:
-                return basic_auth_handler(url, method, timeout, headers, data, username=user, password=password)
-            return default_handler(url, method, timeout, headers, data)
         pushed = CollectorRegistry()
         pushed.register(_SetThisPass(self.registry))
         try:
             pushadd_to_gateway(shown, job="rwo-failover", registry=pushed, grouping_key=grouping,
-                               timeout=PUSH_TIMEOUT_SECONDS, handler=handler)
+                               timeout=PUSH_TIMEOUT_SECONDS, handler=_no_redirect_handler(user, password))
             log.info("pushed metrics to the Pushgateway", extra={"url": shown, **grouping})
-        except (OSError, ValueError) as err:
-            error = str(err).replace(password, "***") if password else str(err)
+        except Exception as err:  # noqa: BLE001 - any failure (a reply that is not HTTP, say) is this warning
+            error = f"{type(err).__name__}: {err}"
             log.warning("could not push metrics to the Pushgateway; the pass itself is unaffected",
-                        extra={"url": shown, "error": error})
+                        extra={"url": shown, "error": error.replace(password, "***") if password else error})
+
+
+class _Refuse(HTTPRedirectHandler):
+    """A 3xx is an error like any other: urllib would otherwise repeat the request (as a GET for 301, 302 and
+    303) at the Location it names, with every header, the Authorization one included."""
+
+    def redirect_request(self, req: Request, fp: IO[bytes], code: int, msg: str, headers: Message,
+                         newurl: str) -> None:
+        raise HTTPError(req.full_url, code, f"{msg}: a redirect to {without_userinfo(newurl)!r}, which a push never "
+                        "follows", headers, fp)
+
+
+def _no_redirect_handler(user: str, password: str) -> Callable[..., Callable[[], None]]:
+    """prometheus_client's handler protocol, as its default_handler (and basic_auth_handler) but with _Refuse
+    in place of urllib's redirect handler: that one cannot be swapped through prometheus_client's own API."""
+    def handler(url: str, method: str, timeout: Optional[float], headers: list, data: bytes) -> Callable[[], None]:
+        def send() -> None:
+            request = Request(url, data=data, method=method)
+            for name, value in headers:
+                request.add_header(name, value)
+            if user or password:
+                token = base64.b64encode(f"{user}:{password}".encode()).decode()
+                request.add_header("Authorization", f"Basic {token}")
+            with build_opener(_Refuse).open(request, timeout=timeout) as answer:
+                if answer.status >= 300:
+                    raise OSError(f"the Pushgateway answered {answer.status} {answer.reason}")
+        return send
+    return handler
 
 
 def documented() -> tuple[tuple[str, str, str], ...]:

@@ -55,6 +55,21 @@ def render(values: Optional[dict] = None, name: str = "rwo-failover", namespace:
     return [d for d in yaml.safe_load_all(render_text(values, name, namespace)) if d]
 
 
+def workload(docs: list[dict]) -> tuple[list[str], dict[str, str]]:
+    """The args and env of the render's one workload (the CronJob's or the Deployment's container)."""
+    [found] = [d for d in docs if d["kind"] in ("CronJob", "Deployment")]
+    container = found["spec"].get("jobTemplate", found)["spec"]["template"]["spec"]["containers"][0]
+    return container.get("args") or [], {e["name"]: e["value"] for e in container["env"]}
+
+
+def notes(values: Optional[dict] = None, name: str = "rwo-failover", namespace: str = "rwo-failover") -> str:
+    """What `helm install` prints after installing: the rendered NOTES.txt."""
+    with helm.Chart.load(str(CHART)) as chart:
+        rendered = chart.render(values, name=name, namespace=namespace, is_install=True)
+    [text] = [body for path, body in rendered.items() if path.endswith("NOTES.txt")]
+    return text
+
+
 def lint_all() -> int:
     """`helm lint --strict` with the defaults and each of MODES' values; 1 if any warning or error."""
     failed = 0

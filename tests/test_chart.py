@@ -24,8 +24,11 @@ HELM_LABELS = ("helm.sh/chart", "app.kubernetes.io/instance", "app.kubernetes.io
                "app.kubernetes.io/version")
 
 
-@pytest.mark.parametrize("values", [None, {"mode": "ha"}, {"mode": "ha", "monitoring": {
-    "prometheusRule": True, "serviceMonitor": True}, "settings": {"FENCING": "networkfence"}}])
+LINTED = [None, {"mode": "ha"}, {"mode": "ha", "monitoring": {"prometheusRule": True, "serviceMonitor": True},
+                                  "settings": {"FENCING": "networkfence", "NETWORK_FENCE_CLASS": "ceph"}}]
+
+
+@pytest.mark.parametrize("values", LINTED)
 def test_the_chart_lints_strictly(values):
     report = chart.lint(values)
     problems = [m for m in report["messages"] if m["severity"] >= 2]  # 2 warning, 3 error; 1 is info
@@ -157,3 +160,43 @@ def test_the_monitoring_objects_are_the_ones_in_monitoring():
 def test_cronjob_mode_has_no_servicemonitor():
     kinds = {d["kind"] for d in chart.render({"monitoring": {"serviceMonitor": True}})}
     assert "ServiceMonitor" not in kinds and "CronJob" in kinds
+
+
+# --- the chart renders only what the program and the API server accept -------------------------------------
+
+@pytest.mark.parametrize("values, setting, env", [
+    ({"mode": "ha", "settings": {"DRY_RUN": "true"}}, "DRY_RUN", {"DRY_RUN": "true"}),
+    ({"mode": "ha", "ha": {"settings": {"DRY_RUN": True}}}, "DRY_RUN", {"DRY_RUN": "true"}),
+    ({"mode": "ha", "ha": {"settings": {"INTERVAL": "0"}}}, "INTERVAL", {"INTERVAL": "0"}),
+    ({"cronjob": {"settings": {"LEADER_ELECTION": "true"}}}, "LEADER_ELECTION", {"LEADER_ELECTION": "true"}),
+    ({"settings": {"FENCING": "networkfence"}}, "NETWORK_FENCE_CLASS", {"FENCING": "networkfence"}),
+    ({"mode": "ha", "ha": {"settings": {"FENCING": "webhook"}}}, "FENCE_WEBHOOK_URL", {"FENCING": "webhook"}),
+    ({"mode": "ha", "settings": {"METRICS_PORT": "0"}}, "METRICS_PORT", None),  # containerPort 0: the API server's
+])
+def test_settings_every_pod_would_refuse_are_refused_when_rendering(values, setting, env):
+    """Each of these would render, and then every pod would exit 2 (or the API server reject the Deployment):
+    Helm refuses them first, naming the setting. `env` shows the program itself refuses the same settings."""
+    import helm_python as helm
+
+    with pytest.raises(helm.HelmError, match=setting) as refused:
+        chart.render(values)
+    assert "rwo-failover:" in str(refused.value)
+    if env is not None:
+        mode = values.get("mode", "cronjob")
+        args, accepted = chart.workload(chart.render({"mode": mode}))
+        with pytest.raises(config.ConfigError, match=setting):
+            config.load(args, {**accepted, **env})
+
+
+def test_every_env_these_tests_render_is_one_the_program_accepts():
+    """What the chart renders, the program starts with: its own config.load, on the rendered args and env."""
+    from test_chart_rbac import CASES
+
+    renders = [None, *chart.MODES.values(), *LINTED, *CASES, {"mode": "cronjob", "settings": {
+        "DRY_RUN": True, "PAGE_SIZE": 1000000, "MAX_UNHEALTHY_FRACTION": 0.25}},
+        {"mode": "ha", "monitoring": {"prometheusRule": True, "serviceMonitor": True}},
+        {"cronjob": {"settings": {"DRY_RUN": "true"}}}]
+    for values in renders:
+        for name, namespace in (("rwo-failover", "rwo-failover"), ("rwo-prod", "ops")):
+            args, env = chart.workload(chart.render(values, name=name, namespace=namespace))
+            config.load(args, env)  # raises ConfigError, naming the setting, on anything it would refuse

@@ -187,3 +187,83 @@ def test_a_finished_venv_is_kept(tmp_path):
     proc = subprocess.run(["make", "-n", "demo"], cwd=tmp_path, capture_output=True, text=True, timeout=60,
                           env=CLEAN_ENV)
     assert proc.stdout.splitlines() == [".venv/bin/python -m rwo_testkit.demo"], proc.stdout
+
+
+# --- the wheelhouse across Python versions ------------------------------------------------------------------
+
+OTHER_PYTHONS = sorted(Path("/root/.pyenv/versions").glob("3.1[2-9]*/bin/python")) + \
+    [Path(p) for p in (shutil.which("python3.12"), shutil.which("python3.13")) if p]
+
+
+def fake_wheel(folder: Path, tag: str) -> tuple[str, str]:
+    """A real, installable wheel of `rwofake` 1.0 for one interpreter only (`cp311-none-any`, say): what a
+    compiled dependency's wheels are to pip. Its file name and sha256."""
+    import base64
+    import hashlib
+    import zipfile
+
+    name = f"rwofake-1.0-{tag}.whl"
+    files = {"rwofake/__init__.py": f"BUILT_FOR = {tag!r}\n",
+             "rwofake-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: rwofake\nVersion: 1.0\n",
+             "rwofake-1.0.dist-info/WHEEL": f"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: {tag}\n"}
+    record = "".join(f"{path},sha256={base64.urlsafe_b64encode(hashlib.sha256(body.encode()).digest()).rstrip(b'=').decode()},"
+                     f"{len(body.encode())}\n" for path, body in files.items()) + "rwofake-1.0.dist-info/RECORD,,\n"
+    with zipfile.ZipFile(folder / name, "w") as archive:
+        for path, body in {**files, "rwofake-1.0.dist-info/RECORD": record}.items():
+            archive.writestr(path, body)
+    return name, hashlib.sha256((folder / name).read_bytes()).hexdigest()
+
+
+class Index:
+    """A package index (PEP 503, over HTTP on loopback) that can go offline."""
+
+    def __init__(self, root: Path) -> None:
+        import functools
+        import http.server
+        import threading
+
+        handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
+        handler.log_message = lambda *args: None
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/simple/"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not OTHER_PYTHONS, reason="needs a second Python (3.12 or newer) besides this 3.11")
+def test_after_a_python_upgrade_the_rebuilt_venv_gets_that_pythons_wheels(tmp_path):
+    """The wheelhouse held only the first interpreter's wheels and said it was complete: after an upgrade the
+    rebuild failed with pip's "No matching distribution", even online, and again after `make clean`. Here a
+    real second interpreter, real pip, and a dependency whose wheels are per interpreter."""
+    other = OTHER_PYTHONS[0]
+    other_tag = "cp" + subprocess.run([str(other), "-c", "import sys; print(*sys.version_info[:2], sep='')"],
+                                      capture_output=True, text=True, check=True).stdout.strip()
+    assert other_tag != "cp311"
+    clone, simple = tmp_path / "clone", tmp_path / "index" / "simple" / "rwofake"
+    clone.mkdir()
+    simple.mkdir(parents=True)
+    shutil.copy(ROOT / "Makefile", clone)
+    wheels = [fake_wheel(simple, f"{tag}-none-any") for tag in ("cp311", other_tag)]
+    (clone / "requirements.txt").write_text("rwofake==1.0 " + " ".join(f"--hash=sha256:{h}" for _, h in wheels) + "\n")
+    index = Index(tmp_path / "index")
+    env = {**CLEAN_ENV, "PIP_INDEX_URL": index.url, "PIP_CONFIG_FILE": os.devnull}
+
+    def set_up(python: str) -> str:
+        proc = subprocess.run(["make", "--no-print-directory", ".venv/.runtime", f"PYTHON={python}"], cwd=clone,
+                              env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        return subprocess.run([str(clone / ".venv/bin/python"), "-c", "import rwofake; print(rwofake.BUILT_FOR)"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+
+    try:
+        assert set_up(sys.executable) == "cp311-none-any"
+        assert set_up(str(other)) == f"{other_tag}-none-any", "the upgrade: the venv is rebuilt with its wheels"
+    finally:
+        index.close()  # from here on, offline
+    subprocess.run(["make", "clean"], cwd=clone, env=env, check=True, capture_output=True, timeout=60)
+    assert set_up(str(other)) == f"{other_tag}-none-any", "after make clean, offline"
+    assert set_up(sys.executable) == "cp311-none-any", "and back, offline"

@@ -15,12 +15,14 @@ from datetime import datetime, timedelta, timezone
 import pytest
 import yaml
 
-from conftest import ROOT
-from rwo_failover.exitcodes import EXIT_OK
+from conftest import ROOT, plant
+from rwo_failover.exitcodes import EXIT_OK, EXIT_REFUSED
 from rwo_failover.health import Liveness
-from rwo_failover.metrics import documented
+from rwo_failover.metrics import Metrics, documented
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.control_plane import free_port
+from rwo_testkit.fence_server import Recorder
+from rwo_testkit.raw_reply import RawReply
 
 from helpers import recovery_records
 
@@ -103,6 +105,33 @@ def test_a_pushgateway_that_is_down_is_a_warning_not_a_failed_pass(api, run_pass
     assert result.code == EXIT_OK and api.objects("pods") == []
     [line] = result.lines("could not push metrics to the Pushgateway; the pass itself is unaffected")
     assert line["level"] == "WARNING"
+
+
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+def test_a_push_never_follows_a_redirect_nor_takes_its_password_elsewhere(api, run_pass, status):
+    """A Pushgateway (or whatever answers at its URL) that redirects: the push is not repeated anywhere, the
+    basic-auth password never reaches the other host, and the pass keeps its exit code."""
+    password = plant("pushgateway-s3cret")
+    with Recorder() as elsewhere, Recorder() as gateway:
+        gateway.answer = (status, b"", {"Location": elsewhere.url.replace("127.0.0.1", "localhost")})
+        fc.outage(api)
+        result = run_pass(PUSHGATEWAY_URL=gateway.url.replace("http://", f"http://ops:{password}@"))
+    assert result.code == EXIT_OK and api.objects("pods") == []
+    assert elsewhere.requests == [], "the redirect was followed"
+    assert [r["method"] for r in gateway.requests] == ["POST"]
+    [line] = result.lines("could not push metrics to the Pushgateway; the pass itself is unaffected")
+    assert line["level"] == "WARNING" and str(status) in line["error"] and "redirect" in line["error"]
+
+
+@pytest.mark.parametrize("reply", [b"HELLO\r\n\r\n", b"HTTP/1.1 2OO OK\r\n\r\n", b""])
+def test_a_reply_that_is_not_http_is_one_warning_and_the_pass_keeps_its_code(api, run_pass, reply):
+    with RawReply(reply) as gateway:
+        fc.outage(api)
+        result = run_pass(PUSHGATEWAY_URL=gateway.url)
+    assert result.code == EXIT_OK and api.objects("pods") == [] and gateway.requests
+    [line] = result.lines("could not push metrics to the Pushgateway; the pass itself is unaffected")
+    assert line["level"] == "WARNING" and line["error"]
+    assert result.lines("pass finished")
 
 
 # --- recovery confirmation --------------------------------------------------------------------------------
@@ -263,6 +292,47 @@ def test_cronjob_passes_replace_one_pushgateway_group_and_keep_the_last_success(
     assert len(found) == 1, [g["labels"] for g in found]
     assert gauge(found[0], "rwo_failover_last_pass_timestamp_seconds") > succeeded
     assert gauge(found[0], "rwo_failover_last_success_timestamp_seconds") == succeeded
+
+
+def test_each_pass_replaces_every_series_of_the_last_one_on_the_pushgateway(api, run_pass, tmp_path):
+    """A push is a POST, which replaces only the metric families it carries samples for: a labelled counter
+    this pass left at no samples would keep the last pass's series for ever (an old refusal, say)."""
+    gateway, url = pushgateway(tmp_path)
+    try:
+        fc.outage(api, pods=("db-0", "db-1"))
+        refused = run_pass(PUSHGATEWAY_URL=url, MAX_PODS_PER_PASS="1")
+        assert refused.code == EXIT_REFUSED
+        [group] = groups(url)
+        assert series(group, "rwo_failover_refusals_total")[(("reason", "pods-per-pass"),)] == 1
+        assert run_pass(PUSHGATEWAY_URL=url).code == EXIT_OK
+        [group] = groups(url)
+    finally:
+        gateway.terminate()
+        gateway.wait(timeout=30)
+    refusals = series(group, "rwo_failover_refusals_total")
+    assert refusals[(("reason", "pods-per-pass"),)] == 0, "this pass refused nothing: its figure, not the last one's"
+    assert set(refusals.values()) == {0.0}
+    assert series(group, "rwo_failover_passes_total")[(("result", "refused"),)] == 0
+
+
+def series(group: dict, name: str) -> dict[tuple, float]:
+    """A metric family in a Pushgateway group: {its own labels (job and instance left out): value}."""
+    return {tuple(sorted((k, v) for k, v in m["labels"].items() if k not in ("job", "instance"))): float(m["value"])
+            for m in group.get(name, {}).get("metrics", [])}
+
+
+def test_every_labelled_metric_starts_with_each_documented_value_at_zero():
+    """So a pass exposes (and pushes) every series it owns; only api_requests' label values are open-ended."""
+    doc = (ROOT / "docs" / "monitoring.md").read_text()
+    documented = {label: re.findall(r"`([a-z-]+)`", re.search(rf"`{label}` is (.*?)\.", doc, re.S)[1])
+                  for label in ("result", "reason", "verdict")}
+    exposed: dict[str, set[str]] = {}
+    for family in Metrics().registry.collect():
+        for sample in family.samples:
+            for label, value in sample.labels.items():
+                exposed.setdefault(label, set()).add(value)
+    for label, values in documented.items():
+        assert exposed.get(label) == set(values), label
 
 
 def github_anchors(markdown: str) -> set[str]:
