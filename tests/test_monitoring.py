@@ -299,18 +299,19 @@ def test_each_pass_replaces_every_series_of_the_last_one_on_the_pushgateway(api,
     this pass left at no samples would keep the last pass's series for ever (an old refusal, say)."""
     gateway, url = pushgateway(tmp_path)
     try:
-        fc.outage(api, pods=("db-0", "db-1"))
-        refused = run_pass(PUSHGATEWAY_URL=url, MAX_PODS_PER_PASS="1")
+        fc.outage(api, live=6)
+        fc.outage(api, dead="dead-2", pods=("db-1",), live=0)
+        refused = run_pass(PUSHGATEWAY_URL=url, MAX_NODES_PER_PASS="1")
         assert refused.code == EXIT_REFUSED
         [group] = groups(url)
-        assert series(group, "rwo_failover_refusals_total")[(("reason", "pods-per-pass"),)] == 1
+        assert series(group, "rwo_failover_refusals_total")[(("reason", "nodes-per-pass"),)] == 1
         assert run_pass(PUSHGATEWAY_URL=url).code == EXIT_OK
         [group] = groups(url)
     finally:
         gateway.terminate()
         gateway.wait(timeout=30)
     refusals = series(group, "rwo_failover_refusals_total")
-    assert refusals[(("reason", "pods-per-pass"),)] == 0, "this pass refused nothing: its figure, not the last one's"
+    assert refusals[(("reason", "nodes-per-pass"),)] == 0, "this pass refused nothing: its figure, not the last one's"
     assert set(refusals.values()) == {0.0}
     assert series(group, "rwo_failover_passes_total")[(("result", "refused"),)] == 0
 
