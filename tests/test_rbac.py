@@ -87,13 +87,19 @@ def test_no_rule_grants_secrets_or_escalation_verbs():
         assert verb not in ("escalate", "bind", "impersonate", "*")
 
 
+CHART_ONLY_NAMESPACES = {"ops-records", "ops-election"}
+
+
 @pytest.mark.after_all
 def test_rbac_grants_exactly_the_calls_the_test_suite_saw(request):
     collected = {Path(item.path).name for item in request.session.items if Path(item.path).parent == ROOT / "tests"}
     every_module = {p.name for p in (ROOT / "tests").glob("test_*.py")}
     if collected != every_module:
         pytest.skip("judges the whole suite's request log; run `make test` (this run collected a subset)")
-    ours = [r for r in SESSION_REQUESTS if r.user_agent == USER_AGENT and r.verb and r.verb != "version"]
+    # tests/test_chart_rbac.py runs passes with the chart's settings (RECOVERY_NAMESPACE, LEADER_ELECTION_NAMESPACE
+    # moved) behind the chart's own RBAC (rwo_testkit/rbac_gate.py): those calls are judged there, not here.
+    ours = [r for r in SESSION_REQUESTS if r.user_agent == USER_AGENT and r.verb and r.verb != "version"
+            and r.namespace not in CHART_ONLY_NAMESPACES]
     seen = {(group_of(r.resource), r.resource, r.verb,
              r.namespace if r.resource in ("leases", "configmaps") else CLUSTER) for r in ours}
     grants = granted()
