@@ -12,11 +12,13 @@ from typing import IO, Callable, Mapping, Optional, Sequence
 
 from . import config, logs
 from .client import Api, load_api_client
+from .clock import ServerClock
 from .exitcodes import EXIT_CONFIG, EXIT_CRASH
 from .leader import LeaderElector
-from .loop import run_loop
+from .loop import Trigger, run_loop
 from .metrics import Metrics
 from .runner import run_pass
+from .watch import WatchedCluster
 
 log = logging.getLogger(logs.LOGGER)
 
@@ -40,16 +42,25 @@ def main(argv: Optional[Sequence[str]] = None, environ: Optional[Mapping[str, st
         print(f"rwo-failover: configuration error: {err}", file=stderr)
         return EXIT_CONFIG
     metrics = Metrics()
+    continuous = bool(settings.interval and not args.once)
+    # Continuous mode keeps one view of the server's clock across passes and watches: a pass that reads only
+    # its watch cache makes no request of its own to read the clock from.
+    server_clock = ServerClock() if continuous else None
 
     def new_api() -> Api:
-        return Api(api_client, settings, sleep=sleep, on_attempt=metrics.api_request)
+        return Api(api_client, settings, sleep=sleep, on_attempt=metrics.api_request, server_clock=server_clock)
     try:
-        if settings.interval and not args.once:
+        if continuous:
             elector = LeaderElector(new_api, settings.leader_election_namespace, settings.leader_election_lease_name,
                                     f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}",
                                     settings.leader_election_lease_seconds) if settings.leader_election else None
-            return run_loop(lambda: run_pass(new_api(), settings, metrics=metrics), settings, elector=elector,
-                            metrics=metrics)
+            if not settings.watch:
+                return run_loop(lambda: _listing_pass(new_api(), settings, metrics), settings, elector=elector,
+                                metrics=metrics)
+            trigger = Trigger()
+            cluster = WatchedCluster(new_api, settings, trigger.fire, metrics)
+            return run_loop(lambda: _watched_pass(new_api(), settings, metrics, cluster), settings, elector=elector,
+                            metrics=metrics, watched=(cluster, trigger))
         code = run_pass(new_api(), settings, metrics=metrics)
     except Exception:  # noqa: BLE001 - a bug must still end with a code of its own and its traceback
         log.exception("unexpected error; this is a bug in rwo-failover")
@@ -58,3 +69,17 @@ def main(argv: Optional[Sequence[str]] = None, environ: Optional[Mapping[str, st
     if settings.pushgateway_url:
         metrics.push(settings.pushgateway_url, settings.pushgateway_instance)
     return code
+
+
+def _listing_pass(api: Api, settings: config.Settings, metrics: Metrics) -> None:
+    """One pass that lists what it needs (WATCH=false): the loop passes every INTERVAL."""
+    run_pass(api, settings, metrics=metrics)
+
+
+def _watched_pass(api: Api, settings: config.Settings, metrics: Metrics, cluster: WatchedCluster) -> Optional[float]:
+    """One pass from the watch cache; the seconds until time alone changes a verdict (None: only a change)."""
+    wake = []
+    run_pass(api, settings, metrics=metrics, cache=cluster.view, on_plan=lambda plan: wake.append(plan.wake_at))
+    if not wake or wake[0] is None:
+        return None
+    return (wake[0] - api.server_clock.now()).total_seconds()

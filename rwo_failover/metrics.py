@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import socket
 import time
-from typing import Optional
+from typing import Callable, Optional
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, push_to_gateway
 
@@ -54,8 +54,36 @@ class Metrics:
                                      "replacement was not confirmed within RECOVERY_TIMEOUT_SECONDS.", registry=r)
         self.last_not_recovered = Gauge(P + "last_not_recovered_timestamp_seconds",
                                         "When a claim was last reported not recovered.", registry=r)
+        self.watch_events = Counter(P + "watch_events", "Continuous mode: watch events received, by resource and "
+                                    "type (ADDED, MODIFIED, DELETED, BOOKMARK).", ["resource", "type"], registry=r)
+        self.relists = Counter(P + "relists", "Continuous mode: full lists of a watched resource, by reason (initial, "
+                               "expired: 410 Gone, stale: the watch fell behind, periodic).", ["resource", "reason"],
+                               registry=r)
+        self.watch_restarts = Counter(P + "watch_restarts", "Continuous mode: watches that broke and were resumed, "
+                                      "by reason (dropped, stalled, error).", ["resource", "reason"], registry=r)
+        self.cache_age = Gauge(P + "watch_cache_age_seconds", "Continuous mode: seconds since the API server last "
+                               "said anything (a list, an event, a bookmark) about a watched resource.", ["resource"],
+                               registry=r)
+        self.triggers = Counter(P + "pass_triggers", "Continuous mode: what started each pass (change: a watched "
+                                "object changed; wake: time alone changes a verdict; interval; start).", ["reason"],
+                                registry=r)
         for state in NodeState:
             self.nodes.labels(state.value)
+
+    def watch_event(self, resource: str, kind: str) -> None:
+        self.watch_events.labels(resource, kind).inc()
+
+    def relisted(self, resource: str, reason: str) -> None:
+        self.relists.labels(resource, reason).inc()
+
+    def watch_restarted(self, resource: str, reason: str) -> None:
+        self.watch_restarts.labels(resource, reason).inc()
+
+    def watch_ages(self, age: Callable[[str], Optional[float]], resources: list[str]) -> None:
+        """The cache age of each watched resource, read at scrape time (NaN before its first list)."""
+        for resource in resources:
+            self.cache_age.labels(resource).set_function(
+                lambda resource=resource: float("nan") if age(resource) is None else age(resource))
 
     def api_request(self, verb: str, what: str, code: str) -> None:
         self.requests.labels(verb, what.split(" ")[0], code).inc()

@@ -17,6 +17,7 @@ from .config import Settings
 from .model import RECOVERY_LABEL, Attachment, Claim, Fence, Lease, Node, Pod, Snapshot, Volume
 from .planner import nodes_to_inspect, tainted_nodes
 from .planner.pods import exempt
+from .watch import Cached
 
 log = logging.getLogger("rwo_failover")
 T = TypeVar("T")
@@ -25,18 +26,21 @@ T = TypeVar("T")
 GETS_BEFORE_LIST = 20
 
 
-def observe(api: Api, settings: Settings, now: Callable[[], datetime]) -> Snapshot:
-    """`now` is read after the nodes and Leases, so ages are judged against the time of the reads."""
+def observe(api: Api, settings: Settings, now: Callable[[], datetime],
+            cache: Optional[Callable[[Api], Cached]] = None) -> Snapshot:
+    """`now` is read after the nodes and Leases, so ages are judged against the time of the reads. With a
+    `cache` (continuous mode's watches), nodes, fences and recovering claims come from it instead of lists."""
+    cached = cache(api) if cache else None
     # Keyed by name: a list is never judged with an object twice.
-    nodes = tuple({n.name: n for n in api.list_nodes(Node.from_json)}.values())
-    fences = {f.node: f for f in api.list_networkfences(Fence.from_json)} if settings.fencing == "networkfence" \
-        else {}
+    nodes = cached.nodes if cached else tuple({n.name: n for n in api.list_nodes(Node.from_json)}.values())
+    fences = cached.fences if cached else {f.node: f for f in api.list_networkfences(Fence.from_json)} \
+        if settings.fencing == "networkfence" else {}
     names = {n.name for n in nodes}
     watched = {n.name for n, _ in tainted_nodes(nodes, settings)} | {n.name for n in nodes if n.our_taint} | \
         {name for name, f in fences.items() if f.ours and name in names}
     leases = {name: _lease(api, name) for name in sorted(watched)}
     snapshot = Snapshot(now(), nodes, leases, fences=fences)
-    recovering = tuple(api.list_claims_labelled(RECOVERY_LABEL, Claim.from_json))
+    recovering = cached.recovering if cached else tuple(api.list_claims_labelled(RECOVERY_LABEL, Claim.from_json))
     namespace_pods = tuple(p for ns in sorted({c.namespace for c in recovering})
                            for p in api.list_pods_in(ns, Pod.from_json))
     inspect = nodes_to_inspect(snapshot, settings)

@@ -16,16 +16,20 @@ from .exitcodes import EXIT_FAILED, EXIT_FORBIDDEN, EXIT_OK, EXIT_REFUSED, EXIT_
 from .metrics import Metrics
 from .observe import observe
 from .outcome import Outcome
+from .watch import Cached
 from .writer import Guard
 
 log = logging.getLogger(logs.LOGGER)
 
 
 def run_pass(api: Api, settings: Settings, now: Callable[[], datetime] = utcnow,
-             metrics: Optional[Metrics] = None, guard: Optional[Guard] = None) -> int:
+             metrics: Optional[Metrics] = None, guard: Optional[Guard] = None,
+             cache: Optional[Callable[[Api], Cached]] = None,
+             on_plan: Optional[Callable[[planner.Plan], None]] = None) -> int:
     """Observe, decide, act; log one summary line; return the exit code.
 
     `guard` names a reason once no write may start (a stop signal, leadership lost); see writer.Guard.
+    `cache` gives continuous mode's watched lists to observe; `on_plan` is told the plan (its wake_at).
 
     `now` is this process's wall clock, used only until the API server has answered once: every age is
     judged on the server's clock (clock.ServerClock, fed by the Date header of each response).
@@ -34,13 +38,15 @@ def run_pass(api: Api, settings: Settings, now: Callable[[], datetime] = utcnow,
     api.server_clock.wall = now
     now = api.server_clock.now
     try:
-        snapshot = observe(api, settings, now)
+        snapshot = observe(api, settings, now, cache)
     except ApiError as err:
         code = EXIT_FORBIDDEN if isinstance(err, Forbidden) else EXIT_UNAVAILABLE
         log.error("cannot read the cluster; nothing was changed", extra={"error": str(err)})
         _summary(settings, None, None, code, started, api, metrics)
         return code
     plan = planner.plan(snapshot, settings)
+    if on_plan:
+        on_plan(plan)
     _log_plan(plan)
     actor = Actor(api, settings, now, metrics, guard)
     actor.warn_split_brain(plan.split_brain)
