@@ -128,10 +128,11 @@ class Reflector(Generic[T]):
         backoff = RETRY_SECONDS
         while not self._stop.is_set():
             self.alive_at = self.monotonic()
+            if self.listed_at is None:  # the first list is the first pass's (`current`): one list, not two
+                self._stop.wait(0.05)
+                continue
             try:
-                if self.listed_at is None:
-                    self.relist("initial")
-                elif self.monotonic() - self.listed_at >= self.settings.relist_seconds:
+                if self.monotonic() - self.listed_at >= self.settings.relist_seconds:
                     self.relist("periodic")
                 self._watch_once()
                 backoff = RETRY_SECONDS
@@ -154,6 +155,10 @@ class Reflector(Generic[T]):
                     self._safely_relist("expired")
                     continue
                 self._restarted("error", str(err))
+            except Exception:  # noqa: BLE001 - a bug or an odd answer must not end the watch for good
+                log.exception("watch failed; resuming", extra={"resource": self.source.name})
+                if self.metrics:
+                    self.metrics.watch_restarted(self.source.name, "error")
             self._stop.wait(backoff * random.uniform(0.8, 1.2))
             backoff = min(backoff * 2, MAX_RETRY_SECONDS)
 
@@ -166,7 +171,7 @@ class Reflector(Generic[T]):
     def _safely_relist(self, reason: str) -> None:
         try:
             self.relist(reason)
-        except ApiError as err:
+        except (ApiError, *BAD_OBJECT) as err:
             log.warning("cannot list; the watch will try again", extra={"resource": self.source.name,
                                                                         "reason": reason, "error": str(err)})
             self._stop.wait(RETRY_SECONDS)

@@ -135,6 +135,17 @@ def count(metrics: Metrics, name: str, **labels: str) -> float:
     return metrics.registry.get_sample_value(f"rwo_failover_{name}_total", labels) or 0.0
 
 
+def api_of(found: Reflector) -> Api:
+    return found.new_api()
+
+
+def started(found: Reflector) -> Reflector:
+    """Started as the loop starts it: the watch thread, then the first pass's list."""
+    found.start()
+    found.current(found.new_api())
+    return found
+
+
 def watches(api) -> list:
     return [r for r in api.requests if r.verb == "watch"]
 
@@ -143,7 +154,8 @@ def test_the_reflector_lists_then_follows_changes_that_matter_and_ignores_heartb
     fc.live_node(api, "a")
     found, changes, metrics = reflector()
     found.start()
-    wait_until("the first list and watch", lambda: watches(api))
+    found.current(api_of(found))  # the first list is the first pass's
+    wait_until("the first watch", lambda: watches(api))
     assert [r.query.get("resourceVersion") for r in api.requests if r.verb == "list"] == ["0"], \
         "the first list may come from the watch cache"
     beat = api.get("nodes", "a")  # a status post: only the heartbeat time moves, nothing a pass judges
@@ -165,7 +177,7 @@ def test_a_dropped_watch_resumes_from_the_last_version_without_listing_again(api
     fc.live_node(api, "a")
     api.inject(Fault("watch-drop", resource="nodes", delay=0.3, first=1))
     found, changes, metrics = reflector()
-    found.start()
+    started(found)
     wait_until("a second watch", lambda: len(watches(api)) >= 2)
     fc.dead_node(api, "b")
     wait_until("the node added after the drop", lambda: "b" in found.items)
@@ -179,7 +191,7 @@ def test_410_gone_relists_the_latest_state_and_watches_from_there(api, reflector
     fc.live_node(api, "a")
     api.inject(Fault("watch-gone", resource="nodes", first=1))
     found, _changes, metrics = reflector()
-    found.start()
+    started(found)
     wait_until("a watch after the relist", lambda: len(watches(api)) >= 2)
     lists = [r for r in api.requests if r.verb == "list"]
     assert len(lists) == 2 and "resourceVersion" not in lists[1].query, \
@@ -196,7 +208,7 @@ def test_a_lagging_watch_is_never_decided_from(api, reflector, make_api):
     api.bookmark_seconds = 0.5
     api.inject(Fault("watch-lag", resource="nodes", delay=60, first=1))
     found, _changes, metrics = reflector()
-    found.start()
+    started(found)
     wait_until("the lagging watch", lambda: watches(api))
     fc.dead_node(api, "b")
     time.sleep(0.5)
@@ -210,7 +222,7 @@ def test_a_silent_stream_times_out_and_relists_by_itself(api, reflector):
     fc.live_node(api, "a")
     api.inject(Fault("watch-lag", resource="nodes", delay=60, first=1))
     found, _changes, metrics = reflector()
-    found.start()
+    started(found)
     fc.dead_node(api, "b")
     wait_until("the relist after 5 s of silence", lambda: "b" in found.items, timeout=15)
     assert count(metrics, "watch_restarts", resource="nodes", reason="stalled") == 1
@@ -220,7 +232,7 @@ def test_a_silent_stream_times_out_and_relists_by_itself(api, reflector):
 def test_a_periodic_relist_replaces_everything(api, reflector):
     fc.live_node(api, "a")
     found, changes, metrics = reflector(RELIST_SECONDS="30")
-    found.start()
+    started(found)
     wait_until("the watch", lambda: watches(api))
     found.listed_at -= 31
     api.drop_watches()
@@ -229,7 +241,7 @@ def test_a_periodic_relist_replaces_everything(api, reflector):
 
 def test_recovering_claims_are_watched_by_their_label(api, reflector):
     found, changes, _metrics = reflector(RECOVERING)
-    found.start()
+    started(found)
     wait_until("the watch", lambda: watches(api))
     assert watches(api)[0].query["labelSelector"] == RECOVERY_LABEL
     claim = fc.claim("c")
