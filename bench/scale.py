@@ -73,11 +73,11 @@ class Expected:
     attachments: set[str] = field(default_factory=set)  # VolumeAttachment names
 
 
-def load(api: FakeApiServer, nodes: int, seed: int = 1) -> Expected:
+def load(api: FakeApiServer, nodes: int, seed: int = 1, dead_nodes: int = DEAD_NODES) -> Expected:
     """Seed the fixture; return what a correct pass deletes."""
     rng = random.Random(seed)
     expected = Expected()
-    dead = {f"node-{i:05d}" for i in rng.sample(range(nodes), DEAD_NODES)}
+    dead = {f"node-{i:05d}" for i in rng.sample(range(nodes), dead_nodes)}
     for i in range(nodes):
         name = f"node-{i:05d}"
         if name in dead:

@@ -37,6 +37,7 @@ class Trigger:
 
     def __init__(self, monotonic: Callable[[], float] = time.monotonic) -> None:
         self.monotonic = monotonic
+        self.fired = threading.Event()  # set by every change, so the waiting loop looks at once
         self._lock = threading.Lock()
         self._reasons: list[str] = []
         self._first: Optional[float] = None
@@ -49,6 +50,7 @@ class Trigger:
             now = self.monotonic()
             self._first = self._first if self._first is not None else now
             self._last = now
+        self.fired.set()
 
     def settled(self) -> bool:
         """A change is pending and the burst is over (quiet for DEBOUNCE_SECONDS, or MAX_DEBOUNCE_SECONDS old)."""
@@ -59,6 +61,7 @@ class Trigger:
             return now - self._last >= DEBOUNCE_SECONDS or now - self._first >= MAX_DEBOUNCE_SECONDS
 
     def take(self) -> list[str]:
+        self.fired.clear()
         with self._lock:
             reasons, self._reasons, self._first, self._last = self._reasons, [], None, None
             return reasons
@@ -221,12 +224,16 @@ def _wait_for_reason(flag: StopFlag, trigger: Trigger, last: Optional[float], wa
         return "start"
     while flag.requested is None and (elector is None or elector.leading):
         now = time.monotonic()
-        if now - last >= MIN_GAP_SECONDS:
+        due = max(last + MIN_GAP_SECONDS, min(last + interval, wake if wake is not None else float("inf")))
+        if now >= last + MIN_GAP_SECONDS:
             if wake is not None and now >= wake:
                 return "wake"
             if trigger.settled():
                 return "change"
             if now - last >= interval:
                 return "interval"
-        time.sleep(SLEEP_SLICE_SECONDS / 2)
+            if trigger.fired.is_set():  # a burst is settling: look again when it may be over
+                due = min(due, now + DEBOUNCE_SECONDS / 2)
+        # Woken by a change at once; otherwise at the next due moment, or to notice a stop request.
+        trigger.fired.wait(max(0.0, min(due - now, SLEEP_SLICE_SECONDS)))
     return None
