@@ -265,6 +265,13 @@ class FakeApiServer:
             self._put(kind, obj)
         return obj
 
+    def remove(self, plural: str, name: str, namespace: str = "") -> None:
+        """Delete an object outright (no finalizers, no grace), as a controller's final delete does."""
+        kind = KINDS[plural]
+        with self.lock:
+            key = self._key(kind, namespace, name)
+            self._remove(kind, key, json.loads(self.store[plural][key]))
+
     def deny(self, verb: str, plural: str) -> None:
         self.denied.add((verb, plural))
 
@@ -585,7 +592,7 @@ def _field_value(obj: dict, path: str) -> str:
 
 
 def _event_filter(kind: Kind, req: Request) -> Optional[Callable[[bytes], bool]]:
-    """The watch's selectors as a test on an encoded object; None when there are none."""
+    """The request's field and label selectors as a test on an encoded object; None when there are none."""
     terms = _field_terms(kind, req.query.get("fieldSelector", ""))
     try:
         labels = LabelSelector.parse(req.query.get("labelSelector", ""))
@@ -602,20 +609,8 @@ def _event_filter(kind: Kind, req: Request) -> Optional[Callable[[bytes], bool]]
 
 
 def _selector_filter(kind: Kind, objects: dict[str, bytes], keys: list[str], req: Request) -> list[str]:
-    terms = _field_terms(kind, req.query.get("fieldSelector", ""))
-    try:
-        labels = LabelSelector.parse(req.query.get("labelSelector", ""))
-    except MatcherError as err:
-        raise ApiStatus(400, "BadRequest", f"unable to parse requirement: {err}") from None
-    if not terms and not labels:
-        return keys
-    kept = []
-    for key in keys:
-        obj = json.loads(objects[key])
-        fields_ok = all((_field_value(obj, f) == v) == (op == "=") for f, op, v in terms)
-        if fields_ok and labels.matches((obj.get("metadata") or {}).get("labels") or {}):
-            kept.append(key)
-    return kept
+    matches = _event_filter(kind, req)
+    return keys if matches is None else [key for key in keys if matches(objects[key])]
 
 
 def route(method: str, path: str, query: dict[str, str]) -> Request:

@@ -64,10 +64,7 @@ def test_a_watch_streams_changes_after_the_version_asked_then_ends_at_its_timeou
         time.sleep(0.2)
         api.add(fc.node("b"))
         api.add(fc.node("a", ready="False"))
-        api.objects("nodes")
-        from rwo_testkit.fake_apiserver import KINDS
-        with api.lock:
-            api._remove(KINDS["nodes"], "b", api.get("nodes", "b"))
+        api.remove("nodes", "b")
     threading.Thread(target=change).start()
     began = time.monotonic()
     events = collect(make_api, str(start), timeout=3)
@@ -267,16 +264,22 @@ def stop(proc: subprocess.Popen) -> list[dict]:
     return [json.loads(line) for line in out.splitlines()]
 
 
-def first_write(api) -> float:
-    found = wait_until("a write", lambda: api.mutations(), timeout=30)
-    return found[0]  # type: ignore[index]
+def live_nodes(api, count: int) -> None:
+    for i in range(count):
+        fc.live_node(api, f"w{i}")
+
+
+def break_node(api) -> None:
+    """A dead, tainted node holding a stuck StatefulSet pod with an attached RWO claim."""
+    fc.dead_node(api, "dead")
+    fc.add_volume(api, "data-db-0", attached_to="dead")
+    api.add(fc.pod("db-0", "dead", claims=["data-db-0"], terminating=True))
 
 
 def outage_due_in(api, seconds: float) -> None:
     """Live nodes, and a tainted node that becomes provably down `seconds` from now (MIN_NOT_READY_SECONDS=10:
     NotReady 10 - seconds ago, Lease unrenewed for longer than 40 s)."""
-    for i in range(3):
-        fc.live_node(api, f"w{i}")
+    live_nodes(api, 3)
     api.add(fc.node("dead", ready="Unknown", since=10 - seconds, taints=[fc.SHUTDOWN, fc.UNREACHABLE]))
     api.add(fc.lease("dead", 100))
     fc.add_volume(api, "data-db-0", attached_to="dead")
@@ -303,15 +306,12 @@ def test_a_node_becoming_provably_down_is_acted_on_within_a_second(api, kubeconf
 
 
 def test_a_node_tainted_between_passes_triggers_a_pass_at_once(api, kubeconfig):
-    for i in range(3):
-        fc.live_node(api, f"w{i}")
+    live_nodes(api, 3)
     proc = loop(kubeconfig)
     try:
         wait_until("the first pass", lambda: watches(api), timeout=20)
         time.sleep(1)
-        fc.dead_node(api, "dead")
-        fc.add_volume(api, "data-db-0", attached_to="dead")
-        api.add(fc.pod("db-0", "dead", claims=["data-db-0"], terminating=True))
+        break_node(api)
         tainted = time.monotonic()
         wait_until("the pod freed", lambda: not api.objects("pods"), timeout=20)
         took = time.monotonic() - tainted
@@ -322,8 +322,7 @@ def test_a_node_tainted_between_passes_triggers_a_pass_at_once(api, kubeconfig):
 
 
 def test_a_burst_of_changes_is_one_pass(api, kubeconfig):
-    for i in range(20):
-        fc.live_node(api, f"w{i}")
+    live_nodes(api, 20)
     proc = loop(kubeconfig)
     try:
         wait_until("the first pass", lambda: watches(api), timeout=20)
@@ -339,17 +338,14 @@ def test_a_burst_of_changes_is_one_pass(api, kubeconfig):
 
 @pytest.mark.parametrize("fault", ["watch-drop", "watch-lag", "watch-gone"])
 def test_the_loop_fails_over_through_watch_faults(api, kubeconfig, fault):
-    for i in range(3):
-        fc.live_node(api, f"w{i}")
+    live_nodes(api, 3)
     api.bookmark_seconds = 1
     api.inject(Fault(fault, resource="nodes", delay=1 if fault == "watch-drop" else 60, first=2))
     proc = loop(kubeconfig, WATCH_STALE_SECONDS="5")
     try:
         wait_until("the first watch", lambda: watches(api), timeout=20)
         time.sleep(1.5)
-        fc.dead_node(api, "dead")
-        fc.add_volume(api, "data-db-0", attached_to="dead")
-        api.add(fc.pod("db-0", "dead", claims=["data-db-0"], terminating=True))
+        break_node(api)
         wait_until("the pod freed", lambda: not api.objects("pods"), timeout=30)
     finally:
         logs = stop(proc)
