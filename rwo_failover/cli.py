@@ -12,7 +12,7 @@ from typing import IO, Callable, Mapping, Optional, Sequence
 
 from . import config, logs
 from .client import Api, load_api_client
-from .clock import ServerClock
+from .clock import SharedServerClock
 from .exitcodes import EXIT_CONFIG, EXIT_CRASH
 from .leader import LeaderElector
 from .loop import Trigger, run_loop
@@ -45,7 +45,7 @@ def main(argv: Optional[Sequence[str]] = None, environ: Optional[Mapping[str, st
     continuous = bool(settings.interval and not args.once)
     # Continuous mode keeps one view of the server's clock across passes and watches: a pass that reads only
     # its watch cache makes no request of its own to read the clock from.
-    server_clock = ServerClock() if continuous else None
+    server_clock = SharedServerClock() if continuous else None
 
     def new_api() -> Api:
         return Api(api_client, settings, sleep=sleep, on_attempt=metrics.api_request, server_clock=server_clock)

@@ -46,3 +46,37 @@ class ServerClock:
             return self.wall()
         server, at = self._seen
         return server + timedelta(seconds=self.monotonic() - at)
+
+
+class SharedServerClock(ServerClock):
+    """Continuous mode's one view of the server's clock, fed by every response of every pass and watch.
+
+    A Date header says the server's time was at least that (truncated to the second) when the response
+    arrived, so each one is a lower bound, lagging the server by up to a second. Many responses, arriving at
+    different fractions of a second, give a tighter one: the largest lower bound seen in the last
+    WINDOW_SECONDS, carried forward on the monotonic clock. It is still never ahead of the server (beyond
+    this machine's monotonic drift over that window), so ages are never overestimated; it only lets a
+    decision that waits for a moment (Plan.wake_at) come up to a second sooner.
+    """
+
+    WINDOW_SECONDS = 300.0
+
+    def __init__(self, wall: Callable[[], datetime] = utcnow, monotonic: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(wall, monotonic)
+        self._bounds: list[tuple[float, float]] = []  # (server seconds minus monotonic seconds, monotonic)
+
+    def observe(self, date_header: Optional[str]) -> None:
+        seen = self._seen
+        super().observe(date_header)
+        if self._seen is seen or self._seen is None:
+            return
+        server, at = self._seen
+        self._bounds = [b for b in self._bounds if at - b[1] <= self.WINDOW_SECONDS] + \
+            [(server.timestamp() - at, at)]
+
+    def now(self) -> datetime:
+        bounds = self._bounds
+        if not bounds:
+            return super().now()
+        offset = max(b[0] for b in bounds)
+        return datetime.fromtimestamp(self.monotonic() + offset, timezone.utc)

@@ -29,7 +29,8 @@ SLEEP_SLICE_SECONDS = 0.1  # how soon a stop request is noticed between passes
 DEBOUNCE_SECONDS = 0.2  # a burst of changes is one pass: wait until they pause this long...
 MAX_DEBOUNCE_SECONDS = 1.0  # ...but never longer than this after the first one
 MIN_GAP_SECONDS = 0.5  # between passes, so the echoes of our own writes cannot spin the loop
-WAKE_MARGIN_SECONDS = 0.05  # past wake_at, so the verdict has surely changed when the pass judges it
+WAKE_MARGIN_SECONDS = 0.05
+STOP_CHECK_SECONDS = 0.5  # between triggered passes, how soon a stop request is noticed  # past wake_at, so the verdict has surely changed when the pass judges it
 
 
 class Trigger:
@@ -234,6 +235,7 @@ def _wait_for_reason(flag: StopFlag, trigger: Trigger, last: Optional[float], wa
                 return "interval"
             if trigger.fired.is_set():  # a burst is settling: look again when it may be over
                 due = min(due, now + DEBOUNCE_SECONDS / 2)
-        # Woken by a change at once; otherwise at the next due moment, or to notice a stop request.
-        trigger.fired.wait(max(0.0, min(due - now, SLEEP_SLICE_SECONDS)))
+        # Woken by a change at once; otherwise at the next due moment, or (a signal handler cannot set the
+        # event: it takes no lock) every half second to notice a stop request or lost leadership.
+        trigger.fired.wait(max(0.0, min(due - now, STOP_CHECK_SECONDS)))
     return None

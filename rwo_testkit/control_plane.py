@@ -123,9 +123,10 @@ def make_pki(folder: Path) -> None:
 class ControlPlane:
     """`with ControlPlane(assets, workdir) as cp:`; `cp.kubeconfig` is an admin kubeconfig."""
 
-    def __init__(self, assets: Assets, workdir: Path, node_monitor_grace: int = NODE_MONITOR_GRACE_SECONDS) -> None:
+    def __init__(self, assets: Assets, workdir: Path, node_monitor_grace: int = NODE_MONITOR_GRACE_SECONDS,
+                 apiserver_args: tuple[str, ...] = ()) -> None:
         self.assets, self.workdir = assets, workdir
-        self.node_monitor_grace = node_monitor_grace
+        self.node_monitor_grace, self.apiserver_args = node_monitor_grace, apiserver_args
         self.processes: list[subprocess.Popen] = []
         self.port = 0
         self.kubeconfig = workdir / "admin.kubeconfig"
@@ -175,7 +176,7 @@ class ControlPlane:
             "--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
             "--service-account-key-file", pki / "sa.pub", "--service-account-signing-key-file", pki / "sa.key",
             "--service-cluster-ip-range", "10.0.0.0/24", "--endpoint-reconciler-type", "none",
-            "--allow-privileged=true", "--profiling=false"]
+            "--allow-privileged=true", "--profiling=false", *self.apiserver_args]
         self._apiserver = self._spawn("kube-apiserver", argv), argv
         self._wait(f"{self.url}/readyz", "kube-apiserver")
         self._write_kubeconfig(self.kubeconfig, ADMIN_TOKEN)
@@ -198,7 +199,11 @@ class ControlPlane:
         proc, argv = self._apiserver
         began = time.monotonic()
         proc.terminate()
-        proc.wait(timeout=60)
+        try:  # as the kubelet stops a static pod: SIGTERM, then SIGKILL after the 30 s grace period
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
         self.processes.remove(proc)
         self._apiserver = self._spawn("kube-apiserver", argv), argv
         self._wait(f"{self.url}/readyz", "kube-apiserver")

@@ -31,6 +31,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional
 
+import urllib3
+
 from .kube import STRATEGIC, Kube, KubeError
 
 DRIVER = "sim.csi.rwo-failover.test"
@@ -147,7 +149,8 @@ class NodeSimulator(Background):
         for step in [self._attacher] + [lambda n=n: self._kubelet(n) for n in live]:
             try:
                 step()
-            except (KubeError, OSError) as err:  # one bad answer must not stop the simulation
+            except (KubeError, OSError, urllib3.exceptions.HTTPError) as err:  # a bad answer, or an API server
+                # restarting: a kubelet retries, and so does the simulation
                 self.errors.append(str(err))
 
     def _kubelet(self, node: SimNode) -> None:
@@ -264,7 +267,7 @@ class FenceController(Background):
         try:
             for fence in self.kube.items("/apis/csiaddons.openshift.io/v1alpha1/networkfences"):
                 self._answer(fence)
-        except (KubeError, OSError):
+        except (KubeError, OSError, urllib3.exceptions.HTTPError):
             pass  # the next tick tries again, as a controller's requeue does
 
     def _answer(self, fence: dict) -> None:

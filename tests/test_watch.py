@@ -395,3 +395,24 @@ def test_readyz_fails_while_a_watch_is_behind(api, kubeconfig):
         assert 'rwo_failover_watch_cache_age_seconds{resource="nodes"}' in text
     finally:
         stop(proc)
+
+
+def test_the_shared_server_clock_is_the_tightest_lower_bound_of_many_date_headers():
+    """Date is truncated to the second: one header lags the server by up to a second; many, arriving at
+    different fractions of a second, bound it tighter, and never run ahead of it."""
+    from email.utils import format_datetime
+    from datetime import datetime, timezone
+    from rwo_failover.clock import ServerClock, SharedServerClock
+
+    mono = [0.0]
+    server_at_zero = 1_800_000_000.0  # the server's time when this process's monotonic clock reads 0
+    shared, single = SharedServerClock(monotonic=lambda: mono[0]), ServerClock(monotonic=lambda: mono[0])
+    for step in range(1, 8):
+        mono[0] = step * 1.37
+        header = format_datetime(datetime.fromtimestamp(int(server_at_zero + mono[0]), timezone.utc), usegmt=True)
+        shared.observe(header)
+        single.observe(header)
+        truth = server_at_zero + mono[0]
+        assert shared.now().timestamp() <= truth + 1e-6 and single.now().timestamp() <= truth + 1e-6
+    truth = server_at_zero + mono[0]
+    assert truth - shared.now().timestamp() < 0.15 < truth - single.now().timestamp()

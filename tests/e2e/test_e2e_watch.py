@@ -12,7 +12,6 @@ import time
 
 import pytest
 from kubernetes import watch as k8s_watch
-from kubernetes.client.exceptions import ApiException
 
 from rwo_failover import config
 from rwo_failover.client import Api, load_api_client
@@ -29,30 +28,27 @@ def api_for(kubeconfig: str) -> Api:
 
 
 def watch_facts(kubeconfig: str, make_node, delete_node) -> dict:
-    """What a watch shows on this server: the answer to a version long gone, the events of a create,
-    an update and a delete, and whether a bookmark comes before a short timeout."""
+    """What our watch sees on this server when a node is created, updated and deleted after a list: the
+    events (a controller may update the node too), and whether their versions rise from the list's."""
     api = api_for(kubeconfig)
-    facts: dict = {}
-    try:
-        list(api.watch("nodes", "/api/v1/nodes", "1", 5, k8s_watch.Watch()))
-        facts["too old"] = "no error"
-    except ApiException as err:
-        facts["too old"] = (err.status, err.reason.split(":")[0])
     api.list_nodes(lambda n: n)
     start = api.listed_version
     make_node("parity", "True")
     make_node("parity", "False")
     delete_node("parity")
-    events = list(api_for(kubeconfig).watch("nodes", "/api/v1/nodes", start, 4, k8s_watch.Watch()))
+    events = list(api_for(kubeconfig).watch("nodes", "/api/v1/nodes", start, 3, k8s_watch.Watch()))
     mine = [e for e in events if e["raw_object"]["metadata"].get("name") == "parity"]
-    facts["events"] = [e["type"] for e in mine]
+    kinds = [e["type"] for e in mine]
     versions = [int(e["raw_object"]["metadata"]["resourceVersion"]) for e in mine]
-    facts["versions rise"] = versions == sorted(set(versions))
-    facts["bookmark before the timeout"] = any(e["type"] == "BOOKMARK" for e in events)
-    return facts
+    return {"first": kinds[:1], "last": kinds[-1:], "between": sorted(set(kinds[1:-1])),
+            "versions rise from the list's": versions == sorted(set(versions)) and versions[0] > int(start)}
 
 
 def test_the_fixture_watches_as_the_real_api_server_does(cluster, tmp_path):
+    """The events our reflector relies on agree. What this control plane cannot show (kube-apiserver 1.36
+    on Debian's etcd 3.4, which lacks RequestWatchProgress: no bookmarks, and a watch from version 0 is
+    refused with 500) is recorded in docs/design.md; the reflector never watches from 0 and lists again
+    when a watch stays silent."""
     def real_node(name: str, ready: str) -> None:
         found = cluster.kube.get(f"/api/v1/nodes/{name}")
         if found is None:
@@ -61,17 +57,12 @@ def test_the_fixture_watches_as_the_real_api_server_does(cluster, tmp_path):
             cluster.kube.patch(f"/api/v1/nodes/{name}", {"metadata": {"labels": {"ready": ready}}})
     real = watch_facts(str(cluster.kubeconfig), real_node, lambda name: cluster.kube.delete(f"/api/v1/nodes/{name}"))
     with FakeApiServer() as fake:
-        fake.bookmark_seconds = 60  # as kube-apiserver: about every minute, and 2 s before the timeout
         fc.live_node(fake, "other")
-        fake.compact("nodes")  # the fixture keeps everything unless compacted; the real cache does not
-
-        def fake_node(name: str, ready: str) -> None:
-            fake.add(fc.node(name, ready=ready))
-
-        mimic = watch_facts(fake.write_kubeconfig(str(tmp_path / "kubeconfig")), fake_node,
+        mimic = watch_facts(fake.write_kubeconfig(str(tmp_path / "kubeconfig")),
+                            lambda name, ready: fake.add(fc.node(name, ready=ready)),
                             lambda name: fake.remove("nodes", name))
-    assert real == {"too old": (410, "Expired"), "events": ["ADDED", "MODIFIED", "DELETED"], "versions rise": True,
-                    "bookmark before the timeout": True}, real
+    assert real == {"first": ["ADDED"], "last": ["DELETED"], "between": ["MODIFIED"],
+                    "versions rise from the list's": True}, real
     assert mimic == real
 
 
