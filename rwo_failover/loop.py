@@ -29,8 +29,8 @@ SLEEP_SLICE_SECONDS = 0.1  # how soon a stop request is noticed between passes
 DEBOUNCE_SECONDS = 0.2  # a burst of changes is one pass: wait until they pause this long...
 MAX_DEBOUNCE_SECONDS = 1.0  # ...but never longer than this after the first one
 MIN_GAP_SECONDS = 0.5  # between passes, so the echoes of our own writes cannot spin the loop
-WAKE_MARGIN_SECONDS = 0.05
-STOP_CHECK_SECONDS = 0.5  # between triggered passes, how soon a stop request is noticed  # past wake_at, so the verdict has surely changed when the pass judges it
+WAKE_MARGIN_SECONDS = 0.05  # past wake_at, so the verdict has surely changed when the pass judges it
+STOP_CHECK_SECONDS = 0.5  # between triggered passes, how soon a stop request is noticed
 
 
 class Trigger:
