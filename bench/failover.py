@@ -85,6 +85,12 @@ def one_run(cluster: Cluster, sa: Path, approach: str, run: int, limit: float, f
                                 stderr=subprocess.DEVNULL,
                                 env={"PATH": os.environ.get("PATH", ""), "KUBECONFIG": str(sa), "INTERVAL": "2",
                                      "METRICS_PORT": "0", "HOME": str(cluster.cp.workdir), **PASS_ENV, **env})
+    return timed_outage(cluster, namespace, node, act, loop, limit)
+
+
+def timed_outage(cluster: Cluster, namespace: str, node: str, act: Callable[[], None],
+                 loop: Optional[subprocess.Popen], limit: float) -> Result:
+    """The outage of `node`, then its cleanup: the loop (if any) stopped, the node removed."""
     try:
         timing = outage(cluster, namespace, "db", node, act, timeout=limit)
     finally:
@@ -138,14 +144,7 @@ def defaults_run(cluster: Cluster, sa: Path, approach: str, run: int, limit: flo
         loop = subprocess.Popen([sys.executable, str(REPO / "reconcile.py")], cwd=REPO, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL, env=dict(env, INTERVAL="15", LEADER_ELECTION="true",
                                                                     METRICS_PORT="0"))
-    try:
-        timing = outage(cluster, namespace, "db", node, (lambda: None) if loop else cron, timeout=limit)
-    finally:
-        if loop:
-            loop.terminate()
-            loop.wait(timeout=60)
-        cluster.sim.remove_node(node)
-    return None if timing is None else (timing.from_taint, timing.from_power_off)
+    return timed_outage(cluster, namespace, node, (lambda: None) if loop else cron, loop, limit)
 
 
 def run_defaults(args: argparse.Namespace) -> int:

@@ -305,12 +305,18 @@ def test_a_node_becoming_provably_down_is_acted_on_within_a_second(api, kubeconf
     assert any(line.get("trigger") == "wake" for line in logs)
 
 
+def running_loop(api, kubeconfig: str, nodes: int = 3, **env: str) -> subprocess.Popen:
+    """Live nodes, and the loop started on them, its first pass done and its watches open."""
+    live_nodes(api, nodes)
+    proc = loop(kubeconfig, **env)
+    wait_until("the first pass", lambda: watches(api), timeout=20)
+    time.sleep(1)
+    return proc
+
+
 def test_a_node_tainted_between_passes_triggers_a_pass_at_once(api, kubeconfig):
-    live_nodes(api, 3)
-    proc = loop(kubeconfig)
+    proc = running_loop(api, kubeconfig)
     try:
-        wait_until("the first pass", lambda: watches(api), timeout=20)
-        time.sleep(1)
         break_node(api)
         tainted = time.monotonic()
         wait_until("the pod freed", lambda: not api.objects("pods"), timeout=20)
@@ -322,11 +328,8 @@ def test_a_node_tainted_between_passes_triggers_a_pass_at_once(api, kubeconfig):
 
 
 def test_a_burst_of_changes_is_one_pass(api, kubeconfig):
-    live_nodes(api, 20)
-    proc = loop(kubeconfig)
+    proc = running_loop(api, kubeconfig, nodes=20)
     try:
-        wait_until("the first pass", lambda: watches(api), timeout=20)
-        time.sleep(1)
         for i in range(20):  # a mass outage: every node NotReady at once
             api.add(fc.node(f"w{i}", ready="Unknown", since=1))
         time.sleep(2)
