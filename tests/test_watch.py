@@ -419,3 +419,35 @@ def test_the_shared_server_clock_is_the_tightest_lower_bound_of_many_date_header
         assert shared.now().timestamp() <= truth + 1e-6 and single.now().timestamp() <= truth + 1e-6
     truth = server_at_zero + mono[0]
     assert truth - shared.now().timestamp() < 0.15 < truth - single.now().timestamp()
+
+
+def test_a_standby_keeps_no_watch_and_lists_once_it_leads(api, kubeconfig):
+    """Cold standby: only the leader watches; the standby starts its watches (with a list) once it leads."""
+    live_nodes(api, 3)
+    leader = loop(kubeconfig, LEADER_ELECTION="true", INTERVAL="5")
+    try:
+        wait_until("the leader's watches", lambda: len(watches(api)) == 2, timeout=30)
+        standby = loop(kubeconfig, LEADER_ELECTION="true", INTERVAL="5")
+        try:
+            time.sleep(3)
+            assert len(watches(api)) == 2, "the standby opened no watch"
+            lists_before = len([r for r in api.requests if r.verb == "list" and r.resource == "nodes"])
+            stop(leader)  # releases the Lease: the standby leads at once
+            wait_until("the new leader's watches", lambda: len(watches(api)) == 4, timeout=30)
+            assert len([r for r in api.requests if r.verb == "list" and r.resource == "nodes"]) == lists_before + 1
+        finally:
+            stop(standby)
+    finally:
+        if leader.poll() is None:
+            stop(leader)
+
+
+def test_a_stuck_watch_thread_fails_healthz(api, kubeconfig):
+    from rwo_failover.watch import WatchedCluster
+
+    settings = settings_for(kubeconfig)
+    cluster = WatchedCluster(lambda: Api(load_api_client(settings), settings), settings, Changes())
+    cluster.running = True
+    assert cluster.stuck() is None
+    cluster.reflectors["nodes"].alive_at -= 2 * settings.watch_stale_seconds + settings.request_timeout_seconds + 1
+    assert "the nodes watch has not moved" in (cluster.stuck() or "")
