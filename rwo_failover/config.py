@@ -265,7 +265,8 @@ SPECS: tuple[Spec, ...] = (
          "Remove our out-of-service taint once the node has been Ready this long with a fresh Lease.",
          _WHOLE.format(0)),
     Spec("INTERVAL", _interval, "0",
-         "Seconds between passes in continuous mode (until SIGTERM); 0 runs one pass. --once forces one pass.",
+         "Continuous mode: the longest time between passes (with WATCH, a watched change or the moment time "
+         "alone changes a verdict starts one sooner); 0 runs one pass. --once forces one pass.",
          "0, or a number of seconds in (0, 86400]"),
     Spec("WATCH", _bool, "true",
          "Continuous mode: keep nodes (and our NetworkFences and claims awaiting recovery) current with a watch, "
