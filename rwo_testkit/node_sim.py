@@ -12,7 +12,9 @@ Only what the tier needs, each behaviour modelled on the real component:
   ours: the attach-detach controller's node-status updater writes it; the kubelet only reads it.
 - **Pods on a live node** (kubelet volume manager and status manager): a pod starts once every CSI volume
   it mounts is in `node.status.volumesAttached` (`verifyControllerAttachedVolume`); the volume then goes into
-  `volumesInUse`, and the pod becomes Running with Ready=True. A pod with a deletionTimestamp is stopped and
+  `volumesInUse`, and the pod becomes Running with Ready=True. A running pod someone marked not Ready (the
+  node controller does, while the node is NotReady) gets its Ready status back, as the status manager
+  reconciles it. A pod with a deletionTimestamp is stopped and
   then deleted with grace 0 and a UID precondition (the status manager's final delete), and its volumes
   leave `volumesInUse`.
 - **CSI external-attacher** (kubernetes-csi/external-attacher): for each VolumeAttachment whose attacher is
@@ -220,12 +222,17 @@ class NodeSimulator(Background):
             self.kube.delete(path, {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0,
                                     "preconditions": {"uid": meta["uid"]}})
             return
-        if (pod.get("status") or {}).get("phase") == "Running":
-            return
-        volumes = self._pod_volumes(pod)
-        if volumes is None or not set(volumes) <= attached:
-            return  # waiting for the attach-detach controller, as the kubelet's volume manager does
-        in_use.extend(v for v in volumes if v not in in_use)
+        status = pod.get("status") or {}
+        if status.get("phase") == "Running":
+            if any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ()):
+                return
+            # The node controller marks a NotReady node's pods not Ready; once the node reports again, the
+            # kubelet's status manager puts back the status it holds: Running and Ready.
+        else:
+            volumes = self._pod_volumes(pod)
+            if volumes is None or not set(volumes) <= attached:
+                return  # waiting for the attach-detach controller, as the kubelet's volume manager does
+            in_use.extend(v for v in volumes if v not in in_use)
         stamp = now_text()
         containers = [c["name"] for c in (pod.get("spec") or {}).get("containers") or ()]
         self.kube.patch(f"{path}/status", {"status": {

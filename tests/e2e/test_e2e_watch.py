@@ -71,6 +71,7 @@ def test_the_watching_loop_fails_over_after_the_api_server_restarts_under_it(clu
     for name in ("wr-live", "wr-victim"):
         cluster.sim.add_node(name)
     cluster.statefulset("watch-restart", "db", node_affinity="wr-victim")
+    wait_for("watch-restart/db-0 running", lambda: cluster.running("watch-restart", "db-0"), 120)
     out = (tmp_path / "loop.log").open("w")
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(cluster.cp.workdir), "KUBECONFIG": str(sa),
            "INTERVAL": "15", "METRICS_PORT": "0", "WATCH_STALE_SECONDS": "20", **PASS_ENV}
@@ -79,6 +80,10 @@ def test_the_watching_loop_fails_over_after_the_api_server_restarts_under_it(clu
     try:
         wait_for("the first pass", lambda: '"pass finished"' in (tmp_path / "loop.log").read_text(), 60)
         down = cluster.cp.restart_apiserver()
+        # Down longer than the node-monitor grace, every node may have gone NotReady meanwhile: the outage
+        # starts once the simulated kubelets have reported Ready again, as after a real control-plane restart.
+        wait_for("the nodes Ready again", lambda: all(cluster.ready(n) == "True" for n in ("wr-live", "wr-victim")),
+                 120)
         timing = outage(cluster, "watch-restart", "db", "wr-victim", lambda: None, timeout=180)
     finally:
         proc.send_signal(signal.SIGTERM)
