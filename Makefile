@@ -1,24 +1,53 @@
-# The two front-door commands: `make demo` and `make test`. Both set up .venv from the pinned requirements.
+# The two front-door commands: `make demo` and `make test`. Both set up .venv from the pinned, hashed
+# requirements. Each wheel is downloaded once into the wheelhouse; every later install (a rebuilt .venv, the
+# tests that install the image's dependencies or the built wheel into a fresh venv) reads only from it, so
+# after the first set-up everything works offline. `make clean` keeps the wheelhouse for that reason.
 PYTHON ?= python3
 VENV ?= .venv
+WHEELHOUSE ?= .wheelhouse
 BIN := $(VENV)/bin
-PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check
+PIP := $(BIN)/python -m pip --disable-pip-version-check
+OFFLINE := --no-index --find-links $(WHEELHOUSE) --require-hashes
+export WHEELHOUSE
 
-.PHONY: demo dry-run run test lint-imports e2e clean
+.PHONY: demo dry-run run test quick lint-imports e2e clean rebuild-venv
 
-$(BIN)/python:
+# A .venv made by another interpreter (an older Python, or one that was upgraded or removed since) is rebuilt
+# from scratch: pip would otherwise fail inside it in ways that do not name the cause.
+PY_WANT := $(shell $(PYTHON) -c 'import platform; print(platform.python_version())' 2>/dev/null)
+PY_HAVE := $(shell $(BIN)/python -c 'import platform; print(platform.python_version())' 2>/dev/null)
+ifneq ($(PY_WANT),$(PY_HAVE))
+STALE := rebuild-venv
+endif
+
+# $(call wheels,FILE): download FILE's wheels, hash-checked, unless the wheelhouse holds this exact set already.
+wheels = @mkdir -p $(WHEELHOUSE) && cmp -s $(1) $(WHEELHOUSE)/$(1) || { \
+  echo "downloading the wheels of $(1) into $(WHEELHOUSE) (once: later set-ups are offline)"; \
+  $(PIP) download --quiet --require-hashes --no-deps -r $(1) -d $(WHEELHOUSE) && cp $(1) $(WHEELHOUSE)/$(1); }
+
+# Runtime set-up. It starts from an empty .venv every time it runs, so a set-up that failed half-way (no
+# .runtime stamp) is never reused. Python is checked first, in plain words.
+$(VENV)/.runtime: requirements.txt $(STALE)
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { \
+	  echo "rwo-failover needs Python 3.11 or newer, but '$(PYTHON)' is $$($(PYTHON) --version 2>&1 || echo 'not found')." >&2; \
+	  echo "Install Python 3.11 or newer, then run: make PYTHON=python3.11 $(or $(MAKECMDGOALS),demo)" >&2; exit 1; }
+	rm -rf $(VENV)
 	$(PYTHON) -m venv $(VENV)
-
-$(VENV)/.runtime: requirements.txt | $(BIN)/python
-	$(PIP) --require-hashes -r requirements.txt
+	$(call wheels,requirements.txt)
+	$(PIP) install --quiet $(OFFLINE) -r requirements.txt
 	touch $@
 
-# The dev venv also installs this project itself (editable, no dependencies: the pins above are the set),
-# which gives the `rwo-failover` console script and makes rwo_testkit importable from anywhere.
-$(VENV)/.dev: requirements.txt requirements-dev.txt pyproject.toml $(VENV)/.runtime
-	$(PIP) --require-hashes -r requirements-dev.txt
-	$(PIP) --no-deps --no-build-isolation -e .
+# The dev venv adds the test tools and this project itself (editable, no dependencies: the pins are the set),
+# which gives the `rwo-failover` console script; a .pth file makes rwo_testkit, which the wheel does not
+# ship, importable from anywhere (the benchmarks, subprocesses of the tests).
+$(VENV)/.dev: requirements-dev.txt pyproject.toml $(VENV)/.runtime
+	$(call wheels,requirements-dev.txt)
+	$(PIP) install --quiet $(OFFLINE) -r requirements-dev.txt
+	$(PIP) install --quiet --no-deps --no-build-isolation --no-index -e .
+	$(BIN)/python -c 'import pathlib, sysconfig; pathlib.Path(sysconfig.get_path("purelib"), "rwo_testkit.pth").write_text(str(pathlib.Path.cwd()) + "\n")'
 	touch $@
+
+rebuild-venv:
 
 demo: $(VENV)/.runtime  ## a fake broken cluster, a dry-run pass, a real pass, before and after
 	$(BIN)/python -m rwo_testkit.demo
@@ -32,12 +61,16 @@ run: $(VENV)/.runtime  ## one real pass against the cluster in KUBECONFIG
 lint-imports: $(VENV)/.dev  ## the layer contracts in pyproject.toml
 	$(BIN)/lint-imports
 
-test: $(VENV)/.dev  ## the layer contracts, then the whole test suite
+test: $(VENV)/.dev  ## the layer contracts, then the whole test suite (the e2e tier skips when it cannot run)
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest
 
-clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis *.egg-info
+quick: $(VENV)/.dev  ## the inner loop: the layer contracts, then the fixture tier without the slow tests
+	$(BIN)/lint-imports
+	$(BIN)/python -m pytest -q -m "not slow" --ignore=tests/e2e
 
 e2e: $(VENV)/.dev  ## only the end-to-end tier: a real control plane (see tests/e2e and docs/design.md)
 	$(BIN)/python -m pytest tests/e2e
+
+clean:  ## remove the venv and caches (the wheelhouse stays, so the next set-up is offline)
+	rm -rf $(VENV) .pytest_cache .hypothesis *.egg-info build

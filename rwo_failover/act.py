@@ -3,58 +3,81 @@
 Order per node, because the attach-detach controller re-creates a VolumeAttachment
 whose pod still exists: add the out-of-service taint, force-delete the pods (with a
 UID precondition), then delete the VolumeAttachments whose pods are all gone, then
-record Events. Every write goes through `writer.Writer`; this module holds only the
-order of operations and the live re-checks.
+record Events. Each of these writes, and the fencing before them, waits for its own
+live re-check (recheck.py). Every write goes through `writer.Writer`; this module
+holds only the order of operations.
 """
 
 from __future__ import annotations
 
 import logging
 from datetime import datetime
-from typing import Callable, Optional
+from typing import Callable, Mapping, Optional
 
-from .client import Api, ApiError
+from .client import Api
 from .config import Settings
 from .events import EventRecorder
 from .fencing import Fencer
 from .metrics import Metrics
-from .recovery import RecoveryTracker
-from .model import Lease, Node
+from .model import Unreadable
 from .node_taint import LANDED, Build, add_patch, drop_annotation_patch, read_modify_write, remove_patch
 from .outcome import Outcome
-from .planner import (AttachmentAction, NodePlan, NodeState, NodeVerdict, Plan, PodAction, judge_ours,
-                      judge_tainted_node, recovered, shutdown_taint)
+from .planner import AttachmentAction, NodePlan, NodeState, NodeVerdict, Plan, PodAction, recovered, shutdown_taint
+from .recheck import Rechecker
+from .recovery import RecoveryTracker
 from .writer import Guard, Result, Writer
 
 log = logging.getLogger("rwo_failover")
-Live = tuple[Node, Optional[Lease], dict]
 
 
 class Actor:
     def __init__(self, api: Api, settings: Settings, now: Callable[[], datetime],
-                 metrics: Optional[Metrics] = None, guard: Optional[Guard] = None) -> None:
+                 metrics: Optional[Metrics] = None, guard: Optional[Guard] = None,
+                 node_uids: Optional[Mapping[str, str]] = None) -> None:
         self.api, self.settings, self.now = api, settings, now
+        # Each node's uid, for its Events: from the snapshot, then from the live re-checks (a node deleted and
+        # re-registered under the same name is another object).
+        self.node_uids = dict(node_uids or {})
         self.outcome = Outcome()
         self.writer = Writer(api, settings.dry_run, self.outcome, guard)
         self.events = EventRecorder(self.writer, now)
-        self.fencer = Fencer(api, settings, self.writer, self.events, self.outcome, api.sleep)
-        self.recovery = RecoveryTracker(self.writer, self.events, metrics, now)
+        self.live = Rechecker(api, settings, self.writer, self.outcome, now,
+                              lambda verdict: self.warn_split_brain((verdict,)))
+        self.fencer = Fencer(api, settings, self.writer, self.events, self.outcome, api.sleep, self.live.read_live,
+                             now)
+        self.recovery = RecoveryTracker(self.writer, self.events, metrics, now, settings.recovery_namespace)
 
     def warn_split_brain(self, verdicts: tuple[NodeVerdict, ...]) -> None:
         for verdict in verdicts:
             self.outcome.split_brain.append(verdict.node)
             log.error("refusing node: tainted for shutdown but alive", extra={"node": verdict.node,
                       "taint": verdict.taint, "reason": verdict.reason})
-            self.events.repeated(verdict.node, "ShutdownTaintOnLiveNode",
+            self.events.repeated(verdict.node, self.node_uids.get(verdict.node, ""), "ShutdownTaintOnLiveNode",
                                  f"{verdict.reason}; rwo-failover will not touch this node. "
                                  f"Check the taint {verdict.taint}.")
+
+    def warn_unreadable(self, unreadable: tuple[Unreadable, ...], plan: Plan) -> None:
+        """What could not be read and keeps a node from being judged or acted on: one Warning on that node,
+        however many passes see it. Other unreadable objects are skip lines only."""
+        why: dict[str, list[str]] = {}
+        for item in unreadable:
+            node = item.node or (item.name if item.kind in ("node", "lease", "networkfence") else "")
+            if node and node != "(no name)":
+                why.setdefault(node, []).append(f"{item.kind} {item.name} cannot be read ({item.reason})")
+        for node_plan in plan.nodes:
+            if node_plan.blocked and node_plan.verdict.node not in why:
+                why[node_plan.verdict.node] = [node_plan.blocked]
+        for node, reasons in sorted(why.items()):
+            self.events.repeated(node, self.node_uids.get(node, ""), "UnreadableObject",
+                                 f"{'; '.join(reasons)}; rwo-failover will not act on this node because of it")
 
     def record_refusal(self, plan: Plan) -> None:
         # One Event per down node that has work, capped, so a mass outage does not become an Event storm;
         # with the unhealthy-fraction brake no node was planned, so every down node is named (capped).
         busy = [n.verdict for n in plan.busy_nodes] or [v for v in plan.verdicts if v.state is NodeState.DOWN]
         for verdict in busy[: self.settings.max_nodes_per_pass]:
-            self.events.repeated(verdict.node, "FailoverRefused", f"{plan.refusal}; nothing was deleted")
+            self.events.repeated(verdict.node, self.node_uids.get(verdict.node, ""), "FailoverRefused",
+                                 f"{plan.refusal}; nothing was deleted")
 
     def execute(self, plan: Plan) -> Outcome:
         plan.raise_if_unsafe()
@@ -72,93 +95,40 @@ class Actor:
         return self.outcome
 
     def _act_on_node(self, node_plan: NodePlan) -> None:
-        name = node_plan.verdict.node
-        checked = self._recheck(name)
-        if checked is None:
-            return
-        verdict, node, raw = checked
-        if verdict.state is not NodeState.DOWN:
-            self.outcome.nodes_not_down_on_recheck.append(name)
-            log.warning("node no longer proven down on live re-check; skipping it",
-                        extra={"node": name, "state": verdict.state.value, "reason": verdict.reason})
-            if verdict.state is NodeState.SPLIT_BRAIN:
-                self.warn_split_brain((verdict,))
-            return
-        if not self.fencer.ensure(node_plan, node):
-            return  # fencing not confirmed: no pod, no attachment, no taint
-        if node_plan.add_taint:
+        name, verdict = node_plan.verdict.node, node_plan.verdict
+        live = self.live.confirm_down(node_plan)
+        if live is not None:
+            self.node_uids[name] = live[0].uid
+        if live is None or not self.fencer.ensure(node_plan, live[0]):
+            return  # not down any more, or fencing not confirmed: no pod, no attachment, no taint
+        if node_plan.add_taint and (live := self.live.confirm_down(node_plan)) is not None:
             # First, so the attach-detach controller force-detaches the moment each pod is gone.
-            self._add_taint(name, raw)
-        if not (node_plan.pods or node_plan.attachments):
-            return
-        gone = {p.key for p in node_plan.pods if self._delete_pod(p, verdict.not_ready_since)}
-        releasable = [a for a in node_plan.attachments if self._releasable(a, gone)]
-        if releasable and node_plan.pods and not self._still_down(name):
-            releasable = []
-        released = [a for a in releasable if self._release(a)]
-        deleted = ", ".join(sorted(gone)) or "no pods"
-        volumes = ", ".join(a.name for a in released) or "no VolumeAttachments"
-        self.events.node(name, "Normal", "RWOVolumesReleased",
-                         f"node proven down ({verdict.reason}, taint {verdict.taint}); force-deleted {deleted}; "
-                         f"deleted {volumes}")
+            self._add_taint(node_plan, live[1])
+        held: list[str] = []
+        gone = {p.key for p in node_plan.pods if self.live.confirm_down(node_plan) and
+                self._delete_pod(p, verdict.not_ready_since, held)}
+        released = [a for a in node_plan.attachments if self._releasable(a, gone) and
+                    self.live.confirm_down(node_plan) and self._release(a)]
+        uid = self.node_uids.get(name, "")
+        if held:  # comes back every pass until a human acts: one Warning, bumped, never an Event per pass
+            self.events.repeated(name, uid, "PodsHeldByFinalizers", f"{'; '.join(held)}; their volumes stay "
+                                 "attached until the finalizers are removed")
+        if gone or released:  # only what happened: a pass that released nothing says nothing here
+            self.events.node(name, uid, "Normal", "RWOVolumesReleased",
+                             f"node proven down ({verdict.reason}, taint {verdict.taint}); force-deleted "
+                             f"{', '.join(sorted(gone)) or 'no pods'}; deleted "
+                             f"{', '.join(a.name for a in released) or 'no VolumeAttachments'}")
 
-    def _read_live(self, name: str, purpose: str) -> Optional[Live]:
-        """The node (also raw, for its resourceVersion) and its Lease, read now; None after recording why not."""
-        try:
-            raw = self.api.read_node(name)
-            lease_raw = self.api.read_lease(name) if raw else None
-        except ApiError as err:
-            self.writer.fail(f"{purpose} of node {name} failed: {err}", err)
-            return None
-        if raw is None:
-            self.writer.fail(f"node {name} disappeared before the {purpose}; skipped")
-            return None
-        return Node.from_json(raw), (Lease.from_json(lease_raw) if lease_raw else None), raw
-
-    def _recheck(self, name: str) -> Optional[tuple[NodeVerdict, Node, dict]]:
-        """Judge the node again, live, with the same rule as the plan; the verdict, the node, and its raw JSON."""
-        live = self._read_live(name, "re-check")
-        if live is None:
-            return None
-        node, lease, raw = live
-        taint = shutdown_taint(node, self.settings.shutdown_taints)
-        if taint is not None:
-            verdict = judge_tainted_node(node, lease, taint, self.settings, self.now())
-        elif node.our_taint is not None:
-            verdict = judge_ours(node, lease, self.settings, self.now())
-        else:
-            verdict = NodeVerdict(name, NodeState.NOT_YET, "", "shutdown taint removed since the pass began")
-        return verdict, node, raw
-
-    def _still_down(self, name: str) -> bool:
-        """The node once more, live, between the pod deletes and the attachment deletes: a node that came back
-        in between must keep its volumes, or they would be pulled from under its running pods."""
-        if self.settings.dry_run:
-            return True
-        checked = self._recheck(name)
-        if checked is None:
-            return False
-        verdict = checked[0]
-        if verdict.state is NodeState.DOWN:
-            return True
-        log.warning("node is no longer proven down; its VolumeAttachments stay",
-                    extra={"node": name, "state": verdict.state.value, "reason": verdict.reason})
-        if verdict.state is NodeState.SPLIT_BRAIN:
-            self.warn_split_brain((verdict,))
-        return False
-
-    def _add_taint(self, name: str, raw: dict) -> None:
-        stamp = self.events.stamp()
+    def _add_taint(self, node_plan: NodePlan, raw: dict) -> None:
+        name, stamp = node_plan.verdict.node, self.events.stamp()
 
         def build(reread: bool) -> Build:
             nonlocal raw
             if reread:  # after a 409 someone changed the node: judge it again from scratch
-                checked = self._recheck(name)
-                if checked is None or checked[0].state is not NodeState.DOWN:
-                    log.warning("node changed and is no longer proven down; out-of-service taint not added",
-                                extra={"node": name})
+                checked = self.live.confirm_down(node_plan)
+                if checked is None:
                     return None
-                _verdict, live, raw = checked
+                live, raw = checked
                 if live.our_taint is not None and live.oos_added_at == stamp:
                     return LANDED  # our own patch, whose answer was lost: it is there
             patch = add_patch(raw, stamp)
@@ -170,7 +140,7 @@ class Actor:
         if read_modify_write(self.writer, name, "add the out-of-service taint", build):
             self.outcome.taints_added.append(name)
             log.info("added the out-of-service taint", extra={"node": name})
-            self.events.node(name, "Normal", "OutOfServiceTaintAdded",
+            self.events.node(name, self.node_uids.get(name, ""), "Normal", "OutOfServiceTaintAdded",
                              "node proven down; added node.kubernetes.io/out-of-service=nodeshutdown:NoExecute so "
                              "Kubernetes force-detaches its volumes; rwo-failover removes it once the node is back")
 
@@ -178,13 +148,16 @@ class Actor:
         """Take our out-of-service taint (and annotation) off a node that is back, and only ours."""
         added_at = ""
 
-        def build(_reread: bool) -> Build:
+        def build(reread: bool) -> Build:
             nonlocal added_at
-            live = self._read_live(name, "re-check of a recovered node")
+            live = self.live.read_live(name, "re-check of a recovered node")
             if live is None:
                 return None
             node, lease, raw = live
+            self.node_uids[name] = node.uid
             ours = node.our_taint
+            if reread and ours is None and not node.oos_added_at and added_at:
+                return LANDED  # our removal landed and its answer was lost: the retry got 409, and both are gone
             blocker = "not ours" if ours is None else \
                 "another shutdown taint" if shutdown_taint(node, self.settings.shutdown_taints) else \
                 recovered(node, lease, self.settings, self.now())
@@ -197,7 +170,7 @@ class Actor:
         if read_modify_write(self.writer, name, "remove our out-of-service taint", build):
             self.outcome.taints_removed.append(name)
             log.info("removed our out-of-service taint from a recovered node", extra={"node": name})
-            self.events.node(name, "Normal", "OutOfServiceTaintRemoved",
+            self.events.node(name, self.node_uids.get(name, ""), "Normal", "OutOfServiceTaintRemoved",
                              f"node Ready for {self.settings.recovery_seconds}s or more with a fresh Lease; "
                              f"removed the node.kubernetes.io/out-of-service taint rwo-failover added at {added_at}")
 
@@ -205,7 +178,7 @@ class Actor:
         """Our annotation outlived our taint (a human removed the taint): drop it, so a later out-of-service
         taint of theirs is never taken for ours."""
         def build(_reread: bool) -> Build:
-            live = self._read_live(name, "re-check of a node with our annotation")
+            live = self.live.read_live(name, "re-check of a node with our annotation")
             if live is None or live[0].our_taint is not None or not live[0].oos_added_at:
                 return None
             return live[2], drop_annotation_patch()
@@ -213,7 +186,7 @@ class Actor:
         if read_modify_write(self.writer, name, "drop our annotation, whose taint is gone", build):
             log.info("dropped our out-of-service annotation: its taint is gone", extra={"node": name})
 
-    def _delete_pod(self, action: PodAction, not_ready_since: str) -> bool:
+    def _delete_pod(self, action: PodAction, not_ready_since: str, held: list[str]) -> bool:
         """True when the pod we inspected is gone (or would be, in a dry run)."""
         fields = {"pod": action.key, "uid": action.uid, "node": action.node, "reason": action.reason,
                   "claims": list(action.claims)}
@@ -224,7 +197,8 @@ class Actor:
             log.warning("pod was replaced since it was inspected (UID differs); left alone", extra=fields)
         if result is Result.HELD:
             # Still there: the attach-detach controller would re-create any attachment we delete now.
-            finalizers = ", ".join(self.writer.body["metadata"]["finalizers"])
+            finalizers = ", ".join(str(f) for f in ((self.writer.body or {}).get("metadata") or {}).get("finalizers"))
+            held.append(f"pod {action.key} is held by finalizers {finalizers}")
             self.writer.fail(f"pod {action.key} is held by finalizers {finalizers}; its volumes stay "
                              "attached until they are removed")
             return False
@@ -258,6 +232,6 @@ class Actor:
             return False
         log.info("deleted VolumeAttachment" if result is Result.DONE else "VolumeAttachment already gone",
                  extra=fields)
-        self.events.claim(action.claim, "VolumeReleasedFromDeadNode",
+        self.events.claim(action.claim, action.claim_uid, "VolumeReleasedFromDeadNode",
                           f"deleted VolumeAttachment {action.name} of PV {action.volume} on dead node {action.node}")
         return True

@@ -42,6 +42,7 @@ log = logging.getLogger("rwo_failover")
 LEASE_NAMESPACE = "kube-node-lease"
 NETWORK_FENCES = "/apis/csiaddons.openshift.io/v1alpha1/networkfences"
 ELECTION_LEASES = "leases (leader election)"  # named apart: their RBAC is another Role, in another namespace
+RECOVERY_RECORDS = "configmaps (recovery records)"  # a Role in RECOVERY_NAMESPACE only, where tenants cannot write
 USER_AGENT = f"rwo-failover/{__version__}"
 MAX_RETRY_AFTER_SECONDS = 30.0
 # PVCs and VolumeAttachments are ~1 KB against ~9 KB for a node or ~5 KB for a pod, so their pages can be
@@ -147,6 +148,20 @@ def _message(err: ApiException) -> str:
         return json.loads(err.body or "{}").get("message") or describe(err)
     except (ValueError, AttributeError):
         return describe(err)
+
+
+def _page(body: Any, what: str) -> tuple[list, Optional[str], str]:
+    """A list page's items, continue token and resourceVersion; a page of another shape (a proxy's, say) is
+    a failed read."""
+    meta = body.get("metadata") if isinstance(body, dict) else None
+    items = body.get("items") if isinstance(body, dict) else None
+    token = meta.get("continue") if isinstance(meta, dict) else None
+    version = meta.get("resourceVersion") if isinstance(meta, dict) else None
+    if not isinstance(body, dict) or not isinstance(items, (list, type(None))) or \
+            not isinstance(meta, (dict, type(None))) or not isinstance(token, (str, type(None))) or \
+            not isinstance(version, (str, type(None))):
+        raise ApiError(f"list {what}: the answer is not a list of the expected shape")
+    return items or [], token, version or ""
 
 
 class Api:
@@ -271,7 +286,10 @@ class Api:
             response.response.release_conn()
         if not 200 <= response.status <= 299:
             raise ApiException.from_response(http_resp=response, body=data.decode("utf-8", "replace"), data=None)
-        return (json.loads(data) if data else {}), str(response.status)
+        try:
+            return (json.loads(data) if data else {}), str(response.status)
+        except RecursionError:  # nested deeper than Python's parser goes: no retry will change that
+            raise ApiException(status=0, reason="the response is nested too deeply to parse") from None
 
     def list_all(self, what: str, path: str, convert: Callable[[dict], T], page_factor: int = 1,
                  query: Optional[list] = None, consistent: bool = False) -> list[T]:
@@ -304,10 +322,11 @@ class Api:
             body = self.call("list", what, "GET", path, query + [("limit", limit)] + position)
             if body is None:
                 return
-            if not token:
-                self.listed_version = str((body.get("metadata") or {}).get("resourceVersion") or "")
-            yield body.get("items") or []
-            token = (body.get("metadata") or {}).get("continue")
+            first = not token
+            items, token, version = _page(body, what)
+            if first:  # the list's snapshot: where a watch of it starts
+                self.listed_version = version
+            yield items
             if not token:
                 return
 
@@ -357,23 +376,11 @@ class Api:
         return self.list_all("persistentvolumeclaims", "/api/v1/persistentvolumeclaims", convert,
                              page_factor=SMALL_OBJECT_PAGE_FACTOR)
 
-    def list_claims_labelled(self, selector: str, convert: Callable[[dict], T], consistent: bool = False) -> list[T]:
-        return self.list_all("persistentvolumeclaims", "/api/v1/persistentvolumeclaims", convert,
-                             page_factor=SMALL_OBJECT_PAGE_FACTOR, query=[("labelSelector", selector)],
-                             consistent=consistent)
-
-    def watch_claims_labelled(self, selector: str, version: str, timeout_seconds: int,
-                              watcher: k8s_watch.Watch) -> Iterator[dict]:
-        return self.watch("persistentvolumeclaims", "/api/v1/persistentvolumeclaims", version, timeout_seconds,
-                          watcher, [("labelSelector", selector)])
-
     def list_pods_in(self, namespace: str, convert: Callable[[dict], T]) -> list[T]:
         return self.list_all("pods", f"/api/v1/namespaces/{namespace}/pods", convert)
 
-    def patch_claim(self, namespace: str, name: str, patch: dict) -> Optional[dict]:
-        return self.call("patch", "persistentvolumeclaims", "PATCH",
-                         f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/{name}", body=patch,
-                         content_type="application/merge-patch+json")
+    def read_pod(self, namespace: str, name: str) -> Optional[dict]:
+        return self.call("get", "pods", "GET", f"/api/v1/namespaces/{namespace}/pods/{name}")
 
     def read_volume(self, name: str) -> Optional[dict]:
         return self.call("get", "persistentvolumes", "GET", f"/api/v1/persistentvolumes/{name}")
@@ -411,6 +418,9 @@ class Api:
     def watch_networkfences(self, version: str, timeout_seconds: int, watcher: k8s_watch.Watch) -> Iterator[dict]:
         return self.watch("networkfences", NETWORK_FENCES, version, timeout_seconds, watcher)
 
+    def read_networkfence(self, name: str) -> Optional[dict]:
+        return self.call("get", "networkfences", "GET", f"{NETWORK_FENCES}/{name}")
+
     def create_networkfence(self, body: dict) -> Optional[dict]:
         return self.call("create", "networkfences", "POST", NETWORK_FENCES, body=body)
 
@@ -418,8 +428,33 @@ class Api:
         return self.call("patch", "networkfences", "PATCH", f"{NETWORK_FENCES}/{name}", body=patch,
                          content_type="application/merge-patch+json")
 
-    def delete_networkfence(self, name: str) -> Optional[dict]:
-        return self.call("delete", "networkfences", "DELETE", f"{NETWORK_FENCES}/{name}")
+    def delete_networkfence(self, name: str, resource_version: str = "") -> Optional[dict]:
+        """With `resource_version`, preconditioned on it: 409 when the fence changed since it was read."""
+        body = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"resourceVersion": resource_version}} \
+            if resource_version else None
+        return self.call("delete", "networkfences", "DELETE", f"{NETWORK_FENCES}/{name}", body=body)
+
+    # Recovery records: ConfigMaps in RECOVERY_NAMESPACE (a Role there; tenants cannot write them).
+    def list_recovery_records(self, namespace: str, label: str, convert: Callable[[dict], T],
+                              consistent: bool = False) -> list[T]:
+        return self.list_all(RECOVERY_RECORDS, f"/api/v1/namespaces/{namespace}/configmaps", convert,
+                             page_factor=SMALL_OBJECT_PAGE_FACTOR, query=[("labelSelector", label)],
+                             consistent=consistent)
+
+    def watch_recovery_records(self, namespace: str, label: str, version: str, timeout_seconds: int,
+                               watcher: k8s_watch.Watch) -> Iterator[dict]:
+        return self.watch(RECOVERY_RECORDS, f"/api/v1/namespaces/{namespace}/configmaps", version, timeout_seconds,
+                          watcher, [("labelSelector", label)])
+
+    def create_recovery_record(self, namespace: str, body: dict) -> Optional[dict]:
+        return self.call("create", RECOVERY_RECORDS, "POST", f"/api/v1/namespaces/{namespace}/configmaps", body=body)
+
+    def patch_recovery_record(self, namespace: str, name: str, patch: dict) -> Optional[dict]:
+        return self.call("patch", RECOVERY_RECORDS, "PATCH", f"/api/v1/namespaces/{namespace}/configmaps/{name}",
+                         body=patch, content_type="application/merge-patch+json")
+
+    def delete_recovery_record(self, namespace: str, name: str) -> Optional[dict]:
+        return self.call("delete", RECOVERY_RECORDS, "DELETE", f"/api/v1/namespaces/{namespace}/configmaps/{name}")
 
     # Leader election (continuous mode with LEADER_ELECTION=true); RBAC in deploy/ha, one namespace only.
     def read_namespaced_lease(self, namespace: str, name: str) -> Optional[dict]:

@@ -1,29 +1,29 @@
 """The API server's clock, as this pass sees it.
 
-Every age the pass judges (NotReady for how long, Lease renewed when) compares a server
-timestamp with "now". Taking "now" from this process would make a Job whose clock runs
-90 s fast see a heartbeating node as dead. So "now" is the `Date` header of the latest API
-response, plus the monotonic time elapsed since it arrived. `Date` has one-second
-resolution and is truncated, so this clock runs up to a second *behind* the server's: ages
-come out up to a second short, which only ever delays a verdict of "down".
+Every age the pass judges compares a server timestamp (a managedFields time) with "now". Taking "now" from
+this process would make a Job whose clock runs 90 s fast see a heartbeating node as dead. So "now" is the
+`Date` header of the latest API response, plus the monotonic time elapsed since it arrived. `Date` has
+one-second resolution and is truncated, so this clock runs up to a second *behind* the server's: ages come
+out up to a second short, which only ever delays a verdict of "down". Until a response has carried a Date
+header there is no "now" at all: `now()` raises, and nothing is judged.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from datetime import datetime, timedelta, timezone
 from email.utils import parsedate_to_datetime
 from typing import Callable, Optional
 
 
-def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+class ServerClockUnknown(Exception):
+    """No API response has carried a Date header that parses (a proxy may strip it)."""
 
 
 class ServerClock:
-    def __init__(self, wall: Callable[[], datetime] = utcnow,
-                 monotonic: Callable[[], float] = time.monotonic) -> None:
-        self.wall, self.monotonic = wall, monotonic
+    def __init__(self, monotonic: Callable[[], float] = time.monotonic) -> None:
+        self.monotonic = monotonic
         self._seen: Optional[tuple[datetime, float]] = None
 
     def observe(self, date_header: Optional[str]) -> None:
@@ -41,9 +41,11 @@ class ServerClock:
         return self._seen is not None
 
     def now(self) -> datetime:
-        """The server's time now; this process's wall clock only until the server has answered once."""
+        """The server's time now."""
         if self._seen is None:
-            return self.wall()
+            raise ServerClockUnknown("the API server's answers carry no Date header (a proxy between here and the "
+                                     "API server may strip it); rwo-failover times every age on the server's clock "
+                                     "and judges nothing without it")
         server, at = self._seen
         return server + timedelta(seconds=self.monotonic() - at)
 
@@ -57,26 +59,34 @@ class SharedServerClock(ServerClock):
     WINDOW_SECONDS, carried forward on the monotonic clock. It is still never ahead of the server (beyond
     this machine's monotonic drift over that window), so ages are never overestimated; it only lets a
     decision that waits for a moment (Plan.wake_at) come up to a second sooner.
+
+    A bound more than a second above the latest header cannot be one the server still agrees with: its clock
+    stepped back, or the request reached another API server whose clock is behind. Such bounds are dropped,
+    so the clock follows the latest header at once. As with ServerClock, until a response has carried a Date
+    header there is no "now" at all: this process's own clock is never read.
     """
 
     WINDOW_SECONDS = 300.0
 
-    def __init__(self, wall: Callable[[], datetime] = utcnow, monotonic: Callable[[], float] = time.monotonic) -> None:
-        super().__init__(wall, monotonic)
-        self._bounds: list[tuple[float, float]] = []  # (server seconds minus monotonic seconds, monotonic)
+    def __init__(self, monotonic: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(monotonic)
+        self._bounds: tuple[tuple[float, float], ...] = ()  # (server seconds minus monotonic seconds, monotonic)
+        self._lock = threading.Lock()  # the watch threads and the pass observe at once
 
     def observe(self, date_header: Optional[str]) -> None:
-        seen = self._seen
-        super().observe(date_header)
-        if self._seen is seen or self._seen is None:
-            return
-        server, at = self._seen
-        self._bounds = [b for b in self._bounds if at - b[1] <= self.WINDOW_SECONDS] + \
-            [(server.timestamp() - at, at)]
+        with self._lock:
+            seen = self._seen
+            super().observe(date_header)
+            if self._seen is seen or self._seen is None:
+                return  # no header, or one that does not parse
+            server, at = self._seen
+            latest = server.timestamp() - at
+            self._bounds = tuple(b for b in self._bounds if at - b[1] <= self.WINDOW_SECONDS and b[0] <= latest + 1.0)
+            self._bounds += ((latest, at),)
 
     def now(self) -> datetime:
         bounds = self._bounds
         if not bounds:
-            return super().now()
+            return super().now()  # raises ServerClockUnknown
         offset = max(b[0] for b in bounds)
         return datetime.fromtimestamp(self.monotonic() + offset, timezone.utc)

@@ -11,16 +11,20 @@ from __future__ import annotations
 import argparse
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Optional, Sequence
+from typing import Any, Callable, Mapping, NoReturn, Optional, Sequence
+from urllib.parse import urlsplit, urlunsplit
+
+from . import __version__
 
 from .matchers import LabelSelector, MatcherError, TaintSpec
-from .model import CLOUD_SHUTDOWN_KEY, OUT_OF_SERVICE_KEY
+from .model import CLOUD_SHUTDOWN_KEY, DNS_LABEL, OUT_OF_SERVICE_KEY, is_name
 
 STUCK_STATES = ("Terminating", "Unknown", "NodeLost", "NotReady", "NotStarted")
 LOG_FORMATS = ("auto", "json", "text")
 OUT_OF_SERVICE_MODES = ("auto", "always", "never")
 FENCING_MODES = ("none", "networkfence", "webhook")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+OUTPUTS = ("auto", "table", "none")
 
 
 class ConfigError(ValueError):
@@ -45,6 +49,7 @@ class Settings:
     page_size: int
     log_format: str
     log_level: str
+    output: str
     out_of_service_taint: str
     recovery_seconds: int
     interval: float
@@ -65,6 +70,7 @@ class Settings:
     leader_election_lease_seconds: int
     leader_election_namespace: str
     leader_election_lease_name: str
+    recovery_namespace: str
     kubeconfig: Optional[str]
     kube_context: Optional[str]
 
@@ -121,14 +127,25 @@ def _items(text: str) -> list[str]:
     return [item.strip() for item in text.split(",") if item.strip()]
 
 
+# The node lifecycle controller puts these on every NotReady node, a partitioned one too: they say the node is
+# silent, which liveness judges anyway, never that it was shut down. Accepting them would also make the
+# unhealthy-fraction brake blind to a partition, since a down node with nothing to release does not count.
+NOT_SHUTDOWN_EVIDENCE = ("node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready")
+
+
 def _taints(text: str) -> tuple[TaintSpec, ...]:
     items = _items(text)
     if not items:
         raise ValueError("no taint given")
     try:
-        return tuple(TaintSpec.parse(item) for item in items)
+        specs = tuple(TaintSpec.parse(item) for item in items)
     except MatcherError as err:
         raise ValueError(str(err)) from None
+    wrong = [spec.key for spec in specs if spec.key in NOT_SHUTDOWN_EVIDENCE]
+    if wrong:
+        raise ValueError(f"{wrong[0]} is on every NotReady node, a partitioned one too, so it is no evidence of a "
+                         "shutdown")
+    return specs
 
 
 def _states(text: str) -> frozenset[str]:
@@ -142,7 +159,7 @@ def _states(text: str) -> frozenset[str]:
     return frozenset(by_fold[item.lower()] for item in items)
 
 
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_DNS_LABEL = DNS_LABEL
 
 
 def _namespaces(text: str) -> frozenset[str]:
@@ -160,12 +177,9 @@ def _namespace(text: str) -> str:
     return value
 
 
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-
-
 def _object_name(text: str) -> str:
     value = text.strip()
-    if len(value) > 253 or not _DNS_SUBDOMAIN.match(value):
+    if not is_name(value):
         raise ValueError(f"{value!r} is not an object name")
     return value
 
@@ -182,9 +196,21 @@ def _matching(pattern: str, what: str) -> Callable[[str], str]:
     return parse
 
 
-_https_url = _matching(r"^https://[^\s/]+(/\S*)?$",
-                       "an https:// URL (TLS is always verified; there is no plain-HTTP option)")
+_https_url = _matching(r"^https://[^\s/@]+(/\S*)?$",
+                       "an https:// URL without user:password@ (TLS is always verified; there is no plain-HTTP "
+                       "option; the token comes from FENCE_WEBHOOK_TOKEN_FILE)")
 _http_url = _matching(r"^https?://[^\s/]+(/\S*)?$", "an http:// or https:// URL")
+
+
+def without_userinfo(url: str) -> str:
+    """The URL as it may be logged or shown: any user:password@ dropped."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "(a URL that cannot be parsed)"
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
 _label_value = _matching(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$", "a label value")
 
 
@@ -235,7 +261,8 @@ SPECS: tuple[Spec, ...] = (
          "true or false"),
     Spec("SHUTDOWN_TAINTS", _taints, f"{OUT_OF_SERVICE_KEY},{CLOUD_SHUTDOWN_KEY}",
          "Comma-separated taints; a node carrying any of them is a candidate.",
-         "a comma-separated list of key[=value][:effect], effect one of NoSchedule, PreferNoSchedule, NoExecute"),
+         "a comma-separated list of key[=value][:effect], effect one of NoSchedule, PreferNoSchedule, NoExecute; "
+         "not node.kubernetes.io/unreachable nor not-ready"),
     Spec("MIN_NOT_READY_SECONDS", _int_at_least(0), "60",
          "How long Ready must have been not True, and the Lease unrenewed, before a node counts as down.",
          _WHOLE.format(0)),
@@ -269,7 +296,7 @@ SPECS: tuple[Spec, ...] = (
          "alone changes a verdict starts one sooner); 0 runs one pass. --once forces one pass.",
          "0, or a number of seconds in (0, 86400]"),
     Spec("WATCH", _bool, "true",
-         "Continuous mode: keep nodes (and our NetworkFences and claims awaiting recovery) current with a watch, "
+         "Continuous mode: keep nodes (and our NetworkFences and recovery records) current with a watch, "
          "and pass when they change or time alone changes a verdict, at least every INTERVAL; false lists every "
          "INTERVAL instead.", "true or false"),
     Spec("WATCH_STALE_SECONDS", _int_at_least(5), "90",
@@ -302,9 +329,10 @@ SPECS: tuple[Spec, ...] = (
     Spec("PUSHGATEWAY_URL", lambda t: _http_url(t) if t.strip() else None, "",
          "One-shot mode: push each pass's metrics to this Pushgateway; empty pushes nothing.",
          "an http:// or https:// URL, or empty", empty_ok=True),
-    Spec("PUSHGATEWAY_INSTANCE", lambda t: _label_value(t) if t.strip() else None, "",
-         "The instance grouping key of the push (cronjob.yaml sets the Job's name); empty means the host name.",
-         "a label value (letters, digits, -, _ and .), or empty", empty_ok=True),
+    Spec("PUSHGATEWAY_INSTANCE", _label_value, "rwo-failover",
+         "The instance grouping key of the push: the CronJob's name, the same for every pass, so each pass "
+         "replaces the last one's group (Pushgateway groups never expire).",
+         "a label value (letters, digits, -, _ and .)"),
     Spec("LEADER_ELECTION", _bool, "false",
          "Continuous mode with several replicas: run passes only while holding the leader Lease.",
          "true or false"),
@@ -314,6 +342,9 @@ SPECS: tuple[Spec, ...] = (
          "a namespace name"),
     Spec("LEADER_ELECTION_LEASE_NAME", _object_name, "rwo-failover-leader", "Name of the leader Lease.",
          "an object name (DNS subdomain)"),
+    Spec("RECOVERY_NAMESPACE", _namespace, "rwo-failover",
+         "Namespace of the recovery records: one ConfigMap per claim whose pod was force-deleted, until its "
+         "recovery is confirmed. Tenants must not be able to write there.", "a namespace name"),
     Spec("PASS_TIMEOUT_SECONDS", _number_in(0, 3600), "45",
          "Deadline for the whole pass, retries included; keep it below the CronJob interval.",
          "a number of seconds in (0, 3600]"),
@@ -327,6 +358,9 @@ SPECS: tuple[Spec, ...] = (
          f"one of {', '.join(LOG_FORMATS)}"),
     Spec("LOG_LEVEL", _choice(LOG_LEVELS, str.upper), "INFO", "Least severe level logged.",
          f"one of {', '.join(LOG_LEVELS)}"),
+    Spec("OUTPUT", _choice(OUTPUTS), "auto",
+         "The plan as a table before the pass acts: table, none, or auto (a table on a terminal, for one pass).",
+         f"one of {', '.join(OUTPUTS)}"),
     Spec("KUBECONFIG", _optional_text, "",
          "Kubeconfig path(s); empty means ~/.kube/config, or in-cluster config inside a pod.",
          "a path, or empty", empty_ok=True),
@@ -337,16 +371,29 @@ SPECS: tuple[Spec, ...] = (
 BY_NAME = {spec.name: spec for spec in SPECS}
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, except that a bad argument is a ConfigError: one line, the same prefix and exit code as a bad
+    setting, instead of the usage text and argparse's own exit."""
+
+    def error(self, message: str) -> NoReturn:
+        raise ConfigError(f"{message}; see {self.prog} --help")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="reconcile.py",
+    parser = _Parser(
+        prog="rwo-failover",
         description="Release ReadWriteOnce volumes held by pods on nodes that are proven down.",
-        epilog="Every setting is also an environment variable: --max-nodes-per-pass is MAX_NODES_PER_PASS.",
+        epilog="Every setting is also an environment variable: --max-nodes-per-pass is MAX_NODES_PER_PASS. "
+               "A true/false setting's flag alone means true (--dry-run); --dry-run=false also works.",
+        allow_abbrev=False,  # a typo must never silently mean another flag
     )
     parser.add_argument("--once", action="store_true", help="Run one pass and exit, whatever INTERVAL says.")
+    parser.add_argument("--version", action="version", version=f"rwo-failover {__version__}")
     for spec in SPECS:
+        # A boolean works bare, as kubectl's flags do; a value, when given, is parsed like the env var's.
+        bare = {"nargs": "?", "const": "true"} if spec.parse is _bool else {}
         parser.add_argument(spec.flag, dest=spec.field, metavar=spec.name, default=None,
-                            help=f"{spec.help} (default: {spec.default!r})")
+                            help=f"{spec.help} (default: {spec.default!r})", **bare)
     return parser
 
 
@@ -360,7 +407,8 @@ def _resolve(spec: Spec, flag_value: Optional[str], environ: Mapping[str, str]) 
         return spec.parse(raw)
     except ValueError as err:
         detail = f" ({err})" if str(err) else ""
-        raise ConfigError(f"{source}={raw!r} is invalid{detail}; allowed: {spec.allowed}") from None
+        shown = without_userinfo(raw) if spec.name.endswith("_URL") else raw  # a password is never echoed
+        raise ConfigError(f"{source}={shown!r} is invalid{detail}; allowed: {spec.allowed}") from None
 
 
 def load(argv: Sequence[str], environ: Mapping[str, str]) -> tuple[argparse.Namespace, Settings]:
@@ -372,6 +420,11 @@ def load(argv: Sequence[str], environ: Mapping[str, str]) -> tuple[argparse.Name
     _check_fencing(settings)
     if settings.leader_election and (args.once or not settings.interval):
         raise ConfigError("LEADER_ELECTION=true needs continuous mode; allowed: INTERVAL > 0 without --once")
+    if settings.leader_election and settings.dry_run:
+        # The Lease is the one write a dry run would still make, and a dry-run replica that takes it
+        # switches failover off for the real one, silently.
+        raise ConfigError("DRY_RUN=true with LEADER_ELECTION=true would let a replica that changes nothing hold "
+                          "the leader Lease; allowed: one of them, not both")
     return args, settings
 
 
@@ -381,6 +434,12 @@ def _check_consistent(settings: Settings) -> None:
         raise ConfigError(
             f"INCLUDE_NAMESPACES and EXCLUDE_NAMESPACES both name {', '.join(sorted(both))}; "
             "allowed: disjoint lists")
+    if settings.leader_election and settings.leader_election_lease_seconds <= settings.request_timeout_seconds + 2:
+        raise ConfigError(
+            f"LEADER_ELECTION_LEASE_SECONDS={settings.leader_election_lease_seconds} leaves no time to write: a "
+            f"leader starts a write only while its Lease outlives REQUEST_TIMEOUT_SECONDS="
+            f"{settings.request_timeout_seconds:g} plus a second; allowed: a lease longer than the request "
+            "timeout + 2 s")
     if settings.request_timeout_seconds > settings.pass_timeout_seconds:
         raise ConfigError(
             f"REQUEST_TIMEOUT_SECONDS={settings.request_timeout_seconds:g} exceeds "

@@ -8,7 +8,8 @@ import socket
 from datetime import datetime
 from typing import Callable, Optional
 
-from .model import parse_time
+from .client import ApiError
+from .model import BadObject, int_at, obj_at, text_at, time_at
 from .writer import Result, Writer
 
 COMPONENT = "rwo-failover"
@@ -33,6 +34,22 @@ def build_event(namespace: str, kind: str, name: str, uid: Optional[str], event_
 REPEAT_EVERY_SECONDS = 600  # a repeated Warning is bumped at most this often per node and reason
 
 
+def bump_of(found: object, now: datetime, stamp: str, message: str) -> Optional[dict]:
+    """The merge patch that bumps an existing repeated Event; None while it was bumped within
+    REPEAT_EVERY_SECONDS. Whatever the Event holds: one that cannot be read is repaired by the bump."""
+    try:
+        if not isinstance(found, dict):
+            raise BadObject("not an object")
+        last, count = time_at(found, "lastTimestamp"), int_at(found, "count", 1, high=2**31 - 2)
+        version: Optional[str] = text_at(obj_at(found, "metadata"), "resourceVersion") or None
+    except BadObject:
+        last, count, version = None, 1, None
+    if last is not None and 0 <= (now - last).total_seconds() < REPEAT_EVERY_SECONDS:
+        return None
+    return {"count": max(count, 1) + 1, "lastTimestamp": stamp, "message": message[:1024],
+            "metadata": {"resourceVersion": version}}
+
+
 class EventRecorder:
     def __init__(self, writer: Writer, now: Callable[[], datetime]) -> None:
         self.writer, self.now = writer, now
@@ -41,34 +58,37 @@ class EventRecorder:
     def stamp(self) -> str:
         return self.now().strftime("%Y-%m-%dT%H:%M:%SZ")
 
-    def repeated(self, node: str, reason: str, message: str) -> None:
+    def repeated(self, node: str, uid: str, reason: str, message: str) -> None:
         """A Warning that would otherwise come every pass (split-brain, a refusal): one Event per node and
         reason, whose count and lastTimestamp are bumped at most every REPEAT_EVERY_SECONDS, as the kubelet's
         event recorder aggregates repeats."""
-        event = build_event(NODE_EVENT_NAMESPACE, "Node", node, None, "Warning", reason, message, self.stamp(),
+        event = build_event(NODE_EVENT_NAMESPACE, "Node", node, uid, "Warning", reason, message, self.stamp(),
                             self.instance, cluster_scoped=True)
         name = f"{node[:200]}.rwo-{reason.lower()}"
         event["metadata"]["name"] = name
         if self.writer.create_event(NODE_EVENT_NAMESPACE, event, repeat=True) is not Result.CONFLICT:
             return
-        found = self.writer.api.read_event(NODE_EVENT_NAMESPACE, name) or {}
-        last = parse_time(found.get("lastTimestamp"))
-        if last is not None and (self.now() - last).total_seconds() < REPEAT_EVERY_SECONDS:
+        try:  # a read like any other of the pass: retried by the client, and a failure is judged, never raised
+            found = self.writer.api.read_event(NODE_EVENT_NAMESPACE, name)
+        except ApiError as err:
+            self.writer.fail(f"reading Event {NODE_EVENT_NAMESPACE}/{name} to bump it failed: {err}", err)
             return
-        self.writer.patch_event(NODE_EVENT_NAMESPACE, name, {
-            "count": int(found.get("count") or 1) + 1, "lastTimestamp": self.stamp(), "message": message[:1024],
-            "metadata": {"resourceVersion": (found.get("metadata") or {}).get("resourceVersion")}})
+        bump = bump_of(found, self.now(), self.stamp(), message) if found is not None else None
+        if bump is not None:
+            self.writer.patch_event(NODE_EVENT_NAMESPACE, name, bump)
 
-    def node(self, node: str, event_type: str, reason: str, message: str) -> None:
+    # Every Event names its object's uid: `kubectl describe` finds Events by involvedObject kind, name,
+    # namespace and uid, so one without the uid would never be shown where operators look first.
+    def node(self, node: str, uid: str, event_type: str, reason: str, message: str) -> None:
         self.writer.create_event(NODE_EVENT_NAMESPACE, build_event(
-            NODE_EVENT_NAMESPACE, "Node", node, None, event_type, reason, message, self.stamp(), self.instance,
+            NODE_EVENT_NAMESPACE, "Node", node, uid, event_type, reason, message, self.stamp(), self.instance,
             cluster_scoped=True))
 
     def pod(self, namespace: str, name: str, uid: str, reason: str, message: str) -> None:
         self.writer.create_event(namespace, build_event(
             namespace, "Pod", name, uid, "Normal", reason, message, self.stamp(), self.instance))
 
-    def claim(self, claim_key: str, reason: str, message: str, event_type: str = "Normal") -> None:
+    def claim(self, claim_key: str, uid: str, reason: str, message: str, event_type: str = "Normal") -> None:
         namespace, _, name = claim_key.partition("/")
         self.writer.create_event(namespace, build_event(
-            namespace, "PersistentVolumeClaim", name, None, event_type, reason, message, self.stamp(), self.instance))
+            namespace, "PersistentVolumeClaim", name, uid, event_type, reason, message, self.stamp(), self.instance))

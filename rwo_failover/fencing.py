@@ -1,36 +1,39 @@
 """Carrying out fencing steps: NetworkFence objects (csi-addons) or the fence webhook, through the writer.
 
-The rules (when to fence, when to unfence) are in planner/fencing.py; this module does what they decide.
+The rules (when to fence, when to unfence) are in planner/fencing.py; this module does what they decide, and
+before each unfencing step it reads the node, its Lease and the fence again, live, and judges them with the
+same rule: the plan's snapshot may be seconds old, and an unfence of a node that died again meanwhile would
+hand its storage back to a node that may still write.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Callable
+from datetime import datetime
+from typing import Callable, Optional
 
 from . import fence_webhook
-from .client import Api
+from .client import Api, ApiError
 from .config import Settings
 from .events import EventRecorder
-from .model import FENCE_LABEL, Node
+from .model import FENCE_ASKED_ANNOTATION, FENCE_LABEL, BadObject, Fence, Lease, Node, fence_asked
 from .outcome import Outcome
-from .planner.fencing import DELETE, PENDING, REFENCE, REQUEST, UNFENCE
+from .planner import unfence_step
+from .planner.fencing import FAILED, PENDING, RECREATE, REQUEST, UNFENCE, cidrs
 from .planner.types import NodePlan
 from .writer import Result, Writer
 
 log = logging.getLogger("rwo_failover")
 NETWORK_FENCE_API = "csiaddons.openshift.io/v1alpha1"
-
-
-def cidrs(node: Node) -> list[str]:
-    return [f"{ip}/128" if ":" in ip else f"{ip}/32" for ip in node.internal_ips]
+# The node, its Lease and its raw JSON, read now; None once the failure to read them is recorded.
+ReadLive = Callable[[str, str], Optional[tuple[Node, Optional[Lease], dict]]]
 
 
 class Fencer:
     def __init__(self, api: Api, settings: Settings, writer: Writer, events: EventRecorder, outcome: Outcome,
-                 sleep: Callable[[float], None]) -> None:
+                 sleep: Callable[[float], None], read_live: ReadLive, now: Callable[[], datetime]) -> None:
         self.api, self.settings, self.writer, self.events = api, settings, writer, events
-        self.outcome, self.sleep = outcome, sleep
+        self.outcome, self.sleep, self.read_live, self.now = outcome, sleep, read_live, now
 
     def ensure(self, node_plan: NodePlan, node: Node) -> bool:
         """True when the node is confirmed fenced now, so its pods, attachments and taint may be touched."""
@@ -44,14 +47,17 @@ class Fencer:
             return False
         if step == REQUEST:
             return self._webhook(node_plan, node) if self.settings.fencing == "webhook" else self._request(node)
-        if step == REFENCE:
-            return self._refence(node)
-        self._refuse(name, node_plan.fence_reason)
+        if step == RECREATE:
+            return self._recreate(node)
+        assert step == FAILED, step
+        self._refuse(node, node_plan.fence_reason)
         return False
 
-    def _refuse(self, name: str, why: str) -> None:
-        self.writer.fail(f"fencing of node {name} not confirmed: {why}; nothing on it was touched")
-        self.events.node(name, "Warning", "FencingFailed", f"{why}; rwo-failover touched nothing on this node")
+    def _refuse(self, node: Node, why: str) -> None:
+        """Fencing not confirmed: a failure of the pass, and one Warning however many passes see it."""
+        self.writer.fail(f"fencing of node {node.name} not confirmed: {why}; nothing on it was touched")
+        self.events.repeated(node.name, node.uid, "FencingFailed",
+                             f"{why}; rwo-failover touched nothing on this node")
 
     def _webhook(self, node_plan: NodePlan, node: Node) -> bool:
         payload = {"node": node.name, "uid": node.uid, "providerID": node.provider_id,
@@ -64,46 +70,86 @@ class Fencer:
             log.info("fence webhook confirmed the node fenced", extra={"node": node.name})
             return True
         if result is Result.FAILED:
-            self.events.node(node.name, "Warning", "FencingFailed",
-                             f"fence webhook did not confirm: {why}; rwo-failover touched nothing on this node")
+            self.events.repeated(node.name, node.uid, "FencingFailed",
+                                 f"fence webhook did not confirm: {why}; rwo-failover touched nothing on this node")
         return False
 
     def _request(self, node: Node) -> bool:
-        """Create our NetworkFence (or set ours back to Fenced); the answer comes in a later pass."""
+        """Create our NetworkFence; the answer comes in a later pass."""
+        wanted = list(cidrs(node)[0])  # the planner refused a node without usable addresses
         body = {"apiVersion": NETWORK_FENCE_API, "kind": "NetworkFence",
                 "metadata": {"name": node.name, "labels": {FENCE_LABEL: "rwo-failover"}},
                 "spec": {"fenceState": "Fenced", "networkFenceClassName": self.settings.network_fence_class,
-                         "cidrs": cidrs(node)}}
+                         "cidrs": wanted}}
         result = self.writer.create_networkfence(node.name, body)
         # CONFLICT: someone created one since we looked; the next pass judges whose it is, and never trusts
         # (nor touches) one that is not ours.
-        return self._asked(node, result, f"created NetworkFence {node.name}")
-
-    def _refence(self, node: Node) -> bool:
-        """Our NetworkFence was set Unfenced by an earlier recovery and the node is down again."""
-        result = self.writer.patch_networkfence(node.name, {"spec": {"fenceState": "Fenced", "cidrs": cidrs(node)}},
-                                                "fence again")
-        return self._asked(node, result, f"set NetworkFence {node.name} Fenced again")
-
-    def _asked(self, node: Node, result: Result, what: str) -> bool:
         if result is Result.WOULD:
             return True
         self.outcome.fencing_pending.append(node.name)
         if result is Result.DONE:
             log.info("asked for fencing; nothing on the node is touched until the NetworkFence answers Succeeded",
-                     extra={"node": node.name, "cidrs": cidrs(node)})
-            self.events.node(node.name, "Normal", "FencingRequested",
-                             f"{what} for {', '.join(cidrs(node)) or 'no address'}")
+                     extra={"node": node.name, "cidrs": wanted})
+            self.events.node(node.name, node.uid, "Normal", "FencingRequested",
+                             f"created NetworkFence {node.name} for {', '.join(wanted)}")
         return False
 
-    def unfence(self, name: str, step: str) -> bool:
-        """True when the NetworkFence is gone (unfenced and deleted), so our taint may come off."""
+    def _recreate(self, node: Node) -> bool:
+        """Our fence is Unfenced from an earlier recovery and the node is down again. Setting it back to Fenced
+        would leave the unfencing's Succeeded in place until the controller answers, and a controller that sets
+        no observedGeneration gives no way to tell the two apart: delete it, and create a new one next pass."""
+        if self.writer.dry_run:
+            return True
+        self.outcome.fencing_pending.append(node.name)
+        if self.writer.delete_networkfence(node.name) in (Result.DONE, Result.GONE):
+            log.info("our Unfenced NetworkFence deleted; a new one is created next pass", extra={"node": node.name})
+        return False
+
+    def unfence(self, name: str, planned: str) -> bool:
+        """Carry out `planned` (UNFENCE or DELETE) if a live re-read still calls for it. True when the fence is
+        gone (unfenced and deleted), so our taint may come off."""
+        live = self.read_live(name, "re-check before unfencing")
+        fence = self._read_fence(name)
+        if live is None or fence is None:
+            return False
+        node, lease, _raw = live
+        step, why = unfence_step(node, lease, fence[0], self.settings, self.now())
+        if step != planned:
+            log.info("not unfencing: the live re-read no longer calls for it",
+                     extra={"node": name, "planned": planned, "now": step or "", "reason": why or ""})
+            return False
+        version = fence[1]
         if step == UNFENCE:
-            if self.writer.patch_networkfence(name, {"spec": {"fenceState": "Unfenced"}}, "unfence") is Result.DONE:
+            patch = {"metadata": {"resourceVersion": version, "annotations": {
+                FENCE_ASKED_ANNOTATION: fence_asked(fence[0].generation + 1, fence[0].status)}},
+                "spec": {"fenceState": "Unfenced"}}
+            if self.writer.patch_networkfence(name, patch, "unfence") is Result.DONE:
                 log.info("node is back: asked to unfence", extra={"node": name})
             return False
-        if step == DELETE and self.writer.delete_networkfence(name) in (Result.DONE, Result.GONE):
+        if self.writer.delete_networkfence(name, version) in (Result.DONE, Result.GONE):
             self.outcome.unfenced.append(name)
-            self.events.node(name, "Normal", "NodeUnfenced", f"NetworkFence {name} answered Unfenced; deleted it")
+            self.events.node(name, node.uid, "Normal", "NodeUnfenced",
+                             f"NetworkFence {name} answered Unfenced; deleted it")
             return True
         return False
+
+    def _read_fence(self, name: str) -> Optional[tuple[Fence, str]]:
+        """Our fence read now, with its resourceVersion (each step is preconditioned on it); None once the
+        failure is recorded, or when it is gone."""
+        try:
+            raw = self.api.read_networkfence(name)
+            if raw is None:
+                log.info("NetworkFence gone before unfencing; nothing to do", extra={"node": name})
+                return None
+            fence = Fence.from_json(raw)
+            version = str((raw.get("metadata") or {}).get("resourceVersion") or "")
+        except ApiError as err:
+            self.writer.fail(f"re-reading NetworkFence {name} before unfencing failed: {err}", err)
+            return None
+        except (BadObject, AttributeError) as err:
+            self.writer.fail(f"NetworkFence {name} cannot be read before unfencing: {err}")
+            return None
+        if not fence.ours:
+            self.writer.fail(f"NetworkFence {name} is no longer ours; not unfencing it")
+            return None
+        return fence, version

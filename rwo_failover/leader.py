@@ -6,6 +6,11 @@ candidate's own monotonic clock* since it last saw it change. So no two clocks a
 the leader releases the Lease (empty holder), so a standby takes over at once instead of after a lease.
 Every write is preconditioned on the resourceVersion read, so two candidates never both win one round.
 
+A leader stops writing before a standby can lead (`write_guard`, which the pass's Writer asks before every
+attempt): a renewal sent at T keeps the Lease ours until T + the lease duration by any standby's reckoning,
+since a standby times a whole duration from when it sees the renewal, which is later than T. A write may
+start only while that leaves room for it to land (`write_margin`: the request timeout and a second).
+
 Why not `kubernetes.leaderelection` from the client: its loop blocks forever with no way to stop it or to
 release the Lease on SIGTERM, its LeaseLock uses the client's global default configuration rather than
 ours (kubeconfig, retries, deadline, User-Agent), and it stamps the Lease with naive local times.
@@ -25,15 +30,16 @@ log = logging.getLogger("rwo_failover")
 
 class LeaderElector:
     def __init__(self, new_api: Callable[[], Api], namespace: str, name: str, identity: str, lease_seconds: int,
-                 monotonic: Callable[[], float] = time.monotonic) -> None:
+                 monotonic: Callable[[], float] = time.monotonic, write_margin: float = 0.0) -> None:
         self.new_api, self.namespace, self.name = new_api, namespace, name
         self.identity, self.lease_seconds, self.monotonic = identity, lease_seconds, monotonic
+        self.write_margin = write_margin
         self.retry_seconds = max(1.0, lease_seconds / 15)
         # The leader keeps leading while its last renewal is younger than this; a standby waits a whole lease.
         self.renew_deadline = lease_seconds * 2 / 3
         self._observed: Optional[tuple] = None
         self._observed_at = 0.0
-        self._renewed_at: Optional[float] = None
+        self._renewed_at: Optional[float] = None  # when our last successful renewal was *sent*
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
         self._round_at: Optional[float] = None  # when a round last reached the API server and got an answer
@@ -47,6 +53,17 @@ class LeaderElector:
     def leading(self) -> bool:
         renewed = self._renewed_at
         return renewed is not None and self.monotonic() - renewed < self.renew_deadline
+
+    def write_guard(self) -> Optional[str]:
+        """Why this replica may not start a write now; None while its Lease surely outlives the write."""
+        renewed = self._renewed_at
+        if renewed is None:
+            return "this replica does not hold the leader Lease"
+        left = renewed + self.lease_seconds - self.monotonic()
+        if left <= self.write_margin:
+            return (f"no longer surely the leader: its Lease, unrenewed, may lapse in {max(left, 0.0):.1f}s, "
+                    f"less than a write may take ({self.write_margin:g}s), and a standby could then lead")
+        return None
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="leader-election", daemon=True)
@@ -68,6 +85,9 @@ class LeaderElector:
                 self._round_at = self.monotonic()
             except ApiError as err:
                 log.warning("leader election: cannot read or write the Lease", extra={"error": str(err)})
+            except Exception:  # noqa: BLE001 - only the stop signal may end this thread; a bad Lease must not
+                # (the replica would stand by for good, silently, until the liveness probe notices)
+                log.exception("leader election: a round failed unexpectedly; retrying")
             if self.leading != was:
                 log.info("leader election: now leading" if self.leading else "leader election: lost the lead",
                          extra={"identity": self.identity, "lease": f"{self.namespace}/{self.name}"})
@@ -92,7 +112,8 @@ class LeaderElector:
         if holder and self.monotonic() - self._observed_at < duration:
             self._renewed_at = None
             return False
-        return self._write(api.update_namespaced_lease, lease, self._spec(now, now, (spec.get("leaseTransitions") or 0) + 1))
+        transitions = (spec.get("leaseTransitions") or 0) + 1
+        return self._write(api.update_namespaced_lease, lease, self._spec(now, now, transitions))
 
     def release(self) -> None:
         api = self.new_api()
@@ -117,6 +138,7 @@ class LeaderElector:
                 "metadata": {"name": self.name, "namespace": self.namespace}, "spec": spec}
         if lease is not None:
             body["metadata"]["resourceVersion"] = lease["metadata"]["resourceVersion"]
+        sent = self.monotonic()  # a standby times our Lease from when it sees this write: later than now
         try:
             if lease is None:
                 call(self.namespace, body)
@@ -126,5 +148,5 @@ class LeaderElector:
             if err.status != 409:  # 409: another candidate wrote first; not ours this round
                 raise
             return self.leading
-        self._renewed_at = self.monotonic()
+        self._renewed_at = sent
         return True

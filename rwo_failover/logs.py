@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from typing import IO
+from datetime import datetime, timezone
+from typing import IO, Optional
 
 from pythonjsonlogger.json import JsonFormatter
 
@@ -20,10 +21,19 @@ class TextFormatter(logging.Formatter):
         return f"{base} {extras}" if extras else base
 
 
+class UtcJsonFormatter(JsonFormatter):
+    """JSON lines whose `time` is RFC 3339 in UTC with milliseconds (2026-11-22T20:25:29.123Z): log stores
+    parse it as is, and it never depends on the node's time zone."""
+
+    def formatTime(self, record: logging.LogRecord, datefmt: Optional[str] = None) -> str:  # noqa: N802
+        stamp = datetime.fromtimestamp(record.created, timezone.utc).isoformat(timespec="milliseconds")
+        return stamp.replace("+00:00", "Z")
+
+
 def setup(log_format: str, level: str, stream: IO[str]) -> logging.Logger:
     use_text = log_format == "text" or (log_format == "auto" and stream.isatty())
     handler = logging.StreamHandler(stream)
-    handler.setFormatter(TextFormatter() if use_text else JsonFormatter(
+    handler.setFormatter(TextFormatter() if use_text else UtcJsonFormatter(
         "%(asctime)s %(levelname)s %(message)s",
         rename_fields={"asctime": "time", "levelname": "level"}, timestamp=False))
     logger = logging.getLogger(LOGGER)

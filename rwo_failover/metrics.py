@@ -8,12 +8,15 @@ table equal to documented() below. Timestamps let alerts work the same way for s
 from __future__ import annotations
 
 import logging
-import socket
 import time
 from typing import Callable, Optional
+from urllib.parse import unquote, urlsplit
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, push_to_gateway
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, pushadd_to_gateway
+from prometheus_client.exposition import basic_auth_handler, default_handler
+from prometheus_client.registry import Collector
 
+from .config import without_userinfo
 from .exitcodes import EXIT_OK, EXIT_REFUSED, NAMES
 from .outcome import Outcome
 from .planner.types import NodeState, Plan
@@ -21,6 +24,24 @@ from .planner.types import NodeState, Plan
 log = logging.getLogger("rwo_failover")
 P = "rwo_failover_"
 FAILOVER_BUCKETS = (15, 30, 45, 60, 90, 120, 180, 300, 600, 1200, 3600)
+PUSH_TIMEOUT_SECONDS = 10  # the CronJob's terminationGracePeriodSeconds covers the pass deadline plus this
+# "When did it last happen" gauges: a pass pushes them only when it set them, so the group keeps the time of
+# the last success (refusal, not-recovered claim) from an earlier pass.
+LAST_TIMES = ("last_success_timestamp_seconds", "last_refusal_timestamp_seconds",
+              "last_not_recovered_timestamp_seconds")
+
+
+class _SetThisPass(Collector):
+    """The registry, less the LAST_TIMES gauges this process never set (still 0)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.registry = registry
+
+    def collect(self):  # noqa: ANN201 - prometheus_client's Collector protocol
+        for family in self.registry.collect():
+            if family.name.removeprefix(P) in LAST_TIMES and all(s.value == 0 for s in family.samples):
+                continue
+            yield family
 
 
 class Metrics:
@@ -118,15 +139,30 @@ class Metrics:
         self.not_recovered.inc()
         self.last_not_recovered.set(time.time())
 
-    def push(self, url: str, instance: Optional[str]) -> None:
-        """Push this pass's metrics; a failure is a warning, never a failed pass."""
-        grouping = {"instance": instance or socket.gethostname()}
+    def push(self, url: str, instance: str) -> None:
+        """Push this pass's metrics into the one group of this CronJob; a failure is a warning, never a failed
+        pass. A POST (pushadd) replaces the metrics it carries and keeps the others, so a failed pass leaves the
+        last success's time in place; every other metric is pushed by every pass and so replaced. A
+        user:password@ in the URL is sent as HTTP basic auth, and never logged: only the URL without it is."""
+        grouping = {"instance": instance}
+        shown = without_userinfo(url)
+        parts = urlsplit(url)
+        user, password = unquote(parts.username or ""), unquote(parts.password or "")
+
+        def handler(url: str, method: str, timeout: Optional[float], headers: list, data: bytes) -> Callable[[], None]:
+            if user or password:
+                return basic_auth_handler(url, method, timeout, headers, data, username=user, password=password)
+            return default_handler(url, method, timeout, headers, data)
+        pushed = CollectorRegistry()
+        pushed.register(_SetThisPass(self.registry))
         try:
-            push_to_gateway(url, job="rwo-failover", registry=self.registry, grouping_key=grouping, timeout=10)
-            log.info("pushed metrics to the Pushgateway", extra={"url": url, **grouping})
+            pushadd_to_gateway(shown, job="rwo-failover", registry=pushed, grouping_key=grouping,
+                               timeout=PUSH_TIMEOUT_SECONDS, handler=handler)
+            log.info("pushed metrics to the Pushgateway", extra={"url": shown, **grouping})
         except (OSError, ValueError) as err:
+            error = str(err).replace(password, "***") if password else str(err)
             log.warning("could not push metrics to the Pushgateway; the pass itself is unaffected",
-                        extra={"url": url, "error": str(err)})
+                        extra={"url": shown, "error": error})
 
 
 def documented() -> tuple[tuple[str, str, str], ...]:

@@ -1,9 +1,9 @@
-"""Recovery confirmation, the writing side: mark a claim when we free its pod; settle it when later passes
-confirm (or give up on) its replacement. The judgment is planner/recovery.py.
+"""Recovery confirmation, the writing side: record each claim whose pod we free; settle the record when later
+passes confirm (or give up on) its replacement. The judgment is planner/recovery.py.
 
-The state lives in the cluster, on the claim (a CronJob pass remembers nothing): the label
-`rwo-failover.io/recovery` lets a pass find pending claims with one label-selected list, and the annotation
-of the same name holds the record as JSON. Both come off when the claim is settled.
+The state lives in the cluster (a CronJob pass remembers nothing), and where no tenant can write it: one
+ConfigMap per claim in RECOVERY_NAMESPACE, named after the claim's uid, labelled `rwo-failover.io/recovery`
+so a pass finds them all with one label-selected list. A settled record is deleted.
 """
 
 from __future__ import annotations
@@ -14,36 +14,46 @@ from typing import Callable, Optional
 
 from .events import EventRecorder
 from .metrics import Metrics
-from .model import RECOVERY_ANNOTATION, RECOVERY_LABEL, parse_time
+from .model import RECOVERY_LABEL, parse_time
 from .planner.recovery import Record, Verdict
 from .planner.types import PodAction
-from .writer import Writer
+from .writer import Result, Writer
 
 log = logging.getLogger("rwo_failover")
 
 
 class RecoveryTracker:
     def __init__(self, writer: Writer, events: EventRecorder, metrics: Optional[Metrics],
-                 now: Callable[[], datetime]) -> None:
+                 now: Callable[[], datetime], namespace: str) -> None:
         self.writer, self.events, self.metrics, self.now = writer, events, metrics, now
+        self.namespace = namespace
 
     def mark(self, action: PodAction, not_ready_since: str) -> None:
-        """We force-deleted this pod: record, on each claim it freed, what its replacement must look like."""
-        record = Record(action.name, action.uid, action.node, action.controller, parse_time(not_ready_since),
-                        self.now())
-        for key in action.claims:
-            namespace, _, name = key.partition("/")
-            self.writer.patch_claim(namespace, name, {"metadata": {
-                "labels": {RECOVERY_LABEL: "pending"}, "annotations": {RECOVERY_ANNOTATION: record.to_json()}}},
-                "record the pod we freed, to confirm its recovery")
+        """We force-deleted this pod: record, for each claim it freed, what its replacement must look like, with
+        the claim's uid and volume, so a later pass can tell the record still speaks of the same claim."""
+        for key, (claim_uid, volume) in zip(action.claims, action.bound):
+            record = Record(action.name, action.uid, action.node, action.controller, parse_time(not_ready_since),
+                            self.now(), key, claim_uid, volume)
+            name = f"rwo-recovery-{claim_uid}"
+            body = {"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": name, "namespace": self.namespace, "labels": {RECOVERY_LABEL: "pending"}},
+                    "data": {"record": record.to_json()}}
+            if self.writer.create_recovery_record(self.namespace, body) is Result.CONFLICT:
+                # An earlier freeing of the same claim, not settled yet: this one supersedes it.
+                self.writer.patch_recovery_record(self.namespace, name, {"data": body["data"]})
 
     def settle(self, verdict: Verdict) -> None:
-        claim = verdict.claim
+        name, claim = verdict.entry.name, verdict.claim
         if verdict.state == "waiting":
-            log.info("recovery not confirmed yet", extra={"claim": claim.key, "missing": verdict.detail})
+            log.info("recovery not confirmed yet", extra={"record": name, "missing": verdict.detail})
             return
-        if verdict.state == "recovered":
-            self.events.claim(claim.key, "RWOVolumeRecovered",
+        if verdict.state == "unreadable":
+            return  # not a record of ours: skipped with its reason (planner), and left alone
+        if verdict.state == "obsolete":
+            log.warning("recovery record does not hold up; removing it without a word to the claim",
+                        extra={"record": name, "reason": verdict.detail})
+        elif verdict.state == "recovered" and claim is not None:
+            self.events.claim(claim.key, claim.uid, "RWOVolumeRecovered",
                               f"replacement {verdict.detail} Running and Ready with the volume attached "
                               f"{verdict.failover_seconds:.0f}s after its node went NotReady, of which "
                               f"{verdict.waited_on_us_seconds:.0f}s until rwo-failover freed the volume")
@@ -51,12 +61,11 @@ class RecoveryTracker:
                 self.metrics.recovered(verdict.failover_seconds)
             log.info("recovery confirmed", extra={"claim": claim.key, "failover_seconds": verdict.failover_seconds,
                                                   "waited_on_us_seconds": verdict.waited_on_us_seconds})
-        elif verdict.state == "not-recovered":
-            self.events.claim(claim.key, "RWOVolumeNotRecovered",
+        elif verdict.state == "not-recovered" and claim is not None:
+            self.events.claim(claim.key, claim.uid, "RWOVolumeNotRecovered",
                               f"no recovery confirmed within RECOVERY_TIMEOUT_SECONDS: {verdict.detail}",
                               event_type="Warning")
             if self.metrics:
                 self.metrics.not_recovered_now()
             log.warning("recovery not confirmed in time", extra={"claim": claim.key, "missing": verdict.detail})
-        self.writer.patch_claim(claim.namespace, claim.name, {"metadata": {
-            "labels": {RECOVERY_LABEL: None}, "annotations": {RECOVERY_ANNOTATION: None}}}, "settle its recovery")
+        self.writer.delete_recovery_record(self.namespace, name)

@@ -4,51 +4,48 @@ from __future__ import annotations
 
 import logging
 import time
-from datetime import datetime
 from typing import Callable, Optional
 
 from . import logs, planner
 from .act import Actor
 from .client import Api, ApiError, Forbidden
-from .clock import utcnow
+from .clock import ServerClockUnknown
 from .config import Settings
 from .exitcodes import EXIT_FAILED, EXIT_FORBIDDEN, EXIT_OK, EXIT_REFUSED, EXIT_UNAVAILABLE
 from .metrics import Metrics
-from .observe import observe
+from .observe import Cached, observe
 from .outcome import Outcome
-from .watch import Cached
 from .writer import Guard
 
 log = logging.getLogger(logs.LOGGER)
 
 
-def run_pass(api: Api, settings: Settings, now: Callable[[], datetime] = utcnow,
-             metrics: Optional[Metrics] = None, guard: Optional[Guard] = None,
-             cache: Optional[Callable[[Api], Cached]] = None,
-             on_plan: Optional[Callable[[planner.Plan], None]] = None) -> int:
+def run_pass(api: Api, settings: Settings, metrics: Optional[Metrics] = None, guard: Optional[Guard] = None,
+             show: Optional[Callable[[planner.Plan], None]] = None,
+             cache: Optional[Callable[[Api], Cached]] = None) -> int:
     """Observe, decide, act; log one summary line; return the exit code.
 
-    `guard` names a reason once no write may start (a stop signal, leadership lost); see writer.Guard.
-    `cache` gives continuous mode's watched lists to observe; `on_plan` is told the plan (its wake_at).
-
-    `now` is this process's wall clock, used only until the API server has answered once: every age is
-    judged on the server's clock (clock.ServerClock, fed by the Date header of each response).
+    Every age is judged on the API server's clock (clock.ServerClock, fed by the Date header of each
+    response); this process's own clock is never read for a judgment. `guard` names a reason once no write
+    may start (a stop signal, leadership lost); see writer.Guard. The summary's `stopped_by` is its reason
+    at the end. `show` gets the plan before anything is acted on (the table for people, plan_table.py).
+    `cache` gives continuous mode's watched lists to observe (watch.py).
     """
     started = time.monotonic()
-    api.server_clock.wall = now
     now = api.server_clock.now
     try:
         snapshot = observe(api, settings, now, cache)
-    except ApiError as err:
+    except (ApiError, ServerClockUnknown) as err:
         code = EXIT_FORBIDDEN if isinstance(err, Forbidden) else EXIT_UNAVAILABLE
         log.error("cannot read the cluster; nothing was changed", extra={"error": str(err)})
-        _summary(settings, None, None, code, started, api, metrics)
+        _summary(settings, None, None, code, started, api, metrics, guard)
         return code
     plan = planner.plan(snapshot, settings)
-    if on_plan:
-        on_plan(plan)
     _log_plan(plan)
-    actor = Actor(api, settings, now, metrics, guard)
+    if show:
+        show(plan)
+    actor = Actor(api, settings, now, metrics, guard, {n.name: n.uid for n in snapshot.nodes})
+    actor.warn_unreadable(snapshot.unreadable, plan)
     actor.warn_split_brain(plan.split_brain)
     try:
         outcome = actor.execute(plan)
@@ -57,7 +54,7 @@ def run_pass(api: Api, settings: Settings, now: Callable[[], datetime] = utcnow,
         actor.record_refusal(plan)
         outcome = actor.outcome
     code = exit_code(plan, outcome)
-    _summary(settings, plan, outcome, code, started, api, metrics)
+    _summary(settings, plan, outcome, code, started, api, metrics, guard)
     return code
 
 
@@ -81,12 +78,13 @@ def _log_plan(plan: planner.Plan) -> None:
 
 
 def _summary(settings: Settings, plan: Optional[planner.Plan], outcome: Optional[Outcome], code: int,
-             started: float, api: Api, metrics: Optional[Metrics]) -> None:
+             started: float, api: Api, metrics: Optional[Metrics], guard: Optional[Guard]) -> None:
     seconds = time.monotonic() - started
     if metrics:
         metrics.record_pass(plan, outcome, code, seconds)
     fields: dict[str, object] = {"dry_run": settings.dry_run, "exit_code": code,
-                                 "duration_seconds": round(seconds, 3), "api_attempts": api.attempts}
+                                 "duration_seconds": round(seconds, 3), "api_attempts": api.attempts,
+                                 "stopped_by": (guard() if guard else None) or ""}
     if plan is not None:
         states = [v.state for v in plan.verdicts]
         fields.update(nodes=plan.total_nodes, nodes_not_ready=plan.not_ready, tainted=len(states),

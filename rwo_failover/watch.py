@@ -1,7 +1,7 @@
 """Continuous mode's view of the cluster: lists kept current by watches, the way client-go's reflector does.
 
-For each watched collection (nodes; with FENCING=networkfence the NetworkFences; the claims awaiting recovery
-confirmation, by label): list, then watch with bookmarks from the list's resourceVersion, applying each
+For each watched collection (nodes; with FENCING=networkfence the NetworkFences; our recovery records, by
+label, in RECOVERY_NAMESPACE): list, then watch with bookmarks from the list's resourceVersion, applying each
 event to a map of slim model objects (never the raw JSON). Like the reflector:
 
 - the first list asks for resourceVersion "0" (the API server's watch cache may answer, cheaply); every
@@ -16,7 +16,8 @@ event to a map of slim model objects (never the raw JSON). Like the reflector:
 
 The cache is never the last word: act re-reads each node and its Lease live before every write.
 A change that matters to a pass (a node's taints, its Ready condition, our annotation; any change to a
-fence or a recovering claim) calls `on_change`; a heartbeat does not.
+fence or a recovery record) calls `on_change`; a heartbeat does not. An object that cannot be read is kept as an
+Unreadable, exactly as a list's would be (observe.Reader), so a pass skips it with its reason.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import random
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Generic, Hashable, Iterator, Optional, TypeVar
+from typing import Any, Callable, Generic, Hashable, Iterator, Optional, TypeVar, Union
 
 import urllib3
 from kubernetes import watch as k8s_watch
@@ -34,44 +35,47 @@ from kubernetes.client.exceptions import ApiException
 
 from .client import Api, ApiError
 from .config import Settings
-from .model import RECOVERY_LABEL, Claim, Fence, Node
+from .model import RECOVERY_LABEL, Fence, Node, RecoveryEntry, Unreadable
+from .observe import Cached, Reader, name_of
 
 log = logging.getLogger("rwo_failover")
 T = TypeVar("T")
 RETRY_SECONDS = 1.0  # after a watch or list that failed, before trying again (doubling up to 30 s)
 MAX_RETRY_SECONDS = 30.0
-# A bad object (hostile or odd JSON) is skipped with a reason; it never stops the watch.
-BAD_OBJECT = (ValueError, TypeError, AttributeError, KeyError)
 
 
 @dataclass(frozen=True)
 class Source(Generic[T]):
-    """One watched collection: how to list and watch it, and what in an object matters to a pass."""
+    """One watched collection: how to list and watch it, how to read one of its objects, and what in an object
+    matters to a pass."""
 
     name: str  # the resource, for logs and metrics
-    list: Callable[[Api, bool], list]  # (api, consistent) -> slim objects; leaves api.listed_version
-    watch: Callable[[Api, str, int, k8s_watch.Watch], Iterator[dict]]
-    convert: Callable[[dict], T]
-    key: Callable[[T], str]
+    kind: str  # what a skip calls an object of it that cannot be read, as observe's Reader does
+    list: Callable[[Api, Settings, bool, Callable[[Any], Any]], list]  # (api, settings, consistent, convert)
+    watch: Callable[[Api, Settings, str, int, k8s_watch.Watch], Iterator[dict]]
+    from_json: Callable[[Any], T]
     signature: Callable[[T], Hashable]
 
 
 def node_signature(node: Node) -> Hashable:
-    """What makes a pass worth running: taints, the Ready condition, our annotation. Heartbeats are not in it;
-    time alone changes verdicts through Plan.wake_at."""
+    """What makes a pass worth running: taints, the Ready condition, our annotation. Heartbeats (and the
+    status-write time they move) are not in it; time alone changes verdicts through Plan.wake_at."""
     return node.taints, node.ready, node.ready_since, node.oos_added_at
 
 
-NODES = Source("nodes", lambda api, fresh: api.list_nodes(Node.from_json, fresh),
-               lambda api, version, timeout, w: api.watch_nodes(version, timeout, w),
-               Node.from_json, lambda n: n.name, node_signature)
-FENCES = Source("networkfences", lambda api, fresh: api.list_networkfences(Fence.from_json, fresh),
-                lambda api, version, timeout, w: api.watch_networkfences(version, timeout, w),
-                Fence.from_json, lambda f: f.node, lambda f: f)
-RECOVERING = Source("persistentvolumeclaims",
-                    lambda api, fresh: api.list_claims_labelled(RECOVERY_LABEL, Claim.from_json, fresh),
-                    lambda api, version, timeout, w: api.watch_claims_labelled(RECOVERY_LABEL, version, timeout, w),
-                    Claim.from_json, lambda c: c.key, lambda c: c)
+NODES = Source("nodes", "node", lambda api, _s, fresh, convert: api.list_nodes(convert, fresh),
+               lambda api, _s, version, timeout, w: api.watch_nodes(version, timeout, w),
+               Node.from_json, node_signature)
+FENCES = Source("networkfences", "networkfence",
+                lambda api, _s, fresh, convert: api.list_networkfences(convert, fresh),
+                lambda api, _s, version, timeout, w: api.watch_networkfences(version, timeout, w),
+                Fence.from_json, lambda f: f)
+RECOVERY_RECORDS = Source(
+    "recovery records", "recovery record",
+    lambda api, s, fresh, convert: api.list_recovery_records(s.recovery_namespace, RECOVERY_LABEL, convert, fresh),
+    lambda api, s, version, timeout, w: api.watch_recovery_records(s.recovery_namespace, RECOVERY_LABEL, version,
+                                                                   timeout, w),
+    RecoveryEntry.from_json, lambda e: e)
 
 
 class Reflector(Generic[T]):
@@ -82,7 +86,8 @@ class Reflector(Generic[T]):
                  monotonic: Callable[[], float] = time.monotonic) -> None:
         self.source, self.new_api, self.settings = source, new_api, settings
         self.on_change, self.metrics, self.monotonic = on_change, metrics, monotonic
-        self.items: dict[str, T] = {}
+        # By the object's name (namespace/name): what it reads as, or why it cannot be read.
+        self.items: dict[str, Union[T, Unreadable]] = {}
         self.version = ""
         self.listed_at: Optional[float] = None
         self.heard_at: Optional[float] = None  # the last list, event or bookmark: how current the cache is
@@ -103,12 +108,20 @@ class Reflector(Generic[T]):
         age = self.age()
         return age is None or age > self.settings.watch_stale_seconds
 
-    def current(self, api: Api) -> tuple[T, ...]:
-        """The items, listed afresh first (with the pass's own Api) when the cache is empty or behind."""
+    def current(self, api: Api) -> tuple[Union[T, Unreadable], ...]:
+        """The items (and Unreadables), listed afresh first (with the pass's own Api) when the cache is empty
+        or behind."""
         if self.stale():
             self.relist("initial" if self.listed_at is None else "stale", api)
         with self._lock:
             return tuple(self.items.values())
+
+    def _read(self, raw: Any) -> tuple[str, Union[T, Unreadable]]:
+        """The object's name and what it reads as; one that cannot be read becomes an Unreadable, as in a
+        list (observe.Reader), so a pass skips it with its reason and never judges an older copy of it."""
+        reader = Reader()
+        found = reader.parse(self.source.kind, self.source.from_json)(raw)
+        return name_of(raw), (reader.unreadable[0] if found is None else found)
 
     # --- the thread -------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -171,7 +184,7 @@ class Reflector(Generic[T]):
     def _safely_relist(self, reason: str) -> None:
         try:
             self.relist(reason)
-        except (ApiError, *BAD_OBJECT) as err:
+        except ApiError as err:
             log.warning("cannot list; the watch will try again", extra={"resource": self.source.name,
                                                                         "reason": reason, "error": str(err)})
             self._stop.wait(RETRY_SECONDS)
@@ -186,7 +199,7 @@ class Reflector(Generic[T]):
         until_relist = self.settings.relist_seconds - (self.monotonic() - (self.listed_at or self.monotonic()))
         timeout = int(max(1, min(random.uniform(300, 600), until_relist)))
         try:
-            for event in self.source.watch(self.new_api(), version, timeout, watcher):
+            for event in self.source.watch(self.new_api(), self.settings, version, timeout, watcher):
                 self.alive_at = self.monotonic()
                 if self._stop.is_set() or not self._apply(event, generation):
                     watcher.stop()
@@ -219,22 +232,18 @@ class Reflector(Generic[T]):
 
     def _store(self, kind: str, obj: dict) -> str:
         """Called with the lock held; what changed that matters to a pass, or ""."""
-        name = (obj.get("metadata") or {}).get("name", "")
-        try:
-            item = self.source.convert(obj)
-        except BAD_OBJECT as err:
-            log.warning("skipped a watched object that cannot be read", extra={"resource": self.source.name,
-                                                                               "object": name, "error": str(err)})
-            return ""
-        key = self.source.key(item)
+        key, item = self._read(obj)
         old = self.items.pop(key, None)
         if kind != "DELETED":
             self.items[key] = item
-            if old is not None and self.source.signature(old) == self.source.signature(item):
+            if old is not None and self._signature(old) == self._signature(item):
                 return ""
         elif old is None:
             return ""
         return f"{self.source.name} {key} {kind.lower()}"
+
+    def _signature(self, item: Union[T, Unreadable]) -> Hashable:
+        return item if isinstance(item, Unreadable) else self.source.signature(item)
 
     # --- lists ------------------------------------------------------------------------------------------
     def relist(self, reason: str, api: Optional[Api] = None) -> None:
@@ -243,8 +252,7 @@ class Reflector(Generic[T]):
             if reason in ("initial", "stale") and not self.stale():
                 return  # another thread listed while this one waited
             api = api or self.new_api()
-            items = self.source.list(api, reason != "initial")
-            fresh = {self.source.key(i): i for i in items}
+            fresh = dict(self.source.list(api, self.settings, reason != "initial", self._read))
             with self._lock:
                 old, self.items = self.items, fresh
                 self.version, self._generation = api.listed_version, self._generation + 1
@@ -255,7 +263,7 @@ class Reflector(Generic[T]):
         log.info("listed", extra={"resource": self.source.name, "reason": reason, "items": len(fresh),
                                   "resource_version": api.listed_version})
         changed = [k for k in old.keys() | fresh.keys() if k not in old or k not in fresh
-                   or self.source.signature(old[k]) != self.source.signature(fresh[k])]
+                   or self._signature(old[k]) != self._signature(fresh[k])]
         if changed and reason != "initial":  # the first list is followed by a pass anyway
             self.on_change(f"{self.source.name} listed ({reason}): {len(changed)} changed")
 
@@ -263,15 +271,6 @@ class Reflector(Generic[T]):
         watcher = self._watcher
         if watcher is not None:
             watcher.stop()
-
-
-@dataclass(frozen=True)
-class Cached:
-    """What a pass takes from the watches instead of listing."""
-
-    nodes: tuple[Node, ...]
-    fences: dict[str, Fence]
-    recovering: tuple[Claim, ...]
 
 
 @dataclass
@@ -285,7 +284,7 @@ class WatchedCluster:
     reflectors: dict[str, Reflector] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        sources = [NODES, RECOVERING] + ([FENCES] if self.settings.fencing == "networkfence" else [])
+        sources = [NODES, RECOVERY_RECORDS] + ([FENCES] if self.settings.fencing == "networkfence" else [])
         self.reflectors = {s.name: Reflector(s, self.new_api, self.settings, self.on_change, self.metrics)
                            for s in sources}
         if self.metrics:
@@ -304,10 +303,10 @@ class WatchedCluster:
 
     def view(self, api: Api) -> Cached:
         """For one pass: every collection current (listed afresh first when behind)."""
-        nodes = self.reflectors["nodes"].current(api)
-        fences = {f.node: f for f in self.reflectors["networkfences"].current(api)} \
-            if "networkfences" in self.reflectors else {}
-        return Cached(nodes, fences, self.reflectors["persistentvolumeclaims"].current(api))
+        found = {name: reflector.current(api) for name, reflector in self.reflectors.items()}
+        readable = {name: tuple(i for i in items if not isinstance(i, Unreadable)) for name, items in found.items()}
+        return Cached(readable["nodes"], readable.get("networkfences", ()), readable["recovery records"],
+                      tuple(i for items in found.values() for i in items if isinstance(i, Unreadable)))
 
     def stuck(self) -> Optional[str]:
         """For /healthz: a watch thread that has shown no sign of life for much longer than its read timeout

@@ -47,8 +47,8 @@ class Writer:
     def delete_pod(self, namespace: str, name: str, uid: str, fields: dict) -> Result:
         """Force-delete (grace 0) the pod with this UID; 409 when it was replaced since it was read."""
         key = f"{namespace}/{name}"
-        result = self._write(f"force-delete of pod {key}", "would force-delete pod", fields,
-                             lambda: self.api.delete_pod(namespace, name, uid), conflict_ok=True)
+        result = self._landed(self._write(f"force-delete of pod {key}", "would force-delete pod", fields,
+                                          lambda: self.api.delete_pod(namespace, name, uid), conflict_ok=True))
         if result is Result.DONE and ((self.body or {}).get("metadata") or {}).get("finalizers"):
             result = Result.HELD
         if result is Result.DONE:
@@ -60,12 +60,21 @@ class Writer:
         return result
 
     def delete_attachment(self, name: str, fields: dict) -> Result:
-        result = self._write(f"delete of VolumeAttachment {name}", "would delete VolumeAttachment", fields,
-                             lambda: self.api.delete_attachment(name))
+        result = self._landed(self._write(f"delete of VolumeAttachment {name}", "would delete VolumeAttachment",
+                                          fields, lambda: self.api.delete_attachment(name)))
         if result is Result.DONE:
             self.outcome.attachments_deleted.append(name)
         elif result is Result.GONE:
             self.outcome.attachments_gone.append(name)
+        return result
+
+    def _landed(self, result: Result) -> Result:
+        """A delete that found nothing (404) after an attempt whose answer was lost: that attempt landed (or
+        someone finished the same delete in between); either way the object is gone as we asked, so it counts
+        as done, and what follows a delete of ours (a recovery record) still follows."""
+        if result is Result.GONE and self.api.call_unanswered:
+            log.info("the delete landed; its answer was lost, and the retry found the object gone")
+            return Result.DONE
         return result
 
     def patch_node(self, name: str, patch: dict, purpose: str) -> Result:
@@ -95,10 +104,20 @@ class Writer:
             self.outcome.events += 1
         return result
 
-    def patch_claim(self, namespace: str, name: str, patch: dict, purpose: str) -> Result:
-        return self._write(f"patching PVC {namespace}/{name} to {purpose}", f"would {purpose}",
-                           {"claim": f"{namespace}/{name}"},
-                           lambda: self.api.patch_claim(namespace, name, patch))
+    def create_recovery_record(self, namespace: str, body: dict) -> Result:
+        """CONFLICT when a record of that name exists (an earlier freeing of the same claim)."""
+        name = body["metadata"]["name"]
+        return self._write(f"creating recovery record {namespace}/{name}", "would record the pod we freed",
+                           {"record": name}, lambda: self.api.create_recovery_record(namespace, body),
+                           conflict_ok=True)
+
+    def patch_recovery_record(self, namespace: str, name: str, patch: dict) -> Result:
+        return self._write(f"replacing recovery record {namespace}/{name}", "would record the pod we freed",
+                           {"record": name}, lambda: self.api.patch_recovery_record(namespace, name, patch))
+
+    def delete_recovery_record(self, namespace: str, name: str) -> Result:
+        return self._write(f"deleting recovery record {namespace}/{name}", "would settle the recovery record",
+                           {"record": name}, lambda: self.api.delete_recovery_record(namespace, name))
 
     def create_networkfence(self, name: str, body: dict) -> Result:
         return self._write(f"creating NetworkFence {name}", "would create NetworkFence", {"networkfence": name},
@@ -108,9 +127,10 @@ class Writer:
         return self._write(f"patching NetworkFence {name} to {purpose}", f"would {purpose}", {"networkfence": name},
                            lambda: self.api.patch_networkfence(name, patch), conflict_ok=True)
 
-    def delete_networkfence(self, name: str) -> Result:
+    def delete_networkfence(self, name: str, resource_version: str = "") -> Result:
+        """With `resource_version`, CONFLICT when the fence changed since it was read."""
         return self._write(f"deleting NetworkFence {name}", "would delete NetworkFence", {"networkfence": name},
-                           lambda: self.api.delete_networkfence(name))
+                           lambda: self.api.delete_networkfence(name, resource_version), conflict_ok=True)
 
     def call_fence_webhook(self, node: str, call: Callable[[], tuple[bool, str]]) -> tuple[Result, str]:
         """The webhook is a write too: dry-run logs it, the deadline refuses it. (DONE, "") when it answered

@@ -15,7 +15,7 @@ import sys
 import tempfile
 from typing import IO, Mapping, Optional, Sequence
 
-from rwo_failover import config, logs
+from rwo_failover import config, logs, plan_table
 from rwo_failover.client import Api, load_api_client
 from rwo_failover.config import Settings
 from rwo_failover.exitcodes import EXIT_CONFIG
@@ -79,7 +79,12 @@ def run_demo(settings: Settings, out: IO[str]) -> int:
                       " ===\n")
             out.flush()
             step = dataclasses.replace(demo_settings, dry_run=dry_run)
-            code = run_pass(Api(load_api_client(step), step), step)
+
+            def table(plan, step=step) -> None:  # the table a person gets on a terminal (OUTPUT=auto)
+                logging.getLogger(logs.LOGGER).handlers[0].flush()
+                out.write("\n" + plan_table.render(plan, step.dry_run) + "\n")
+                out.flush()
+            code = run_pass(Api(load_api_client(step), step), step, show=table if dry_run else None)
             logging.getLogger(logs.LOGGER).handlers[0].flush()
         show(api, out, "after: the stuck RWO pods are gone and their volumes are free to attach elsewhere")
         out.write("\nLeft alone on purpose: the RWX pod, the opted-out pod (and its volume), the DaemonSet pod, "

@@ -19,6 +19,7 @@ import json
 import random
 import socket
 import threading
+import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -28,7 +29,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from rwo_failover.matchers import LabelSelector, MatcherError
 
-from . import fake_watch
+from . import fake_watch, managed_fields
 from .fake_watch import Change, Cut, History, WatchRequest
 
 TOKEN = "fake-apiserver-token"
@@ -41,6 +42,8 @@ class Kind:
     api_version: str
     namespaced: bool
     field_labels: tuple[str, ...] = ("metadata.name", "metadata.namespace")
+    # With a status subresource, a write to the object ignores status and a write to /status all but status.
+    status_subresource: bool = True
 
 
 KINDS = {k.plural: k for k in (
@@ -48,8 +51,9 @@ KINDS = {k.plural: k for k in (
     Kind("pods", "Pod", "v1", True, ("metadata.name", "metadata.namespace", "spec.nodeName", "status.phase")),
     Kind("persistentvolumeclaims", "PersistentVolumeClaim", "v1", True),
     Kind("persistentvolumes", "PersistentVolume", "v1", False),
-    Kind("events", "Event", "v1", True),
-    Kind("leases", "Lease", "coordination.k8s.io/v1", True),
+    Kind("events", "Event", "v1", True, status_subresource=False),
+    Kind("configmaps", "ConfigMap", "v1", True, status_subresource=False),
+    Kind("leases", "Lease", "coordination.k8s.io/v1", True, status_subresource=False),
     Kind("volumeattachments", "VolumeAttachment", "storage.k8s.io/v1", False),
     Kind("networkfences", "NetworkFence", "csiaddons.openshift.io/v1alpha1", False),
 )}
@@ -65,6 +69,7 @@ class Request:
     resource: str
     namespace: str = ""
     name: str = ""
+    subresource: str = ""  # "status" for /status
     body: Any = None
     status: int = 0
     response_bytes: int = 0
@@ -72,6 +77,7 @@ class Request:
     content_type: str = ""
     fault: str = ""  # the injected fault that hit this call, if any
     watch_fault: Optional["Fault"] = None
+    at: float = field(default_factory=time.monotonic)  # when it arrived, on this process's monotonic clock
 
 
 @dataclass
@@ -166,6 +172,7 @@ class FakeApiServer:
         self.listeners: list[Callable[[Request], None]] = []  # told of every request, e.g. a suite-wide log
         self.history = History(self.lock)  # the changes watches are served from
         self.bookmark_seconds = fake_watch.BOOKMARK_SECONDS
+        self.omit_date_header = False  # as a proxy that strips Date would
         self._server: Optional[ThreadingHTTPServer] = None
 
     # --- lifecycle -------------------------------------------------------------------------
@@ -220,6 +227,7 @@ class FakeApiServer:
         meta.setdefault("creationTimestamp", now_text())
         if kind.namespaced:
             meta.setdefault("namespace", "default")
+        _seed_managed_fields(kind, obj)
         with self.lock:
             self._put(kind, obj)
         return obj
@@ -231,8 +239,8 @@ class FakeApiServer:
         old = self.store[kind.plural].get(key)
         raw = self.store[kind.plural][key] = json.dumps(obj, separators=(",", ":")).encode()
         self.history.record(kind.plural, Change(self.resource_version, "MODIFIED" if old else "ADDED", key, raw, old))
-        if kind.plural == "pods":
-            self._pods_by_node.setdefault((obj.get("spec") or {}).get("nodeName", ""), set()).add(key)
+        if kind.plural == "pods":  # indexed by the field as it is, whatever it holds (a hostile pod's, too)
+            self._pods_by_node.setdefault(_field_value(obj, "spec.nodeName"), set()).add(key)
 
     def _remove(self, kind: Kind, key: str, obj: dict) -> dict:
         """Drop the stored object; `obj` is its decoded form, which the caller already has. As in the real
@@ -242,7 +250,7 @@ class FakeApiServer:
         raw = json.dumps(obj, separators=(",", ":")).encode()
         self.history.record(kind.plural, Change(self.resource_version, "DELETED", key, raw, old))
         if kind.plural == "pods":
-            self._pods_by_node.get((obj.get("spec") or {}).get("nodeName", ""), set()).discard(key)
+            self._pods_by_node.get(_field_value(obj, "spec.nodeName"), set()).discard(key)
         return obj
 
     def get(self, plural: str, name: str, namespace: str = "") -> Optional[dict]:
@@ -262,6 +270,7 @@ class FakeApiServer:
             if key in self.store[kind.plural]:
                 self._remove(kind, key, json.loads(self.store[kind.plural][key]))
             obj["metadata"]["uid"] = str(uuid.uuid4())
+            _seed_managed_fields(kind, obj)
             self._put(kind, obj)
         return obj
 
@@ -362,6 +371,9 @@ class FakeApiServer:
         except ApiStatus as err:
             return Response(err.code, _status_body(err.code, err.reason, err.message),
                             {"Content-Type": "application/json"})
+        except Exception as err:  # noqa: BLE001 - as the real server recovers a panic: a 500, not a dropped call
+            return Response(500, _status_body(500, "InternalError", f"fixture: {type(err).__name__}: {err}"),
+                            {"Content-Type": "application/json"})
 
     @staticmethod
     def _json(status: int, obj: Any) -> Response:
@@ -419,7 +431,8 @@ class FakeApiServer:
         watch = WatchRequest(kind.plural, kind.kind, kind.api_version, start, initial,
                              float(req.query.get("timeoutSeconds") or fake_watch.WATCH_TIMEOUT_SECONDS),
                              req.query.get("allowWatchBookmarks") in ("true", "1"), self.bookmark_seconds, matches,
-                             fault.kind if fault else "", fault.delay if fault else 0.0)
+                             fault.kind if fault else "", fault.delay if fault else 0.0,
+                             req.namespace if kind.namespaced else "")
         return Response(200, b"", {"Content-Type": "application/json"},
                         stream=fake_watch.stream(self.history, lambda: self.resource_version, watch))
 
@@ -455,6 +468,7 @@ class FakeApiServer:
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = now_text()
         meta["generation"] = 1
+        managed_fields.stamp(None, obj, _manager(req), "", meta["creationTimestamp"], kind.api_version)
         self._put(kind, obj)
         return self._json(201, obj)
 
@@ -469,10 +483,24 @@ class FakeApiServer:
             _check_resource_version(req, obj, wanted)
         merged = _merge_patch(obj, patch)
         merged["metadata"]["uid"] = obj["metadata"]["uid"]
-        if merged.get("spec") != obj.get("spec"):  # as the real API server: a spec change is a new generation
-            merged["metadata"]["generation"] = int(obj["metadata"].get("generation") or 1) + 1
-        self._put(kind, merged)
-        return self._json(200, merged)
+        return self._write(kind, req, obj, merged)
+
+    def _write(self, kind: Kind, req: Request, old: dict, new: dict) -> Response:
+        """Store the result of an update or patch as the real server does: a status subresource sees only its
+        part; a write that changes nothing is not stored (same resourceVersion, no new managedFields time); a
+        spec change is a new generation; the writer's managedFields entry is stamped with the server's time."""
+        if kind.status_subresource:
+            new = _only_status(old, new) if req.subresource == "status" else dict(new, status=old.get("status"))
+            if new.get("status") is None:
+                new.pop("status")
+        new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
+        if not managed_fields.changed(old, new):
+            return self._json(200, old)
+        if new.get("spec") != old.get("spec"):
+            new["metadata"]["generation"] = int(old["metadata"].get("generation") or 1) + 1
+        managed_fields.stamp(old, new, _manager(req), req.subresource, now_text(), kind.api_version)
+        self._put(kind, new)
+        return self._json(200, new)
 
     def _do_update(self, req: Request) -> Response:
         """PUT: a whole object; metadata.resourceVersion, when given, must match (409 otherwise), as in the real API."""
@@ -487,17 +515,20 @@ class FakeApiServer:
             body["metadata"]["namespace"] = req.namespace
         body.setdefault("apiVersion", kind.api_version)
         body.setdefault("kind", kind.kind)
-        self._put(kind, body)
-        return self._json(200, body)
+        return self._write(kind, req, obj, body)
 
     def _do_delete(self, req: Request) -> Response:
         kind, key, obj = self._find(req)
         options = req.body if isinstance(req.body, dict) else {}
-        wanted_uid = (options.get("preconditions") or {}).get("uid")
+        preconditions = options.get("preconditions") or {}
+        wanted_uid, wanted_rv = preconditions.get("uid"), preconditions.get("resourceVersion")
         meta = obj["metadata"]
         if wanted_uid and wanted_uid != meta["uid"]:
             raise ApiStatus(409, "Conflict", f"Precondition failed: UID in precondition: {wanted_uid}, "
                                              f"UID in object meta: {meta['uid']}")
+        if wanted_rv and wanted_rv != meta["resourceVersion"]:
+            raise ApiStatus(409, "Conflict", f"Precondition failed: ResourceVersion in precondition: {wanted_rv}, "
+                                             f"ResourceVersion in object meta: {meta['resourceVersion']}")
         grace = _grace_seconds(options, req.query, obj, kind)
         if meta.get("finalizers") or (grace > 0 and _needs_kubelet(kind, obj)):
             # Kept, marked Terminating: a finalizer, or a kubelet that must confirm, still holds it.
@@ -507,6 +538,26 @@ class FakeApiServer:
                 self._put(kind, obj)
             return self._json(200, obj)
         return self._json(200, self._remove(kind, key, obj))
+
+
+def _manager(req: Request) -> str:
+    return managed_fields.manager_of(req.user_agent, req.query.get("fieldManager", ""))
+
+
+def _only_status(old: dict, new: dict) -> dict:
+    kept = json.loads(json.dumps(old))
+    kept["status"] = new.get("status")
+    return kept
+
+
+def _seed_managed_fields(kind: Kind, obj: dict) -> None:
+    """An object seeded without managedFields was, as far as anyone can tell, written just now."""
+    meta = obj["metadata"]
+    if meta.get("managedFields") is None:
+        now = now_text()
+        managed_fields.stamp(None, obj, "fixture-seed", "", now, kind.api_version)
+        if kind.status_subresource and obj.get("status"):
+            managed_fields.stamp(obj, obj, "fixture-seed", "status", now, kind.api_version)
 
 
 def _check_resource_version(req: Request, obj: dict, wanted: str) -> None:
@@ -627,6 +678,9 @@ def route(method: str, path: str, query: dict[str, str]) -> Request:
     namespace = ""
     if len(rest) >= 2 and rest[0] == "namespaces":
         namespace, rest = rest[1], rest[2:]
+    subresource = ""
+    if len(rest) == 3 and rest[2] == "status" and rest[0] in KINDS and KINDS[rest[0]].status_subresource:
+        rest, subresource = rest[:2], "status"
     if not rest or rest[0] not in KINDS or len(rest) > 2:
         raise ApiStatus(404, "NotFound", f"the server could not find the requested resource {path}")
     name = rest[1] if len(rest) == 2 else ""
@@ -635,9 +689,9 @@ def route(method: str, path: str, query: dict[str, str]) -> Request:
     verb = verbs.get((method, bool(name)))
     if verb == "list" and query.get("watch") in ("1", "true"):
         verb = "watch"
-    if verb is None:
+    if verb is None or (subresource and verb not in ("get", "patch", "update")):
         raise ApiStatus(405, "MethodNotAllowed", f"{method} is not supported on {path}")
-    return Request(method, path, query, verb, rest[0], namespace, name)
+    return Request(method, path, query, verb, rest[0], namespace, name, subresource)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -652,6 +706,14 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet; the request log is the record
         pass
 
+    def send_response(self, code: int, message: Optional[str] = None) -> None:
+        """http.server's, with the Date header optional (a proxy may strip it)."""
+        self.log_request(code)
+        self.send_response_only(code, message)
+        self.send_header("Server", self.version_string())
+        if not self.api.omit_date_header:
+            self.send_header("Date", self.date_time_string())
+
     def _serve(self) -> None:
         split = urlsplit(self.path)
         query = {k: v[-1] for k, v in parse_qs(split.query, keep_blank_values=True).items()}
@@ -661,6 +723,7 @@ class _Handler(BaseHTTPRequestHandler):
             req = route(self.command, split.path, query)
             req.body = json.loads(raw) if raw else None
             req.content_type = self.headers.get("Content-Type", "")
+            req.user_agent = self.headers.get("User-Agent", "")
             response = self.api.handle(req, self.headers.get("Authorization", ""))
         except ApiStatus as err:
             req = Request(self.command, split.path, query, "", "")

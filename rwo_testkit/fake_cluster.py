@@ -9,6 +9,7 @@ from typing import Any, Iterable, Optional, Sequence
 from rwo_failover.model import CLOUD_SHUTDOWN_KEY, OUT_OF_SERVICE_KEY, OUT_OF_SERVICE_VALUE
 
 from .fake_apiserver import FakeApiServer
+from .managed_fields import entry
 
 SHUTDOWN = {"key": CLOUD_SHUTDOWN_KEY, "effect": "NoSchedule"}
 OUT_OF_SERVICE = {"key": OUT_OF_SERVICE_KEY, "value": OUT_OF_SERVICE_VALUE, "effect": "NoExecute"}
@@ -26,25 +27,41 @@ def micro_stamp(seconds_ago: float, now: Optional[datetime] = None) -> str:
 
 
 def node(name: str, ready: str = "True", since: float = 3600, taints: Sequence[dict] = (),
-         images: int = 0) -> dict:
+         images: int = 0, clock_offset: float = 0.0) -> dict:
+    """A node whose Ready condition became `ready` `since` seconds ago, with its status last written then.
+
+    As on a real cluster: Ready=Unknown is the node lifecycle controller's write ("Kubelet stopped posting
+    node status"), timed by the control plane; True and False are the kubelet's own posts, timed by its clock,
+    `clock_offset` seconds off the server's. The server stamps each write's managedFields entry on its own
+    clock, which is what rwo-failover times liveness by."""
+    kubelet = lambda ago: stamp(ago - clock_offset)  # noqa: E731 - the kubelet's clock
+    controller = ready == "Unknown"
     conditions = [{"type": t, "status": "False", "reason": f"Kubelet{t}", "message": f"kubelet reports {t}",
-                   "lastHeartbeatTime": stamp(since), "lastTransitionTime": stamp(86400)}
+                   "lastHeartbeatTime": kubelet(since), "lastTransitionTime": kubelet(86400)}
                   for t in ("MemoryPressure", "DiskPressure", "PIDPressure", "NetworkUnavailable")]
-    conditions.append({"type": "Ready", "status": ready, "reason": "KubeletReady" if ready == "True"
-                       else "NodeStatusUnknown", "message": "kubelet status", "lastHeartbeatTime": stamp(since),
-                       "lastTransitionTime": stamp(since)})
+    conditions.append({"type": "Ready", "status": ready,
+                       "reason": "NodeStatusUnknown" if controller else "KubeletReady" if ready == "True"
+                       else "KubeletNotReady",
+                       "message": "Kubelet stopped posting node status." if controller else "kubelet status",
+                       "lastHeartbeatTime": kubelet(since + 40 if controller else since),
+                       "lastTransitionTime": stamp(since) if controller else kubelet(since)})
+    managed = [entry("kubelet", stamp(86400 * 30)), entry("kube-controller-manager", stamp(86400 * 30)),
+               entry("kubelet", stamp(since + 40 if controller else since), "status")]
+    if controller:
+        managed.append(entry("kube-controller-manager", stamp(since), "status"))
     return {"apiVersion": "v1", "kind": "Node",
             "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
                                                   "node.kubernetes.io/instance-type": "m6i.2xlarge",
                                                   "topology.kubernetes.io/zone": "eu-west-1a"},
                          "annotations": {"node.alpha.kubernetes.io/ttl": "0",
-                                         "volumes.kubernetes.io/controller-managed-attach-detach": "true"}},
+                                         "volumes.kubernetes.io/controller-managed-attach-detach": "true"},
+                         "managedFields": managed},
             "spec": {"podCIDR": "10.244.0.0/24", "providerID": f"aws:///eu-west-1a/i-{_hex(name, 17)}",
                      "taints": list(taints)},
             "status": {"conditions": conditions,
                        "capacity": {"cpu": "8", "memory": "32386524Ki", "pods": "110"},
                        "allocatable": {"cpu": "7910m", "memory": "31371740Ki", "pods": "110"},
-                       "addresses": [{"type": "InternalIP", "address": "10.0.0.1"},
+                       "addresses": [{"type": "InternalIP", "address": internal_ip(name)},
                                      {"type": "Hostname", "address": name}],
                        "nodeInfo": {"kubeletVersion": "v1.36.0", "containerRuntimeVersion": "containerd://2.1.0",
                                     "kernelVersion": "6.8.0", "osImage": "Ubuntu 24.04 LTS",
@@ -60,15 +77,28 @@ def _hex(seed: str, length: int) -> str:
     return hashlib.sha256(seed.encode()).hexdigest()[:length]
 
 
-def lease(node_name: str, renewed_ago: Optional[float], duration: Optional[int] = 40) -> dict:
-    """A node Lease as the kubelet keeps it; `duration=None` leaves leaseDurationSeconds out."""
+def internal_ip(name: str) -> str:
+    """Each node its own address, as on a real network (fencing refuses an address two nodes report)."""
+    digest = hashlib.sha256(name.encode()).digest()
+    return f"10.{digest[0]}.{digest[1]}.{digest[2] % 254 + 1}"
+
+
+def lease(node_name: str, renewed_ago: Optional[float], duration: Optional[int] = 40,
+          clock_offset: float = 0.0) -> dict:
+    """A node Lease as the kubelet keeps it, last renewed `renewed_ago` seconds ago by the server's clock.
+
+    renewTime is the kubelet's own clock (`clock_offset` seconds off the server's); the server stamps the
+    write's managedFields time. `duration=None` leaves leaseDurationSeconds out."""
     spec: dict[str, Any] = {"holderIdentity": node_name}
     if duration is not None:
         spec["leaseDurationSeconds"] = duration
     if renewed_ago is not None:
-        spec["renewTime"] = micro_stamp(renewed_ago)
+        spec["renewTime"] = micro_stamp(renewed_ago - clock_offset)
+    written = stamp(86400 * 30 if renewed_ago is None else renewed_ago)
     return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-            "metadata": {"name": node_name, "namespace": "kube-node-lease"}, "spec": spec}
+            "metadata": {"name": node_name, "namespace": "kube-node-lease",
+                         "managedFields": [entry("kubelet", written, api_version="coordination.k8s.io/v1")]},
+            "spec": spec}
 
 
 def pod(name: str, node_name: str, namespace: str = "default", claims: Iterable[str] = (),

@@ -11,6 +11,7 @@
   (kube-apiserver: roughly every minute) and 2 s before the timeout, carrying the version the watcher has
   reached, so a quiet watch still learns how far it is.
 - `timeoutSeconds`: the stream ends cleanly then (kube-apiserver defaults to 30-60 min).
+- A namespaced path (`/api/v1/namespaces/NS/configmaps`) watches that namespace only.
 - Label and field selectors filter events as the real server does: an object that starts matching arrives
   as ADDED, one that stops matching as DELETED.
 
@@ -121,6 +122,7 @@ class WatchRequest:
     matches: Optional[Callable[[bytes], bool]]  # None: no selector
     fault: str = ""
     fault_delay: float = 0.0
+    namespace: str = ""  # a namespaced path's: only its objects' changes (a namespace never changes)
 
 
 def stream(history: History, current: Callable[[], int], w: WatchRequest) -> Iterator[bytes]:
@@ -163,6 +165,8 @@ def stream(history: History, current: Callable[[], int], w: WatchRequest) -> Ite
             return
         for change in changes:
             position = change.version
+            if w.namespace and not change.key.startswith(w.namespace + "/"):
+                continue
             kind = _event_type(change, w.matches)
             if kind:
                 yield event(kind, change.raw)

@@ -1,7 +1,12 @@
 """A fence webhook for tests: HTTPS on loopback with a certificate from its own CA, scripted answers.
 
-`answer` is (status, body) or a callable returning it; `delay` holds each answer back. Every request is
-kept (headers and JSON body), so tests can check exactly what rwo-failover sent.
+`answer` is (status, body) or (status, body, headers), or a callable of the request's JSON body returning
+one; `delay` holds each answer back. The default answer is the contract's yes: {"fenced": true} naming the
+node and uid the request named (docs/fencing.md). Every request is kept (method, path, headers, JSON body),
+so tests can check exactly what rwo-failover sent.
+
+`Recorder` is a plain-HTTP server that keeps every request and says yes to anything: where a redirect
+points, to prove that no token and no belief ever reach it.
 """
 
 from __future__ import annotations
@@ -18,44 +23,60 @@ from typing import Any, Optional
 from .control_plane import make_pki
 
 
-class FenceServer:
+def fenced_yes(body: Any) -> tuple[int, dict]:
+    """The contract's yes: fenced, naming the node and uid that were asked about."""
+    asked = body if isinstance(body, dict) else {}
+    return 200, {"fenced": True, "node": asked.get("node"), "uid": asked.get("uid")}
+
+
+def _handler(outer: "_Server") -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def _serve(self) -> None:
+            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            try:
+                body = json.loads(raw or b"null")
+            except ValueError:
+                body = raw.decode("utf-8", "replace")
+            outer.requests.append({"method": self.command, "headers": dict(self.headers), "body": body,
+                                   "path": self.path})
+            time.sleep(outer.delay)
+            answer = outer.answer(body) if callable(outer.answer) else outer.answer
+            status, payload, headers = (tuple(answer) + ({},))[:3]
+            data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            except (OSError, ssl.SSLError):  # the client gave up first (a timeout test)
+                self.close_connection = True
+
+        do_POST = do_GET = do_PUT = _serve  # noqa: N815 - http.server's naming
+    return Handler
+
+
+class _Server:
+    scheme = "http"
+
     def __init__(self) -> None:
-        self.folder = Path(tempfile.mkdtemp(prefix="fence-"))
-        make_pki(self.folder)
-        self.ca_file = str(self.folder / "ca.crt")
-        self.answer: Any = (200, {"fenced": True})
+        self.answer: Any = fenced_yes
         self.delay = 0.0
         self.requests: list[dict] = []
         self._server: Optional[ThreadingHTTPServer] = None
 
-    def __enter__(self) -> "FenceServer":
-        outer = self
+    def _wrap(self, server: ThreadingHTTPServer) -> None:
+        pass
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
-                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                outer.requests.append({"headers": dict(self.headers), "body": json.loads(raw or b"null"),
-                                       "path": self.path})
-                time.sleep(outer.delay)
-                status, body = outer.answer() if callable(outer.answer) else outer.answer
-                data = body if isinstance(body, bytes) else json.dumps(body).encode()
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (OSError, ssl.SSLError):  # the client gave up first (a timeout test)
-                    self.close_connection = True
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    def __enter__(self) -> "_Server":
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._server.daemon_threads = True
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.load_cert_chain(self.folder / "server.crt", self.folder / "server.key")
-        self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
+        self._wrap(self._server)
         threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
         return self
 
@@ -67,4 +88,35 @@ class FenceServer:
     @property
     def url(self) -> str:
         assert self._server
-        return f"https://127.0.0.1:{self._server.server_address[1]}/fence"
+        return f"{self.scheme}://127.0.0.1:{self._server.server_address[1]}/fence"
+
+
+class FenceServer(_Server):
+    scheme = "https"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.folder = Path(tempfile.mkdtemp(prefix="fence-"))
+        make_pki(self.folder)
+        self.ca_file = str(self.folder / "ca.crt")
+
+    def _wrap(self, server: ThreadingHTTPServer) -> None:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(self.folder / "server.crt", self.folder / "server.key")
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+
+    def __enter__(self) -> "FenceServer":
+        super().__enter__()
+        return self
+
+
+class Recorder(_Server):
+    """Plain HTTP; says {"fenced": true} to anything, so a client that believed it would show."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.answer = (200, {"fenced": True})
+
+    def __enter__(self) -> "Recorder":
+        super().__enter__()
+        return self

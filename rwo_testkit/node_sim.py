@@ -23,13 +23,18 @@ Only what the tier needs, each behaviour modelled on the real component:
   side, so a node's power-off does not stop it. Our `CSIDriver` has `attachRequired: true`.
 - **Power-off**: no more Lease renewals, status posts or pod handling on that node. Its pods are never
   finalized, exactly as on a dead machine.
+- **A node's own clock** (`clock_offset`): everything the kubelet stamps (renewTime, its condition times) is
+  that many seconds off the server's, as on a machine whose clock drifted; the server stamps its own time
+  on every write regardless.
+- **Container runtime down** (`runtime_down`): the kubelet keeps renewing its Lease and posts Ready=False
+  (KubeletNotReady), as a real kubelet does when its runtime stops answering.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Optional
 
@@ -43,15 +48,19 @@ STORAGE_CLASS = "sim-rwo"
 STATUS_EVERY_SECONDS = 10.0
 
 
-def now_text(micro: bool = False) -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ" if micro else "%Y-%m-%dT%H:%M:%SZ")
+def now_text(micro: bool = False, offset: float = 0.0) -> str:
+    moment = datetime.now(timezone.utc) + timedelta(seconds=offset)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if micro else "%Y-%m-%dT%H:%M:%SZ")
 
 
 class SimNode:
-    def __init__(self, name: str, address: str) -> None:
+    def __init__(self, name: str, address: str, lease_seconds: int, clock_offset: float = 0.0) -> None:
         self.name, self.address = name, address
+        self.lease_seconds, self.clock_offset = lease_seconds, clock_offset
         self.powered = True
-        self.ready_since = now_text()  # the Ready condition's lastTransitionTime: only a change moves it
+        self.runtime_up = True
+        # The Ready condition's lastTransitionTime, by the kubelet's clock: only a change moves it.
+        self.ready_since = now_text(offset=clock_offset)
         self.last_lease = 0.0
         self.last_status = 0.0
         self.in_use: list[str] = []
@@ -113,7 +122,8 @@ class NodeSimulator(Background):
                      "claimRef": {"namespace": namespace, "name": claim},
                      "csi": {"driver": DRIVER, "volumeHandle": f"handle-{name}"}}})
 
-    def add_node(self, name: str, labels: Optional[dict] = None) -> None:
+    def add_node(self, name: str, labels: Optional[dict] = None, lease_seconds: Optional[int] = None,
+                 clock_offset: float = 0.0) -> None:
         self._added += 1  # never reused, so no two nodes ever share an address
         address = f"10.99.{self._added // 250}.{self._added % 250 + 2}"
         self.kube.create("/api/v1/nodes", {
@@ -122,7 +132,7 @@ class NodeSimulator(Background):
                                                   **(labels or {})},
                          "annotations": {"volumes.kubernetes.io/controller-managed-attach-detach": "true"}},
             "spec": {}})
-        node = SimNode(name, address)
+        node = SimNode(name, address, lease_seconds or self.lease_seconds, clock_offset)
         self._renew_lease(node)
         self._post_status(node)
         with self.lock:
@@ -136,7 +146,14 @@ class NodeSimulator(Background):
         with self.lock:
             node = self.nodes[name]
             node.powered, node.last_lease, node.last_status = True, 0.0, 0.0
-            node.ready_since = now_text()
+            node.ready_since = now_text(offset=node.clock_offset)
+
+    def runtime_down(self, name: str) -> None:
+        """The container runtime stops answering: the kubelet still renews its Lease, and posts Ready=False."""
+        with self.lock:
+            node = self.nodes[name]
+            node.runtime_up, node.last_status = False, 0.0
+            node.ready_since = now_text(offset=node.clock_offset)
 
     def remove_node(self, name: str) -> None:
         with self.lock:
@@ -157,7 +174,7 @@ class NodeSimulator(Background):
 
     def _kubelet(self, node: SimNode) -> None:
         now = time.monotonic()
-        if now - node.last_lease >= self.lease_seconds / 4:
+        if now - node.last_lease >= node.lease_seconds / 4:
             self._renew_lease(node)
         attached = self._attached_volumes(node)
         in_use = sorted(node.in_use)
@@ -170,20 +187,22 @@ class NodeSimulator(Background):
     def _renew_lease(self, node: SimNode) -> None:
         body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                 "metadata": {"name": node.name, "namespace": "kube-node-lease"},
-                "spec": {"holderIdentity": node.name, "leaseDurationSeconds": self.lease_seconds,
-                         "renewTime": now_text(micro=True)}}
+                "spec": {"holderIdentity": node.name, "leaseDurationSeconds": node.lease_seconds,
+                         "renewTime": now_text(micro=True, offset=node.clock_offset)}}
         self.kube.apply("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases", body)
         node.last_lease = time.monotonic()
 
     def _post_status(self, node: SimNode) -> None:
-        stamp = now_text()
+        stamp = now_text(offset=node.clock_offset)
+        ready = {"status": "True", "reason": "KubeletReady", "message": "simulated kubelet is posting ready status"} \
+            if node.runtime_up else {"status": "False", "reason": "KubeletNotReady",
+                                     "message": "container runtime is down"}
         self.kube.patch(f"/api/v1/nodes/{node.name}/status", {"status": {
             "capacity": {"cpu": "8", "memory": "32Gi", "pods": "110"},
             "allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"},
             "addresses": [{"type": "InternalIP", "address": node.address}, {"type": "Hostname", "address": node.name}],
-            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
-                            "message": "simulated kubelet is posting ready status",
-                            "lastHeartbeatTime": stamp, "lastTransitionTime": node.ready_since}],
+            "conditions": [{"type": "Ready", **ready, "lastHeartbeatTime": stamp,
+                            "lastTransitionTime": node.ready_since}],
             "volumesInUse": [f"kubernetes.io/csi/{v}" for v in node.in_use],
             "nodeInfo": {"kubeletVersion": "v1.36.2", "architecture": "amd64", "operatingSystem": "linux",
                          "containerRuntimeVersion": "sim://1", "kernelVersion": "6.1", "osImage": "sim",
@@ -222,6 +241,8 @@ class NodeSimulator(Background):
             self.kube.delete(path, {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0,
                                     "preconditions": {"uid": meta["uid"]}})
             return
+        if not node.runtime_up:
+            return
         status = pod.get("status") or {}
         if status.get("phase") == "Running":
             if any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ()):
@@ -233,7 +254,7 @@ class NodeSimulator(Background):
             if volumes is None or not set(volumes) <= attached:
                 return  # waiting for the attach-detach controller, as the kubelet's volume manager does
             in_use.extend(v for v in volumes if v not in in_use)
-        stamp = now_text()
+        stamp = now_text(offset=node.clock_offset)
         containers = [c["name"] for c in (pod.get("spec") or {}).get("containers") or ()]
         self.kube.patch(f"{path}/status", {"status": {
             "phase": "Running", "hostIP": node.address, "podIP": node.address, "startTime": stamp,
@@ -263,12 +284,15 @@ class NodeSimulator(Background):
 
 class FenceController(Background):
     """A simulated csi-addons NetworkFence controller: it answers each spec generation after `delay` seconds,
-    as the real one does once the CSI driver's FenceClusterNetwork (or Unfence) call returns: status.result,
-    the upstream success messages, and a condition carrying the observed generation."""
+    as the real one does once the CSI driver's FenceClusterNetwork (or Unfence) call returns: status.result and
+    the upstream success messages, and nothing else. (csi-addons' networkfence_controller.go writes no
+    conditions and no observedGeneration; `conditions=True` adds a condition that carries it, as a controller
+    that does would.)"""
 
-    def __init__(self, kubeconfig: Path, delay: float = 2.0, tick: float = 0.25) -> None:
-        self.kube, self.delay, self.period = Kube(kubeconfig), delay, tick
+    def __init__(self, kubeconfig: Path, delay: float = 2.0, tick: float = 0.25, conditions: bool = False) -> None:
+        self.kube, self.delay, self.period, self.conditions = Kube(kubeconfig), delay, tick, conditions
         self.first_seen: dict[tuple[str, int], float] = {}
+        self.answered: set[tuple[str, int]] = set()
 
     def tick(self) -> None:
         try:
@@ -279,16 +303,19 @@ class FenceController(Background):
 
     def _answer(self, fence: dict) -> None:
         meta, generation = fence["metadata"], int(fence["metadata"].get("generation") or 1)
-        observed = [c.get("observedGeneration") for c in (fence.get("status") or {}).get("conditions") or ()]
-        if generation in observed:
+        key = (meta["uid"], generation)  # the controller reconciles each generation once (GenerationChanged)
+        if key in self.answered:
             return
-        seen = self.first_seen.setdefault((meta["uid"], generation), time.monotonic())
+        seen = self.first_seen.setdefault(key, time.monotonic())
         if time.monotonic() - seen < self.delay:
             return
         unfence = fence["spec"]["fenceState"] == "Unfenced"
         message = "unfencing operation successful" if unfence else "fencing operation successful"
-        self.kube.patch(f"/apis/csiaddons.openshift.io/v1alpha1/networkfences/{meta['name']}/status", {"status": {
-            "result": "Succeeded", "message": message,
-            "conditions": [{"type": "Fenced", "status": "False" if unfence else "True", "reason": "Succeeded",
-                            "message": message, "observedGeneration": generation,
-                            "lastTransitionTime": now_text()}]}})
+        status: dict = {"result": "Succeeded", "message": message}
+        if self.conditions:
+            status["conditions"] = [{"type": "Fenced", "status": "False" if unfence else "True",
+                                     "reason": "Succeeded", "message": message, "observedGeneration": generation,
+                                     "lastTransitionTime": now_text()}]
+        self.kube.patch(f"/apis/csiaddons.openshift.io/v1alpha1/networkfences/{meta['name']}/status",
+                        {"status": status})
+        self.answered.add(key)

@@ -4,17 +4,29 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
 import pytest
+from hypothesis import settings as hsettings
 
 from rwo_failover.cli import main
-from rwo_testkit.fake_apiserver import FakeApiServer
+from rwo_testkit.fake_apiserver import TOKEN, FakeApiServer
+from rwo_testkit import log_sink
+from rwo_testkit.log_sink import plant, planted_secrets  # noqa: F401 - for the tests: from conftest import plant
 
 # The e2e tier's fixtures (a real control plane per module) and its figures at the end of the run.
 pytest_plugins = ["rwo_testkit.e2e"]
+
+# Property tests that set no max_examples of their own (the fuzz tier, tests/test_fuzz.py): bounded for
+# `make test`, longer in CI (.ci/run sets HYPOTHESIS_PROFILE=ci).
+hsettings.register_profile("fast", max_examples=150, deadline=None)
+hsettings.register_profile("ci", max_examples=2000, deadline=None)
+hsettings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "fast"))
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -39,6 +51,11 @@ class Run:
 
 # Every request any fixture server saw during the session, for the RBAC test that runs last.
 SESSION_REQUESTS: list = []
+# Every log line any test produced, and every secret any test planted, for the secrets test that runs last
+# (tests/test_secrets.py). The fixture API server's bearer token is in every kubeconfig the suite writes.
+SESSION_LOG = log_sink.SESSION
+SESSION_LOG.install()
+plant(TOKEN)
 
 
 def pytest_collection_modifyitems(items: list) -> None:
@@ -71,6 +88,25 @@ def run_pass(api: FakeApiServer, kubeconfig: str):
         before = len(api.requests)
         sleeps: list[float] = []
         code = main(["--once", *argv], environ, out, err, sleep=sleeps.append)
+        SESSION_LOG.add(out.getvalue())
+        SESSION_LOG.add(err.getvalue())
         logs = [json.loads(line) for line in out.getvalue().splitlines() if line.strip()]
         return Run(code, logs, err.getvalue(), api.requests[before:], sleeps)
     return run
+
+
+# The wheels of the pinned requirements, downloaded once by `make` (see the Makefile): tests that install into
+# a fresh venv read only from here, so the suite runs offline after the first set-up.
+WHEELHOUSE = ROOT / os.environ.get("WHEELHOUSE", ".wheelhouse")
+
+
+def fresh_venv(path: Path, *requirements: str) -> Path:
+    """A new venv at `path`, with `requirements` (pip arguments) installed from the wheelhouse alone: no index,
+    and none of this machine's pip configuration."""
+    if not (WHEELHOUSE / "requirements.txt").exists():
+        pytest.fail(f"no wheelhouse at {WHEELHOUSE}: set up with `make .venv/.dev` (or `make test`) first")
+    subprocess.run([sys.executable, "-m", "venv", str(path)], check=True, timeout=120)
+    subprocess.run([str(path / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                    "--no-index", "--find-links", str(WHEELHOUSE), *requirements], check=True, timeout=300,
+                   env={**os.environ, "PIP_CONFIG_FILE": os.devnull})
+    return path

@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, SESSION_LOG
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.fake_apiserver import Fault, FakeApiServer
 from rwo_failover.cli import main
@@ -182,6 +182,7 @@ def test_two_passes_at_once_both_finish_and_agree(api, kubeconfig):
     procs = [subprocess.Popen([sys.executable, str(ROOT / "reconcile.py"), "--once"], cwd=ROOT, env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
     results = [(p.wait(timeout=60), p.stdout.read(), p.stderr.read()) for p in procs]
+    SESSION_LOG.add("\n".join(out + err for _code, out, err in results))
 
     for code, out, err in results:
         assert code == EXIT_OK, out + err

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, SESSION_LOG
 from rwo_testkit import fake_cluster as fc
 from rwo_failover.cli import main
 from rwo_failover.exitcodes import EXIT_CONFIG, EXIT_CRASH, EXIT_FORBIDDEN, EXIT_OK, EXIT_UNAVAILABLE
@@ -92,6 +92,7 @@ def test_real_process_runs_one_pass_and_exits_0(api, kubeconfig):
                           env={"KUBECONFIG": kubeconfig, "PATH": "/usr/bin:/bin"}, timeout=60, cwd=ROOT)
 
     assert proc.returncode == EXIT_OK, proc.stderr
+    SESSION_LOG.add(proc.stdout + proc.stderr)
     summary = json.loads(proc.stdout.strip().splitlines()[-1])
     assert summary["message"] == "pass finished" and summary["pods_deleted"] == 1
     assert api.objects("pods") == []
@@ -120,13 +121,82 @@ def test_installed_entry_points_run(command):
     assert "--max-nodes-per-pass" in proc.stdout and "MAX_NODES_PER_PASS" in proc.stdout
 
 
-def test_an_uncaught_exception_exits_70_with_its_traceback(api, run_pass):
-    """A bug (here: a node list whose items are not objects) ends with exit 70 and a logged traceback."""
-    from rwo_testkit.fake_apiserver import Response
+def test_an_uncaught_exception_exits_70_with_its_traceback(api, run_pass, monkeypatch):
+    """A bug ends with exit 70 and a logged traceback. No input over HTTP reaches one any more (issue 18),
+    so the bug is simulated: a test double of observe that raises (rwo_testkit/crashing.py)."""
+    from rwo_failover import runner
+    from rwo_testkit.crashing import observe_that_crashes
 
-    api.hooks.append(lambda req: Response(200, b'{"kind":"NodeList","metadata":{},"items":["x"]}',
-                                          {"Content-Type": "application/json"}) if req.verb == "list" else None)
+    monkeypatch.setattr(runner, "observe", observe_that_crashes(1))
     result = run_pass()
     assert result.code == EXIT_CRASH
     [line] = result.lines("unexpected error; this is a bug in rwo-failover")
     assert "Traceback" in line["exc_info"]
+
+
+def test_a_list_answer_of_the_wrong_shape_is_a_failed_read_not_a_bug(api, run_pass):
+    """What this test's predecessor used as "a bug": a node list whose items are not objects. Since issue 18
+    that is a skip, and a page that is not a list at all (a proxy's answer, say) a failed read: exit 4."""
+    from rwo_testkit.fake_apiserver import Response
+
+    fc.outage(api)
+    api.hooks.append(lambda req: Response(200, b'[{"kind":"NodeList"}]', {"Content-Type": "application/json"})
+                     if req.verb == "list" and req.resource == "nodes" else None)
+    result = run_pass()
+    assert result.code == EXIT_UNAVAILABLE and len(api.objects("pods")) == 1
+    [line] = result.lines("cannot read the cluster; nothing was changed")
+    assert "not a list of the expected shape" in line["error"]
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--dry-run"], {"dry_run": True}),
+    (["--dry-run=true"], {"dry_run": True}),
+    (["--dry-run=false"], {"dry_run": False}),
+    (["--dry-run", "--once"], {"dry_run": True}),
+    (["--interval", "5", "--leader-election"], {"leader_election": True, "interval": 5.0}),
+    (["--leader-election=false", "--interval=5"], {"leader_election": False}),
+])
+def test_boolean_flags_work_bare_and_with_a_value(argv, expected):
+    """As kubectl's do: `--dry-run` alone means true, and `--dry-run=false` still works."""
+    from rwo_failover import config
+
+    _args, settings = config.load(argv, {})
+    assert {key: getattr(settings, key) for key in expected} == expected
+
+
+@pytest.mark.parametrize("argv, names", [
+    (["--once", "--no-such-flag"], "--no-such-flag"),
+    (["--once", "--max-nodes-per-pass"], "--max-nodes-per-pass"),
+    (["--once", "--dry"], "--dry"),  # no abbreviations: a typo must not silently mean another flag
+    (["--once", "extra"], "extra"),
+])
+def test_argument_errors_are_one_line_with_the_setting_errors_prefix_and_exit_2(argv, names, tmp_path):
+    proc = subprocess.run([sys.executable, str(ROOT / "reconcile.py"), *argv], capture_output=True, text=True,
+                          timeout=60, env={"PATH": "/usr/bin:/bin", "KUBECONFIG": str(tmp_path / "none")})
+    assert proc.returncode == EXIT_CONFIG
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("rwo-failover: configuration error: ") and names in lines[0], lines[0]
+    assert proc.stdout == ""
+
+
+def test_the_first_log_line_names_the_version_and_json_times_are_rfc3339_utc(api, kubeconfig):
+    """Whatever the machine's time zone, `time` is RFC 3339 in UTC, as log stores expect."""
+    import re
+    from datetime import datetime, timezone
+
+    from rwo_failover import __version__
+
+    fc.outage(api)
+    before = datetime.now(timezone.utc)
+    proc = subprocess.run([sys.executable, str(ROOT / "reconcile.py"), "--once", "--dry-run"], capture_output=True,
+                          text=True, timeout=60, cwd=ROOT,
+                          env={"KUBECONFIG": kubeconfig, "PATH": "/usr/bin:/bin", "TZ": "America/Los_Angeles",
+                               "LOG_FORMAT": "json"})
+    assert proc.returncode == EXIT_OK, proc.stderr
+    logs = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert logs[0]["message"] == "rwo-failover starting" and logs[0]["version"] == __version__
+    for line in logs:
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", line["time"]), line["time"]
+    first = datetime.fromisoformat(logs[0]["time"])
+    assert abs((first - before).total_seconds()) < 30

@@ -20,3 +20,6 @@ def test_demo_fixes_the_seeded_cluster_and_shows_before_and_after():
     assert real.count("force-deleted pod") == 2 and real.count("deleted VolumeAttachment") == 2
     assert "shop/postgres-0" not in after and "pv-shop-data-postgres-0" not in after
     assert "shop/legacy-0" in after and "pv-shop-data-legacy-0" in after, "the opted-out pod keeps its volume"
+    # The plan a person reads, as a terminal shows it: the verdict, what would be released, what is skipped.
+    assert "PLAN (dry run: nothing will be changed)" in dry and "WOULD RELEASE (2 pods, 2 VolumeAttachments)" in dry
+    assert "PLAN" not in real, "the table is the dry run's"

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
 import subprocess
-import sys
+import textwrap
 import urllib.request
 from pathlib import Path
 
 import pytest
 import yaml
 
-from conftest import ROOT
+from conftest import ROOT, SESSION_LOG, fresh_venv
 from rwo_failover import config
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.control_plane import free_port
@@ -40,10 +41,7 @@ def pod_spec(which: str = "cronjob") -> dict:
     return cronjob()["spec"]["jobTemplate"]["spec"]["template"]["spec"]
 
 
-JOB_NAME = {"fieldRef": {"fieldPath": "metadata.labels['batch.kubernetes.io/job-name']"}}
-
-
-@pytest.mark.parametrize("which, overrides", [("cronjob", {"PUSHGATEWAY_INSTANCE": JOB_NAME}),
+@pytest.mark.parametrize("which, overrides", [("cronjob", {}),
                                               ("deployment", {"INTERVAL": "15", "LEADER_ELECTION": "true"})])
 def test_every_env_var_is_a_setting_and_every_setting_is_there_with_its_default(which, overrides):
     [container] = pod_spec(which)["containers"]
@@ -63,6 +61,15 @@ def test_cronjob_schedule_and_job_limits():
     assert template["activeDeadlineSeconds"] > float(config.BY_NAME["PASS_TIMEOUT_SECONDS"].default)
     assert template["backoffLimit"] in (0, 1) and template["ttlSecondsAfterFinished"] > 0
     assert pod_spec()["restartPolicy"] == "Never"
+
+
+@pytest.mark.parametrize("which", ["cronjob", "deployment"])
+def test_the_grace_period_covers_the_rest_of_a_pass_and_the_metrics_push(which):
+    """After SIGTERM no new write starts, but the pass's reads and the push still finish before SIGKILL."""
+    from rwo_failover.metrics import PUSH_TIMEOUT_SECONDS
+
+    grace = pod_spec(which)["terminationGracePeriodSeconds"]
+    assert grace >= float(config.BY_NAME["PASS_TIMEOUT_SECONDS"].default) + PUSH_TIMEOUT_SECONDS
 
 
 @pytest.mark.parametrize("which", ["cronjob", "deployment"])
@@ -158,12 +165,10 @@ def effective_command(which: str) -> tuple[list[str], dict[str, str]]:
 
 @pytest.fixture(scope="module")
 def image_venv(tmp_path_factory) -> Path:
-    """The image's dependencies: requirements.txt, hash-checked, into a fresh venv (the image's /app/deps)."""
-    venv = tmp_path_factory.mktemp("image") / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--require-hashes", "--no-deps",
-                    "-r", str(ROOT / "requirements.txt")], check=True, timeout=540)
-    return venv
+    """The image's dependencies: requirements.txt, hash-checked, into a fresh venv (the image's /app/deps),
+    from the wheelhouse `make` keeps, so this runs offline."""
+    return fresh_venv(tmp_path_factory.mktemp("image") / "venv", "--require-hashes", "--no-deps", "-r",
+                      str(ROOT / "requirements.txt"))
 
 
 def image_workdir(tmp_path: Path) -> Path:
@@ -203,6 +208,7 @@ def test_each_manifest_states_its_own_mode():
     assert not args.once and settings.interval > 0, "the Deployment reaches the loop"
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_container_command_runs_a_real_pass(tmp_path: Path, api, image_venv):
     """The CronJob's effective command, in the image's layout and dependencies, runs one pass and exits."""
@@ -215,6 +221,7 @@ def test_container_command_runs_a_real_pass(tmp_path: Path, api, image_venv):
     proc = subprocess.run([str(image_venv / "bin" / "python")] + argv[1:], cwd=workdir, env=env,
                           capture_output=True, text=True, timeout=120)
 
+    SESSION_LOG.add(proc.stdout + proc.stderr)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     summaries = [json.loads(line) for line in proc.stdout.splitlines() if '"pass finished"' in line]
     assert len(summaries) == 1, "one pass, then exit"
@@ -222,6 +229,7 @@ def test_container_command_runs_a_real_pass(tmp_path: Path, api, image_venv):
     assert api.objects("pods") == [] and api.objects("volumeattachments") == []
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_deployment_command_loops_until_sigterm(tmp_path: Path, api, image_venv):
     """The Deployment's effective command keeps passing until SIGTERM, then exits 0.
@@ -249,7 +257,52 @@ def test_deployment_command_loops_until_sigterm(tmp_path: Path, api, image_venv)
                 assert answer.status == 200 and expected in answer.read()
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=60)
+        SESSION_LOG.add(out + err)
     finally:
         proc.kill()
     assert passes == 3, err
     assert proc.returncode == 0 and "stopped cleanly" in out, out + err
+
+
+PINNED_IN = "deploy/components/image/kustomization.yaml"
+HINT_FILES = ["README.md", "docs/operations.md", "deploy/base/cronjob.yaml", "deploy/ha/deployment.yaml",
+              "deploy/base/kustomization.yaml", "deploy/ha/kustomization.yaml", "charts/rwo-failover/templates/cronjob.yaml",
+              "charts/rwo-failover/templates/deployment.yaml"]
+
+
+def test_every_image_pinning_hint_names_the_file_that_pins_it():
+    """Each hint about where the image is set names the one kustomization with `images:`, which every variant
+    includes; and README Install, which the checkov skips point at, pins by digest."""
+    images = [p for p in ROOT.glob("**/kustomization.yaml") if ".ci-venvs" not in p.parts
+              and "images" in (yaml.safe_load(p.read_text()) or {})]
+    assert [p.relative_to(ROOT).as_posix() for p in images] == [PINNED_IN]
+    for name in HINT_FILES:
+        for line in (ROOT / name).read_text().splitlines():
+            if re.search(r"(set|pin)\w* (the image|it)\b.*(once|digest)|images:.*variant|variant.*images:", line,
+                         re.I):
+                assert PINNED_IN in line or "README Install" in line, f"{name}: {line}"
+    install = README_INSTALL()
+    assert "digest" in install and PINNED_IN in install and "image.digest" in install
+
+
+def README_INSTALL() -> str:  # noqa: N802 - reads like the section's name
+    return (ROOT / "README.md").read_text().split("## Install", 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_operations_guide_image_snippet_pins_the_rendered_image(tmp_path):
+    """docs/operations.md step 2, pasted into the image component, pins both variants by digest."""
+    if not shutil.which("kubectl"):
+        pytest.skip("kubectl is not installed (CI installs Debian's)")
+    guide = (ROOT / "docs" / "operations.md").read_text()
+    snippet = re.search(r"\*\*Set the image once\*\*.*?```yaml\n(.*?)```", guide, re.S)[1]
+    digest = "sha256:" + "0" * 64
+    snippet = textwrap.dedent(snippet).replace("sha256:<digest>", digest)
+    shutil.copytree(ROOT / "deploy", tmp_path / "deploy")
+    component = tmp_path / PINNED_IN
+    text = component.read_text()
+    component.write_text(text[:text.index("\nimages:") + 1] + snippet)
+    for variant in ("deploy/base", "deploy/ha"):
+        rendered = subprocess.run(["kubectl", "kustomize", str(tmp_path / variant)], capture_output=True,
+                                  text=True, check=True).stdout
+        images = set(re.findall(r"image: (\S+)", rendered))
+        assert images == {f"registry.example.com/platform/rwo-failover@{digest}"}, (variant, images)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import email.utils
+import json
+from datetime import datetime
+
 import pytest
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
@@ -110,3 +114,69 @@ def test_request_log_records_verb_resource_and_status(api, core):
     core.list_node(limit=1)
     assert [(r.verb, r.resource, r.name, r.status) for r in api.requests] == \
         [("get", "nodes", "n1", 200), ("list", "nodes", "", 200)]
+
+
+# --- managedFields and the Date header: what rwo-failover times liveness with (checked against the real
+# server in tests/e2e/test_e2e_liveness.py) -----------------------------------------------------------------
+
+def _entries(obj, subresource=""):
+    return [e for e in obj["metadata"]["managedFields"] if e.get("subresource", "") == subresource]
+
+
+def raw(core, method: str, path: str, body=None, user_agent: str = "") -> tuple[int, dict, dict]:
+    """One request through the official client's transport: status, headers and the parsed body."""
+    client = core.api_client
+    if user_agent:
+        client.user_agent = user_agent
+    headers = {"Accept": "application/json"}
+    if body is not None:
+        headers["Content-Type"] = "application/merge-patch+json"
+    request = client.param_serialize(method=method, resource_path=path, header_params=headers, body=body,
+                                     auth_settings=["BearerToken"])
+    response = client.call_api(*request)
+    data = response.read()
+    return response.status, dict(response.getheaders()), json.loads(data)
+
+
+LEASE = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1"
+
+
+def test_a_write_stamps_its_managers_entry_with_the_servers_time(api, core):
+    api.add(fc.lease("n1", renewed_ago=300))
+    before = api.get("leases", "n1", "kube-node-lease")
+    _code, headers, _body = raw(core, "PATCH", LEASE, {"spec": {"renewTime": fc.micro_stamp(0)}},
+                                user_agent="kubelet/v1.36.2 (linux/amd64)")
+    after = api.get("leases", "n1", "kube-node-lease")
+    kubelet = [e for e in after["metadata"]["managedFields"] if e["manager"] == "kubelet"]
+    assert len(kubelet) == 1 and kubelet[0]["operation"] == "Update"
+    server_now = email.utils.parsedate_to_datetime(headers["Date"])
+    stamped = datetime.fromisoformat(kubelet[0]["time"].replace("Z", "+00:00"))
+    assert abs((stamped - server_now).total_seconds()) <= 1
+    assert after["metadata"]["resourceVersion"] != before["metadata"]["resourceVersion"]
+
+
+def test_a_write_that_changes_nothing_keeps_resource_version_and_times(api, core):
+    api.add(fc.lease("n1", renewed_ago=300))
+    before = api.get("leases", "n1", "kube-node-lease")
+    raw(core, "PATCH", LEASE, {"spec": {"holderIdentity": before["spec"]["holderIdentity"]}})
+    assert api.get("leases", "n1", "kube-node-lease") == before
+
+
+def test_the_status_subresource_writes_only_status_and_stamps_a_status_entry(api, core):
+    api.add(fc.node("n1", ready="True", since=600))
+    raw(core, "PATCH", "/api/v1/nodes/n1/status", {"metadata": {"labels": {"x": "y"}}, "status": {
+        "conditions": [{"type": "Ready", "status": "Unknown"}]}}, user_agent="kube-controller-manager/v1.36.2")
+    node = api.get("nodes", "n1")
+    assert "x" not in node["metadata"]["labels"], "a write to /status changes nothing but status"
+    assert [c["status"] for c in node["status"]["conditions"] if c["type"] == "Ready"] == ["Unknown"]
+    assert [e["manager"] for e in _entries(node, "status")][-1] == "kube-controller-manager"
+    raw(core, "PATCH", "/api/v1/nodes/n1", {"status": {"conditions": [{"type": "Ready", "status": "True"}]}})
+    assert [c["status"] for c in api.get("nodes", "n1")["status"]["conditions"] if c["type"] == "Ready"] \
+        == ["Unknown"], "a write to the object ignores its status"
+
+
+def test_the_date_header_can_be_stripped_as_a_proxy_would(api, core):
+    api.add(fc.node("n1"))
+    assert "Date" in raw(core, "GET", "/api/v1/nodes/n1")[1]
+    api.omit_date_header = True
+    assert "Date" not in raw(core, "GET", "/api/v1/nodes/n1")[1]

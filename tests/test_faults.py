@@ -67,8 +67,9 @@ def test_connection_reset_mid_response_is_retried(broken, run_pass):
 def test_read_timeout_is_retried(broken, run_pass):
     broken.inject(Fault("timeout", verb="get", resource="nodes", delay=1.0, first=1))
     result = run_pass(REQUEST_TIMEOUT_SECONDS="0.3")
-    # The live re-check, read twice (the timeout, then the retry), and the check before the attachments.
-    assert [r.fault for r in result.requests if (r.verb, r.resource) == ("get", "nodes")] == ["timeout", "", ""]
+    # The first live re-check is read twice (the timeout, then the retry); every later one once.
+    faults = [r.fault for r in result.requests if (r.verb, r.resource) == ("get", "nodes")]
+    assert faults[:2] == ["timeout", ""] and set(faults[2:]) <= {""}
     retried = result.lines("retrying API call")
     assert retried and "Timeout" in retried[0]["error"]
     assert all_released(broken) and result.code == EXIT_OK

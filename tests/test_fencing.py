@@ -7,15 +7,18 @@ or taint is touched.
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
+from conftest import plant
 from rwo_failover.exitcodes import EXIT_FAILED, EXIT_OK
 from rwo_failover.model import OUT_OF_SERVICE_KEY
 from rwo_testkit import fake_cluster as fc
-from rwo_testkit.fence_server import FenceServer
+from rwo_testkit.fence_server import FenceServer, Recorder
 
 FENCE_CLASS = "ceph-rbd-fence"
+DEAD_CIDR = f"{fc.internal_ip('dead')}/32"
 
 
 @pytest.fixture
@@ -55,7 +58,7 @@ def test_one_networkfence_then_nothing_until_it_succeeds_then_the_failover(clust
     first = networkfence(run_pass)
 
     fence = fence_of(cluster)
-    assert fence["spec"] == {"fenceState": "Fenced", "networkFenceClassName": FENCE_CLASS, "cidrs": ["10.0.0.1/32"]}
+    assert fence["spec"] == {"fenceState": "Fenced", "networkFenceClassName": FENCE_CLASS, "cidrs": [DEAD_CIDR]}
     assert fence["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "rwo-failover"}
     assert first.code == EXIT_OK and first.summary["fencing_pending"] == 1 and untouched(cluster)
 
@@ -83,7 +86,7 @@ def test_a_failed_fence_is_a_warning_and_exit_1_with_nothing_touched(cluster, ru
 
 def test_a_networkfence_that_is_not_ours_is_never_replaced_nor_trusted(cluster, run_pass):
     cluster.add({"apiVersion": "csiaddons.openshift.io/v1alpha1", "kind": "NetworkFence",
-                 "metadata": {"name": "dead"}, "spec": {"fenceState": "Fenced", "cidrs": ["10.0.0.1/32"]},
+                 "metadata": {"name": "dead"}, "spec": {"fenceState": "Fenced", "cidrs": [DEAD_CIDR]},
                  "status": {"result": "Succeeded"}})
     result = networkfence(run_pass)
     assert result.code == EXIT_FAILED and untouched(cluster)
@@ -96,7 +99,7 @@ def test_an_ipv6_address_is_fenced_as_a_128(cluster, run_pass):
                                    {"type": "InternalIP", "address": "10.0.0.7"}]
     cluster.add(node)
     networkfence(run_pass)
-    assert fence_of(cluster)["spec"]["cidrs"] == ["fd00::7/128", "10.0.0.7/32"]
+    assert fence_of(cluster)["spec"]["cidrs"] == ["10.0.0.7/32", "fd00::7/128"]
 
 
 def test_unfence_on_recovery_before_our_taint_comes_off(cluster, run_pass):
@@ -147,7 +150,7 @@ def fencer():
 
 def webhook(run_pass, fencer, tmp_path, **env):
     token = tmp_path / "token"
-    token.write_text("s3cret-fence-token\n")
+    token.write_text(plant("s3cret-fence-token") + "\n")
     return run_pass(FENCING="webhook", FENCE_WEBHOOK_URL=fencer.url, FENCE_WEBHOOK_TOKEN_FILE=str(token),
                     FENCE_WEBHOOK_CA_FILE=fencer.ca_file, **env)
 
@@ -161,7 +164,8 @@ def test_the_webhook_is_asked_with_the_node_and_a_yes_releases_it_in_the_same_pa
     assert request["headers"]["Authorization"] == "Bearer s3cret-fence-token"
     node = cluster.get("nodes", "dead")
     assert request["body"] == {"node": "dead", "uid": node["metadata"]["uid"], "providerID": node["spec"]["providerID"],
-                               "addresses": ["10.0.0.1"], "taint": "node.cloudprovider.kubernetes.io/shutdown",
+                               "addresses": [fc.internal_ip("dead")],
+                               "taint": "node.cloudprovider.kubernetes.io/shutdown",
                                "reason": request["body"]["reason"]}
     assert "Ready=Unknown" in request["body"]["reason"]
     assert "s3cret" not in json.dumps(result.logs) + result.stderr, "the token is never logged"
@@ -205,7 +209,7 @@ def test_a_fence_that_appears_between_the_look_and_the_create_is_not_touched(clu
     def racing_create(req):
         if req.verb == "create" and req.resource == "networkfences" and not cluster.get("networkfences", "dead"):
             cluster.add({"apiVersion": "csiaddons.openshift.io/v1alpha1", "kind": "NetworkFence",
-                         "metadata": {"name": "dead"}, "spec": {"fenceState": "Fenced", "cidrs": ["10.0.0.1/32"]}})
+                         "metadata": {"name": "dead"}, "spec": {"fenceState": "Fenced", "cidrs": [DEAD_CIDR]}})
         return None
     cluster.hooks.append(racing_create)
 
@@ -217,10 +221,151 @@ def test_a_fence_that_appears_between_the_look_and_the_create_is_not_touched(clu
 
 
 def test_our_unfenced_fence_is_fenced_again_when_the_node_dies_again(cluster, run_pass):
+    """Not by setting it back to Fenced, which would leave the unfencing's Succeeded in place: deleted, then a
+    new one, whose only result can be for its one spec."""
     networkfence(run_pass)
     fence = fence_of(cluster)
     fence["spec"]["fenceState"] = "Unfenced"
     cluster.add(fence)
     set_result(cluster, "Succeeded")
+    deleted = networkfence(run_pass)
+    assert fence_of(cluster) is None and deleted.code == EXIT_OK and untouched(cluster)
+    again = networkfence(run_pass)
+    assert fence_of(cluster)["spec"]["fenceState"] == "Fenced" and "status" not in fence_of(cluster)
+    assert again.code == EXIT_OK and untouched(cluster)
+    set_result(cluster, "Succeeded")
+    assert networkfence(run_pass).code == EXIT_OK and cluster.objects("pods") == []
+
+
+# --- issue 18: what a fencer, a proxy or a NetworkFence may say that must not be believed -------------------
+
+def test_a_redirect_is_a_failed_fence_and_the_token_never_follows_it(cluster, run_pass, fencer, tmp_path):
+    """Row 3: a 302 from the verified fencer to plain http:// on another port."""
+    with Recorder() as elsewhere:
+        fencer.answer = (302, {}, {"Location": elsewhere.url})
+
+        result = webhook(run_pass, fencer, tmp_path)
+
+        assert elsewhere.requests == [], "nothing, and so no token, is sent where a redirect points"
+    assert result.code == EXIT_FAILED and untouched(cluster)
+    [event] = [e for e in cluster.objects("events") if e["reason"] == "FencingFailed"]
+    assert "HTTP 302" in event["message"] and "redirect" in event["message"]
+    assert len(fencer.requests) == 1 and fencer.requests[0]["method"] == "POST"
+
+
+@pytest.mark.parametrize("answer, why", [
+    ((200, {"fenced": True}), "does not name"),
+    ((200, {"fenced": True, "node": "other", "uid": None}), "does not name"),
+    ((200, {"fenced": True, "node": "dead", "uid": "someone-else"}), "does not name"),
+    ((200, [{"fenced": True}]), "not {\"fenced\": true"),
+])
+def test_a_yes_that_does_not_name_the_node_asked_about_is_not_believed(cluster, run_pass, fencer, tmp_path,
+                                                                        answer, why):
+    fencer.answer = answer
+    result = webhook(run_pass, fencer, tmp_path)
+    assert result.code == EXIT_FAILED and untouched(cluster)
+    [event] = [e for e in cluster.objects("events") if e["reason"] == "FencingFailed"]
+    assert why in event["message"], event["message"]
+
+
+def test_a_node_without_an_address_is_never_fenced_nor_released_through_fencing(cluster, run_pass):
+    """Row 4: a node without an InternalIP got `cidrs: []` ("for no address") and was released once that
+    fence said Succeeded."""
+    node = cluster.get("nodes", "dead")
+    node["status"]["addresses"] = [{"type": "Hostname", "address": "dead"}]
+    cluster.add(node)
+
+    first = networkfence(run_pass)
+    assert fence_of(cluster) is None, "no NetworkFence that would fence nothing"
+    cluster.add({"apiVersion": "csiaddons.openshift.io/v1alpha1", "kind": "NetworkFence",
+                 "metadata": {"name": "dead", "generation": 1,
+                              "labels": {"app.kubernetes.io/managed-by": "rwo-failover"}},
+                 "spec": {"fenceState": "Fenced", "cidrs": []}})
+    set_result(cluster, "Succeeded")
+    second = networkfence(run_pass)
+
+    assert (first.code, second.code) == (EXIT_FAILED, EXIT_FAILED) and untouched(cluster)
+    [event] = [e for e in cluster.objects("events") if e["reason"] == "FencingFailed"]
+    assert "no InternalIP address" in event["message"] and event["count"] == 1, "one Warning says why"
+
+
+def test_a_succeeded_fence_for_another_address_is_not_trusted(cluster, run_pass):
+    """Row 4: a Succeeded fence for the node's old address released a node of the same name now at 10.0.0.99."""
+    networkfence(run_pass)
+    set_result(cluster, "Succeeded")
+    node = cluster.get("nodes", "dead")
+    node["status"]["addresses"] = [{"type": "InternalIP", "address": "10.0.0.99"}]
+    cluster.add(node)
+
     result = networkfence(run_pass)
-    assert fence_of(cluster)["spec"]["fenceState"] == "Fenced" and result.code == EXIT_OK and untouched(cluster)
+
+    assert result.code == EXIT_FAILED and untouched(cluster)
+    [event] = [e for e in cluster.objects("events") if e["reason"] == "FencingFailed"]
+    assert DEAD_CIDR in event["message"] and "10.0.0.99/32" in event["message"]
+
+
+def test_a_failing_fence_is_one_warning_however_many_passes_see_it(cluster, run_pass):
+    """Row 6: FencingFailed was a new Event every pass while a fence kept failing."""
+    networkfence(run_pass)
+    set_result(cluster, "Failed", "ceph: blocklist add refused")
+    for _ in range(3):
+        time.sleep(1.05)  # Event names carry the second: passes in the same second would hide a repeat
+        assert networkfence(run_pass).code == EXIT_FAILED
+    [event] = [e for e in cluster.objects("events") if e["reason"] == "FencingFailed"]
+    assert event["count"] == 1
+
+
+def answer_without_conditions(api, result: str, message: str, node: str = "dead") -> None:
+    """An older csi-addons controller: status.result and a message, no conditions, no observedGeneration."""
+    fence = fence_of(api, node)
+    fence["status"] = {"result": result, "message": message}
+    api.add(fence)
+
+
+def test_an_old_succeeded_never_counts_for_a_new_request_whatever_the_message(cluster, run_pass):
+    """Also seen: a controller that writes the same message for fence and unfence made the Succeeded of an
+    unfencing count for the fencing asked after it."""
+    networkfence(run_pass)
+    fence = fence_of(cluster)
+    fence["spec"]["fenceState"] = "Unfenced"  # an earlier recovery: unfenced, and answered
+    cluster.add(fence)
+    answer_without_conditions(cluster, "Succeeded", "operation successful")
+
+    for _ in range(2):  # ask again; the controller has not answered the new request yet
+        result = networkfence(run_pass)
+        assert result.code == EXIT_OK and untouched(cluster)
+
+    assert result.summary["fencing_pending"] == 1
+
+
+def back_for_good(api) -> None:
+    node = api.get("nodes", "dead")
+    added_at = node["metadata"]["annotations"]["rwo-failover.io/out-of-service-added-at"]
+    back = fc.mark_ours(fc.node("dead", ready="True", since=300, taints=[fc.our_taint(added_at)]), added_at)
+    back["metadata"]["uid"] = node["metadata"]["uid"]
+    api.add(back)
+    api.add(fc.lease("dead", 2))
+
+
+def test_unfencing_acts_on_a_live_read_not_on_the_plan(cluster, run_pass):
+    """Also seen: Fencer.unfence acted on the plan's snapshot. Here the node dies again after observe read
+    it: the live re-read before the unfence sees it, and the fence stays."""
+    networkfence(run_pass)
+    set_result(cluster, "Succeeded")
+    networkfence(run_pass)
+    back_for_good(cluster)
+
+    def dies_again(req):
+        if req.verb == "list" and req.resource == "volumeattachments":
+            down = cluster.get("nodes", "dead")
+            down["status"]["conditions"][-1].update(status="Unknown", lastTransitionTime=fc.stamp(0))
+            cluster.add(down)
+            cluster.add(fc.lease("dead", 600))
+        return None
+    cluster.hooks.append(dies_again)
+
+    result = networkfence(run_pass)
+
+    assert fence_of(cluster)["spec"]["fenceState"] == "Fenced", "never unfence a node that is not back"
+    assert not [r for r in cluster.requests if r.verb == "patch" and r.resource == "networkfences"]
+    assert result.code == EXIT_OK

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import signal
 import subprocess
@@ -10,8 +11,9 @@ import time
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, SESSION_LOG
 from rwo_failover import config
+from rwo_failover.cli import main
 from rwo_failover.client import Api, load_api_client
 from rwo_failover.exitcodes import EXIT_CONFIG, EXIT_OK
 from rwo_failover.leader import LeaderElector
@@ -119,6 +121,7 @@ def test_only_the_leader_passes_and_sigterm_releases_the_lease(api, kubeconfig):
     time.sleep(2)
     leader.send_signal(signal.SIGTERM)
     out, _ = leader.communicate(timeout=60)
+    SESSION_LOG.add(out)
     released = holder(api)
     deadline = time.monotonic() + 10
     while holder(api) in ("", released) and time.monotonic() < deadline:
@@ -126,6 +129,7 @@ def test_only_the_leader_passes_and_sigterm_releases_the_lease(api, kubeconfig):
     taken = holder(api)
     standby.send_signal(signal.SIGTERM)
     standby_out, _ = standby.communicate(timeout=60)
+    SESSION_LOG.add(standby_out)
 
     assert leader.returncode == EXIT_OK and "leader election: released the Lease" in out
     assert taken and taken != released, "the standby took over after the release"
@@ -151,6 +155,7 @@ def test_two_replicas_that_both_believe_they_lead_stay_safe(api, kubeconfig):
     for proc in (first, second):
         proc.send_signal(signal.SIGTERM)
     outs = [proc.communicate(timeout=60)[0] for proc in (first, second)]
+    SESSION_LOG.add("\n".join(outs))
 
     assert [p.returncode for p in (first, second)] == [EXIT_OK, EXIT_OK]
     assert api.objects("pods") == [] and api.objects("volumeattachments") == []
@@ -159,3 +164,52 @@ def test_two_replicas_that_both_believe_they_lead_stay_safe(api, kubeconfig):
     for line in (json.loads(raw) for out in outs for raw in out.splitlines()):
         if line["message"] == "pass finished":
             assert line["exit_code"] == EXIT_OK and line["failures"] == 0
+
+
+def test_dry_run_with_leader_election_is_refused_naming_both(api, kubeconfig):
+    """Row 2 of issue 18: a dry-run replica took the real Lease (Lease writes bypass the Writer), so the real
+    replica never led, and its dry-run passes kept exiting 0: failover was off, silently."""
+    environ = {"KUBECONFIG": kubeconfig, "INTERVAL": "5", "DRY_RUN": "true", "LEADER_ELECTION": "true"}
+    with pytest.raises(config.ConfigError) as err:
+        config.load([], environ)
+    assert "DRY_RUN" in str(err.value) and "LEADER_ELECTION" in str(err.value)
+    stderr = io.StringIO()
+    assert main([], environ, io.StringIO(), stderr) == EXIT_CONFIG
+    assert "DRY_RUN" in stderr.getvalue() and "LEADER_ELECTION" in stderr.getvalue()
+
+    replica = loop(kubeconfig, LEADER_ELECTION="true", DRY_RUN="true")
+    try:
+        out, err_text = replica.communicate(timeout=15)
+    except subprocess.TimeoutExpired:
+        replica.kill()
+        out, err_text = replica.communicate()
+    SESSION_LOG.add(out + err_text)
+    assert replica.returncode == EXIT_CONFIG and "DRY_RUN" in err_text
+    assert api.get("leases", LEASE[1], LEASE[0]) is None, "the dry-run replica never touched the Lease"
+
+
+def test_the_election_thread_survives_anything_but_its_stop_signal(api, kubeconfig, caplog):
+    """Row 8 of issue 18: only ApiError was caught; anything else ended the thread silently and the replica
+    stood by for good. Here the Lease is garbage for a while (a spec that is not an object), then sound."""
+    api.add({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+             "metadata": {"name": LEASE[1], "namespace": LEASE[0]}, "spec": "garbage"})
+    _args, settings = config.load(["--interval", "5"], {"KUBECONFIG": kubeconfig})
+    api_client = load_api_client(settings)
+    elector = LeaderElector(lambda: Api(api_client, settings), *LEASE, "a", 3)
+    elector.retry_seconds = 0.1
+    with caplog.at_level("ERROR", logger="rwo_failover"):
+        elector.start()
+        try:
+            deadline = time.monotonic() + 10
+            while not [r for r in caplog.records if "leader election" in r.getMessage()] and \
+                    time.monotonic() < deadline:
+                time.sleep(0.05)
+            lease = api.get("leases", LEASE[1], LEASE[0])
+            api.add(dict(lease, spec={}))  # a human fixes the Lease
+            while not elector.leading and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert elector.leading, "the thread lived on and took the Lease once it was sound"
+        finally:
+            elector.stop()
+    [first, *_] = [r for r in caplog.records if "leader election" in r.getMessage()]
+    assert first.exc_info, "what went wrong is logged, with its traceback"

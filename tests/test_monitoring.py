@@ -19,9 +19,10 @@ from conftest import ROOT
 from rwo_failover.exitcodes import EXIT_OK
 from rwo_failover.health import Liveness
 from rwo_failover.metrics import documented
-from rwo_failover.model import RECOVERY_ANNOTATION, RECOVERY_LABEL
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.control_plane import free_port
+
+from helpers import recovery_records
 
 MONITORING = ROOT / "monitoring"
 
@@ -80,23 +81,12 @@ def test_liveness_fails_when_no_pass_finishes_in_time():
 
 
 def test_a_real_pass_pushes_its_metrics_to_a_real_pushgateway(api, run_pass, tmp_path):
-    binary = tool("prometheus-pushgateway")
-    port = free_port()
-    gateway = subprocess.Popen([binary, f"--web.listen-address=127.0.0.1:{port}",
-                                f"--persistence.file={tmp_path / 'persist'}"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    gateway, url = pushgateway(tmp_path)
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/-/ready", timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.1)
         fc.outage(api)
-        result = run_pass(PUSHGATEWAY_URL=f"http://127.0.0.1:{port}", PUSHGATEWAY_INSTANCE="rwo-failover-29000001")
+        result = run_pass(PUSHGATEWAY_URL=url, PUSHGATEWAY_INSTANCE="rwo-failover-29000001")
         assert result.code == EXIT_OK and result.lines("pushed metrics to the Pushgateway")
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+        with urllib.request.urlopen(f"{url}/metrics", timeout=5) as answer:
             text = answer.read().decode()
     finally:
         gateway.terminate()
@@ -128,19 +118,16 @@ def replacement(api, name: str, node: str, ready: bool, ready_ago: float = 5, ow
     return api.replace(pod) if api.get("pods", name, "default") else api.add(pod)
 
 
-def recovery_record(api) -> dict:
-    claim = api.get("persistentvolumeclaims", "data-db-0", "default")
-    return json.loads(claim["metadata"]["annotations"][RECOVERY_ANNOTATION])
-
-
 def test_a_freed_claim_is_marked_then_its_recovery_confirmed_with_the_failover_time(api, run_pass):
     fc.outage(api)
+    claim = api.get("persistentvolumeclaims", "data-db-0", "default")
     first = run_pass()
     assert first.code == EXIT_OK and api.objects("pods") == []
-    claim = api.get("persistentvolumeclaims", "data-db-0", "default")
-    assert claim["metadata"]["labels"][RECOVERY_LABEL] == "pending"
-    record = recovery_record(api)
+    [record] = recovery_records(api)
     assert record["pod"] == "db-0" and record["node"] == "dead" and record["controller"].startswith("StatefulSet/")
+    assert (record["claim"], record["claimUID"], record["volume"]) == (
+        "default/data-db-0", claim["metadata"]["uid"], claim["spec"]["volumeName"])
+    assert api.get("persistentvolumeclaims", "data-db-0", "default") == claim, "the tenant's claim is not written"
 
     replacement(api, "db-0", "w1", ready=False)
     waiting = run_pass()
@@ -157,9 +144,7 @@ def test_a_freed_claim_is_marked_then_its_recovery_confirmed_with_the_failover_t
     seconds = int(re.search(r"attached (\d+)s after its node went NotReady", event["message"])[1])
     assert 590 <= seconds <= 610, "the dead node went NotReady 600 s ago; the replacement is Ready now"
     assert re.search(r"of which (\d+)s until rwo-failover freed the volume", event["message"])
-    claim = api.get("persistentvolumeclaims", "data-db-0", "default")
-    assert RECOVERY_LABEL not in (claim["metadata"].get("labels") or {})
-    assert RECOVERY_ANNOTATION not in (claim["metadata"].get("annotations") or {})
+    assert recovery_records(api) == [], "the record is settled"
 
 
 @pytest.mark.parametrize("setup, missing", [
@@ -210,3 +195,91 @@ def test_a_repeated_warning_is_one_event_bumped_at_most_every_ten_minutes(api, r
     run_pass()
     [event] = [e for e in api.objects("events") if e["reason"] == "ShutdownTaintOnLiveNode"]
     assert event["count"] == 2 and event["lastTimestamp"] > stamp(60)
+
+
+def cronjob_env(job_name: str) -> dict:
+    """The environment the CronJob gives the pod of one of its Jobs, downward-API fields resolved as the
+    kubelet would (the Job controller labels its pods with the Job's name)."""
+    docs = [d for d in yaml.safe_load_all((ROOT / "deploy/base/cronjob.yaml").read_text()) if d]
+    [cron] = [d for d in docs if d["kind"] == "CronJob"]
+    template = cron["spec"]["jobTemplate"]["spec"]["template"]
+    labels = {**template["metadata"].get("labels", {}), "batch.kubernetes.io/job-name": job_name}
+    env = {}
+    for item in template["spec"]["containers"][0]["env"]:
+        if "value" in item:
+            env[item["name"]] = item["value"]
+        else:
+            path = item["valueFrom"]["fieldRef"]["fieldPath"]
+            [key] = re.findall(r"^metadata\.labels\['([^']+)'\]$", path)
+            env[item["name"]] = labels[key]
+    return env
+
+
+def pushgateway(tmp_path):
+    binary = tool("prometheus-pushgateway")
+    port = free_port()
+    proc = subprocess.Popen([binary, f"--web.listen-address=127.0.0.1:{port}",
+                             f"--persistence.file={tmp_path / 'persist'}"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/-/ready", timeout=1).close()
+            break
+        except OSError:
+            time.sleep(0.1)
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def groups(url: str) -> list[dict]:
+    with urllib.request.urlopen(f"{url}/api/v1/metrics", timeout=5) as answer:
+        return [g for g in json.loads(answer.read())["data"] if g["labels"].get("job") == "rwo-failover"]
+
+
+def gauge(group: dict, name: str) -> float:
+    return float(group[name]["metrics"][0]["value"]) if name in group else 0.0
+
+
+def test_cronjob_passes_replace_one_pushgateway_group_and_keep_the_last_success(api, run_pass, tmp_path):
+    """Pushgateway groups never expire: a group per Job would pile up 1,440 a day. Two Jobs' passes, as the
+    CronJob runs them, leave one group; a failed pass after a good one keeps the last success's time."""
+    gateway, url = pushgateway(tmp_path)
+    try:
+        fc.outage(api)
+        keep = {"KUBECONFIG", "LOG_FORMAT", "PASS_TIMEOUT_SECONDS"}
+        first = {k: v for k, v in cronjob_env("rwo-failover-29000001").items() if k not in keep}
+        assert run_pass(**{**first, "PUSHGATEWAY_URL": url}).code == EXIT_OK
+        [group] = groups(url)
+        succeeded = gauge(group, "rwo_failover_last_success_timestamp_seconds")
+        assert succeeded > 0
+
+        api.deny("list", "nodes")  # the next Job's pass fails (exit 5)
+        second = {k: v for k, v in cronjob_env("rwo-failover-29000002").items() if k not in keep}
+        assert run_pass(**{**second, "PUSHGATEWAY_URL": url}).code != EXIT_OK
+        found = groups(url)
+    finally:
+        gateway.terminate()
+        gateway.wait(timeout=30)
+    assert len(found) == 1, [g["labels"] for g in found]
+    assert gauge(found[0], "rwo_failover_last_pass_timestamp_seconds") > succeeded
+    assert gauge(found[0], "rwo_failover_last_success_timestamp_seconds") == succeeded
+
+
+def github_anchors(markdown: str) -> set[str]:
+    """The anchors GitHub gives a document's headings: lower case, punctuation dropped, spaces to dashes."""
+    return {re.sub(r"[^a-z0-9 _-]", "", h.strip().lower()).replace(" ", "-")
+            for h in re.findall(r"^#+ (.+)$", markdown, re.M)}
+
+
+@pytest.mark.parametrize("path", ["rules.yml", "prometheusrule.yaml"])
+def test_every_alert_links_a_runbook_section_that_exists(path):
+    doc = yaml.safe_load((MONITORING / path).read_text())
+    rules = [r for g in doc.get("spec", doc)["groups"] for r in g["rules"]]
+    source = re.search(r'org\.opencontainers\.image\.source="([^"]+)"', (ROOT / "Dockerfile").read_text())[1]
+    anchors = github_anchors((ROOT / "docs" / "runbook.md").read_text())
+    assert rules
+    for rule in rules:
+        url = rule["annotations"]["runbook_url"]
+        page, _, anchor = url.partition("#")
+        assert page == f"{source}/blob/main/docs/runbook.md", url
+        assert anchor in anchors, f"{rule['alert']}: no section #{anchor} in docs/runbook.md"

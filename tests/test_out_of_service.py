@@ -58,10 +58,11 @@ def test_taint_is_added_after_the_checks_and_before_any_delete(cluster, run_pass
     assert "OutOfServiceTaintAdded" in {e["reason"] for e in cluster.objects("events")}
 
 
-def test_taint_is_added_even_to_a_down_node_with_no_rwo_pods(cluster, run_pass):
+def test_no_taint_on_a_down_node_with_nothing_to_release(cluster, run_pass):
+    """A stopped instance with nothing left on it: the taint would release nothing (issue 17)."""
     fc.dead_node(cluster, "dead")
     assert run_pass().code == EXIT_OK
-    assert len(oos_taints(cluster, "dead")) == 1
+    assert oos_taints(cluster, "dead") == [] and patches(cluster) == []
 
 
 @pytest.mark.parametrize("setup, code", [
@@ -79,12 +80,14 @@ def test_taint_is_not_added_to_a_node_that_is_not_proven_down(cluster, run_pass,
 def test_taint_is_not_added_when_the_brake_trips(cluster, run_pass):
     for n in range(3):
         fc.dead_node(cluster, f"dead-{n}")
+        stuck(cluster, f"dead-{n}", name=f"db-{n}")
     result = run_pass(MAX_NODES_PER_PASS="2")
     assert result.code == EXIT_REFUSED and patches(cluster) == []
 
 
 def test_taint_is_not_added_when_the_live_recheck_fails(cluster, run_pass):
     fc.dead_node(cluster, "dead")
+    stuck(cluster, "dead")
     fc.revive_on_recheck(cluster, "dead")
 
     assert run_pass().code == EXIT_REFUSED
@@ -178,6 +181,7 @@ def test_mode_and_server_version(cluster, run_pass, env, version, added):
 
 def test_dry_run_only_says_it_would_add_the_taint(cluster, run_pass):
     fc.dead_node(cluster, "dead")
+    stuck(cluster, "dead")
     result = run_pass(DRY_RUN="true")
     assert patches(cluster) == [] and result.lines("dry-run: would add the out-of-service taint")
 

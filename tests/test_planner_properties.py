@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import datetime, timedelta, timezone
+from typing import Optional
 
 import pytest
 from hypothesis import Phase, find, given, settings as hsettings, strategies as st
@@ -11,6 +12,9 @@ from hypothesis import Phase, find, given, settings as hsettings, strategies as 
 from rwo_failover import config
 from rwo_failover import planner as decide
 from rwo_failover.model import MULTI_ATTACH_MODES, Attachment, Claim, Lease, Node, Pod, Snapshot, Taint, Volume
+
+# Hundreds of generated examples per property: `make quick` leaves them to `make test`.
+pytestmark = pytest.mark.slow
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=timezone.utc)
 BASE = config.load([], {})[1]
@@ -29,42 +33,55 @@ def ago(seconds: float) -> datetime:
     return NOW - timedelta(seconds=seconds)
 
 
-def _node(name: str, ready, since, taints) -> Node:
-    return Node(name, tuple(taints), ready, None if since is None else ago(since))
+def _node(name: str, ready, since, taints, skew: float = 0.0) -> Node:
+    """`since` seconds ago (server clock) Ready became `ready` and the status was written; the kubelet writes
+    True and False with its own clock, `skew` seconds off, the node lifecycle controller writes Unknown."""
+    written = None if since is None else ago(since)
+    kubelet = ready in ("True", "False")
+    return Node(name, tuple(taints), ready, None if written is None else written + timedelta(
+        seconds=skew if kubelet else 0), status_written_at=written)
+
+
+def _lease(name: str, age, duration, skew: float, version: str = "") -> Optional[Lease]:
+    """Renewed `age` seconds ago by the server's stamp; renewTime on the kubelet's clock."""
+    if age is None:
+        return None
+    return Lease(name, ago(age) + timedelta(seconds=skew), duration, version or f"rv-{name}-{age}", ago(age))
 
 
 shutdown_taints = st.lists(st.sampled_from(TAINTS[:2]), min_size=1, max_size=2, unique=True)
 any_taints = st.lists(st.sampled_from(TAINTS), max_size=2, unique=True)
 lease_age = st.one_of(st.none(), st.integers(-30, 900))
 durations = st.sampled_from([40, 40, 40, 15, 120])
+skews = st.sampled_from([0, 0, 0, 90, -120, 600, -600])  # how far each kubelet's clock runs off the server's
 
 
 @st.composite
 def node_and_lease(draw, name: str):
     """Archetypes keep the interesting cases common: most nodes healthy, some dead, some anything."""
     kind = draw(st.sampled_from(["healthy", "healthy", "dead", "dead", "random"]))
+    skew = draw(skews)
     if kind == "healthy":
         taints = draw(st.sampled_from([[], [], [], [TAINTS[2]], [TAINTS[0]], [TAINTS[1]], [TAINTS[1]]]))
         back = draw(st.sampled_from(["no", "ours", "ours", "stale-annotation"]))
         if back == "ours":  # back from an outage, with the out-of-service taint we added
             taints = [t for t in taints if t.key != OUR_TAINT.key] + [OUR_TAINT]
-        node = _node(name, "True", draw(st.integers(0, 900)), taints)
+        node = _node(name, "True", draw(st.integers(0, 900)), taints, skew)
         if back != "no":
             node = dataclasses.replace(node, oos_added_at=OURS_AT)
-        return node, Lease(name, ago(draw(st.integers(0, 60))), draw(durations))
+        return node, _lease(name, draw(st.integers(0, 60)), draw(durations), skew)
     if kind == "dead":
         taints = draw(shutdown_taints)
-        node = _node(name, draw(st.sampled_from(["False", "Unknown"])), draw(st.integers(0, 900) | st.just(900)),
-                     taints)
+        node = _node(name, draw(st.sampled_from(["Unknown", "Unknown", "False"])),
+                     draw(st.integers(0, 900) | st.just(900)), taints, skew)
         if draw(st.booleans()) and TAINTS[1] in taints:  # the out-of-service taint there is ours
             node = dataclasses.replace(node, taints=tuple(OUR_TAINT if t == TAINTS[1] else t for t in taints),
                                        oos_added_at=OURS_AT)
         age = draw(st.none() | st.integers(0, 900) | st.just(900))
-        return node, None if age is None else Lease(name, ago(age), draw(durations))
+        return node, _lease(name, age, draw(durations), skew)
     node = _node(name, draw(st.sampled_from(["True", "False", "Unknown", None])),
-                 draw(st.one_of(st.none(), st.integers(-30, 900))), draw(any_taints))
-    age = draw(lease_age)
-    return node, None if age is None else Lease(name, ago(age), draw(durations))
+                 draw(st.one_of(st.none(), st.integers(-30, 900))), draw(any_taints), skew)
+    return node, _lease(name, draw(lease_age), draw(durations), skew)
 
 
 @st.composite
@@ -121,7 +138,7 @@ settings_st = st.builds(
         min_not_ready_seconds=min_secs, stuck_pod_states=frozenset(states),
         exclude_namespaces=frozenset(exclude), pod_selector=config._selector(selector),
         out_of_service_taint=oos, recovery_seconds=recovery),
-    st.sampled_from([0.5, 1.0, 1.0, 1.0]), st.integers(1, 6) | st.just(6), st.integers(1, 20) | st.just(20),
+    st.sampled_from([0.5, 1.0, 1.0, 1.0]), st.integers(1, 6) | st.just(6), st.sampled_from([1, 2, 3, 20, 20]),
     st.sampled_from([0, 60, 60, 300]),
     st.sets(st.sampled_from(config.STUCK_STATES), min_size=1) | st.just(set(config.STUCK_STATES)),
     st.sampled_from([set(), set(), {"kube-system"}, {"prod"}]),
@@ -130,14 +147,17 @@ settings_st = st.builds(
 
 
 def proven_down(node: Node, lease, settings) -> bool:
-    """An independent restatement of the rule, to check the planner against."""
-    if node.ready in ("True", None) or node.ready_since is None:
+    """An independent restatement of the rule, on server stamps only, to check the planner against."""
+    if node.ready != "Unknown" or node.status_written_at is None:
         return False
-    if (NOW - node.ready_since).total_seconds() < settings.min_not_ready_seconds:
+    if lease is not None and lease.changed_at is None:
         return False
-    if lease is not None and (NOW - lease.renew_time).total_seconds() < max(settings.min_not_ready_seconds,
-                                                                            lease.duration):
+    if (NOW - node.status_written_at).total_seconds() - 1 < settings.min_not_ready_seconds:
         return False
+    if lease is not None:
+        silent = (NOW - lease.changed_at).total_seconds()
+        if silent - 1 < max(settings.min_not_ready_seconds, lease.duration):
+            return False
     return any(spec.matches(t.as_dict()) for spec in settings.shutdown_taints for t in node.taints)
 
 
@@ -149,13 +169,14 @@ def exclusive_volume(claim: Claim, snapshot) -> bool:
 
 
 def protected(pod: Pod, snapshot, settings) -> bool:
-    """A pod that a setting keeps from us, holding a claim not proven shareable."""
-    if pod.mirror or pod.controller_kind == "DaemonSet" or not pod.claims:
+    """A pod that a setting keeps from us, holding a claim not proven shareable. Namespace and selector
+    settings do not cover DaemonSet pods; an opt-out covers every pod but a mirror pod."""
+    if pod.mirror or not pod.claims:
         return False
     claims = [snapshot.claims.get(f"{pod.namespace}/{c}") for c in pod.claims]
-    by_setting = (pod.namespace in settings.exclude_namespaces or pod.opted_out
-                  or not settings.pod_selector.matches(pod.labels)
-                  or any(c is not None and c.opted_out for c in claims))
+    opted = pod.opted_out or any(c is not None and c.opted_out for c in claims)
+    by_setting = opted or pod.controller_kind != "DaemonSet" and (
+        pod.namespace in settings.exclude_namespaces or not settings.pod_selector.matches(pod.labels))
     shareable = [c for c in claims if c is not None and c.volume in snapshot.volumes
                  and c.bound and snapshot.volumes[c.volume].claim_uid == c.uid
                  and snapshot.volumes[c.volume].claim == c.key
@@ -186,6 +207,7 @@ def test_actions_only_on_proven_down_nodes_rwo_pods_and_their_own_attachments(sn
             pod = pods[(action.namespace, action.name)]
             assert pod.uid == action.uid and pod.node == node.name
             assert not pod.mirror and pod.controller_kind != "DaemonSet" and not pod.opted_out
+            assert pod.phase not in ("Succeeded", "Failed"), "a completed pod is never deleted"
             assert pod.namespace not in settings.exclude_namespaces
             assert settings.pod_selector.matches(pod.labels)
             assert set(decide.stuck_states(pod)) & settings.stuck_pod_states
@@ -197,7 +219,7 @@ def test_actions_only_on_proven_down_nodes_rwo_pods_and_their_own_attachments(sn
             rwo_volumes |= {c.volume for c in rwo}
         used_on_node = {f"{p.namespace}/{c}" for p in snapshot.pods if p.node == node.name
                         and (p.namespace, p.name) not in {(a.namespace, a.name) for a in node_plan.pods}
-                        for c in p.claims}
+                        and p.phase not in ("Succeeded", "Failed") for c in p.claims}
         for att in node_plan.attachments:
             original = next(a for a in snapshot.attachments if a.name == att.name)
             assert original.node == node.name, "never another node's attachment"
@@ -219,6 +241,7 @@ def test_out_of_service_taint_is_added_and_removed_only_where_the_rules_allow(sn
         node = nodes[node_plan.verdict.node]
         if node_plan.add_taint:
             assert proven_down(node, snapshot.leases.get(node.name), settings) and not node.has_oos_taint
+            assert node_plan.pods or node_plan.attachments, "the taint only ever comes with something to release"
             assert settings.out_of_service_taint == "always" or (
                 settings.out_of_service_taint == "auto" and snapshot.server_version >= (1, 28))
             assert not any(protected(p, snapshot, settings) for p in snapshot.pods if p.node == node.name)
@@ -228,8 +251,11 @@ def test_out_of_service_taint_is_added_and_removed_only_where_the_rules_allow(sn
         assert OUR_TAINT in node.taints, "exactly our taint, with the timeAdded we recorded"
         assert not any(spec.matches(t.as_dict()) for spec in settings.shutdown_taints for t in node.taints
                        if t != OUR_TAINT), "no other shutdown taint"
-        assert (NOW - node.ready_since).total_seconds() >= settings.recovery_seconds
-        assert lease is not None and (NOW - lease.renew_time).total_seconds() < lease.duration
+        # Ready since: the kubelet's time, moved by the skew its Lease shows (server stamp vs renewTime).
+        assert lease is not None and lease.changed_at is not None
+        skew = (lease.renew_time - lease.changed_at).total_seconds()
+        assert (NOW - node.ready_since).total_seconds() + skew - 1 >= settings.recovery_seconds
+        assert (NOW - lease.changed_at).total_seconds() < lease.duration
         assert not any(p.deleting for p in snapshot.pods if p.node == name)
         assert not any(a.deleting for a in snapshot.attachments if a.node == name)
     assert not set(plan.untaint) & {n.verdict.node for n in plan.nodes}
@@ -242,7 +268,8 @@ def test_caps_hold_or_the_plan_refuses(snapshot, settings):
     if plan.refusal is None:
         assert len(plan.busy_nodes) <= settings.max_nodes_per_pass
         assert plan.pod_count <= settings.max_pods_per_pass
-        assert plan.not_ready <= settings.max_unhealthy_fraction * max(plan.total_nodes, 1)
+        idle = len(plan.nodes) - len(plan.busy_nodes)  # proven down, nothing to release: they count neither way
+        assert plan.not_ready - idle <= settings.max_unhealthy_fraction * max(plan.total_nodes - idle, 1)
     else:
         with pytest.raises(decide.UnsafePlan):
             plan.raise_if_unsafe()
@@ -322,3 +349,42 @@ def test_nothing_the_plan_decides_changes_before_its_wake_at(snapshot, settings,
     assert until > NOW
     moment = NOW + (until - NOW) * fraction
     assert _shape(decide.plan(dataclasses.replace(snapshot, now=moment), settings)) == _shape(plan)
+
+
+def _kubelet_clocks_off_by(snapshot: Snapshot, skew: float) -> Snapshot:
+    """The same cluster, every kubelet's clock `skew` seconds further off: renewTime and the kubelet's own
+    condition times move; no server stamp does."""
+    shift = timedelta(seconds=skew)
+    nodes = tuple(dataclasses.replace(n, ready_since=n.ready_since + shift)
+                  if n.ready in ("True", "False") and n.ready_since else n for n in snapshot.nodes)
+    leases = {name: dataclasses.replace(lease, renew_time=lease.renew_time + shift)
+              if lease is not None and lease.renew_time else lease for name, lease in snapshot.leases.items()}
+    return dataclasses.replace(snapshot, nodes=nodes, leases=leases)
+
+
+@given(snapshots(), settings_st, st.integers(-600, 600))
+@hsettings(max_examples=300, deadline=None)
+def test_no_kubelet_clock_changes_any_decision(snapshot, settings, skew):
+    """A node's clock may run ±10 min off: nothing the plan decides may move with it."""
+    assert _shape(decide.plan(_kubelet_clocks_off_by(snapshot, skew), settings)) == \
+        _shape(decide.plan(snapshot, settings))
+
+
+@given(snapshots(), settings_st, st.integers(-600, 600), st.integers(0, 60), st.sampled_from([15, 40, 120]))
+@hsettings(max_examples=300, deadline=None)
+def test_a_lease_that_changes_while_the_pass_watches_is_never_down(snapshot, settings, skew, later, duration):
+    """Whatever the renewal looks like (a renewTime from a clock ±10 min off, a server stamp up to a minute
+    after the plan, any duration, or a Lease appearing where there was none), a node whose Lease changed
+    between the plan's read and the live re-check is never down."""
+    nodes = {n.name: n for n in snapshot.nodes}
+    for verdict in decide.judge_nodes(snapshot, settings):
+        name = verdict.node
+        before = snapshot.leases.get(name)
+        renewed = Lease(name, NOW + timedelta(seconds=later + skew), duration,
+                        f"{before.version if before else ''}-renewed", NOW + timedelta(seconds=later))
+        moment = NOW + timedelta(seconds=later + 1)
+        taint = decide.shutdown_taint(nodes[name], settings.shutdown_taints)
+        seen = before.version if before is not None else ""
+        again = decide.judge_tainted_node(nodes[name], renewed, taint, settings, moment, seen) if taint else \
+            decide.judge_ours(nodes[name], renewed, settings, moment, seen)
+        assert again.state is not decide.NodeState.DOWN, again

@@ -26,7 +26,8 @@ def group_of(resource: str) -> str:
 
 
 RBAC_FILES = ("rbac.yaml", "deploy/ha/leader-election-rbac.yaml", "deploy/components/networkfence/rbac.yaml")
-ELECTION_NAMESPACE = "rwo-failover"
+ELECTION_NAMESPACE = "rwo-failover"  # LEADER_ELECTION_NAMESPACE and RECOVERY_NAMESPACE, by default
+OWN_NAMESPACE = {"ELECTION_LEASES": "leases", "RECOVERY_RECORDS": "configmaps"}  # client.py's names for them
 
 
 def granted() -> set[tuple[str, str, str, str]]:
@@ -58,19 +59,19 @@ def used_in_code() -> set[tuple[str, str, str, str]]:
         args = [a.value if isinstance(a, ast.Constant) else a for a in node.args]
         if node.func.attr == "call" and isinstance(args[0], str):
             verb, what = args[0], args[1]
-        elif node.func.attr == "list_all" and isinstance(args[0], str):
+        elif node.func.attr == "list_all" and (isinstance(args[0], str) or isinstance(args[0], ast.Name)):
             verb, what = "list", args[0]
-        elif node.func.attr == "watch" and args and isinstance(args[0], str):
+        elif node.func.attr == "watch" and args and (isinstance(args[0], str) or isinstance(args[0], ast.Name)):
             verb, what = "watch", args[0]
         else:
             continue
         if not isinstance(what, (str, ast.JoinedStr)) and not (isinstance(what, ast.Name) and
-                                                              what.id == "ELECTION_LEASES"):
+                                                              what.id in OWN_NAMESPACE):
             continue  # the generic pager's call("list", what, ...): its callers are the list_all(...) lines
         if isinstance(what, str) and what.startswith("/"):
             continue  # a non-resource URL such as /version: readable by every authenticated client
-        if isinstance(what, ast.Name) and what.id == "ELECTION_LEASES":  # leader election, its own Role
-            resource, namespace = "leases", ELECTION_NAMESPACE
+        if isinstance(what, ast.Name):  # leader election and recovery records: a Role in our own namespace
+            resource, namespace = OWN_NAMESPACE[what.id], ELECTION_NAMESPACE
         elif isinstance(what, ast.JoinedStr):  # f"leases in {LEASE_NAMESPACE}"
             resource, namespace = what.values[0].value.split(" in ")[0], "kube-node-lease"
         else:
@@ -97,7 +98,7 @@ def test_rbac_grants_exactly_the_calls_the_test_suite_saw(request):
         pytest.skip("judges the whole suite's request log; run `make test` (this run collected a subset)")
     ours = [r for r in SESSION_REQUESTS if r.user_agent == USER_AGENT and r.verb and r.verb != "version"]
     seen = {(group_of(r.resource), r.resource, r.verb,
-             r.namespace if r.resource == "leases" else CLUSTER) for r in ours}
+             r.namespace if r.resource in ("leases", "configmaps") else CLUSTER) for r in ours}
     grants = granted()
     assert seen - grants == set(), "the code made calls that rbac.yaml does not grant"
     assert grants - seen == set(), "rbac.yaml grants verbs that no test ever saw used"

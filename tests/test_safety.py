@@ -28,7 +28,7 @@ def cluster(api):
 
 
 def test_tainted_but_ready_node_is_refused_with_a_warning_event(cluster, run_pass):
-    fc.live_node(cluster, "alive", taints=[fc.SHUTDOWN])
+    alive = fc.live_node(cluster, "alive", taints=[fc.SHUTDOWN])
     stuck_workload(cluster, "alive")
 
     result = run_pass()
@@ -37,7 +37,8 @@ def test_tainted_but_ready_node_is_refused_with_a_warning_event(cluster, run_pas
     assert deletes(cluster) == [] and len(cluster.objects("pods")) == 1
     [event] = cluster.objects("events")
     assert event["type"] == "Warning" and event["involvedObject"] == {"apiVersion": "v1", "kind": "Node",
-                                                                      "name": "alive"}
+                                                                      "name": "alive",
+                                                                      "uid": alive["metadata"]["uid"]}
     assert "tainted for shutdown but still heartbeating" in event["message"]
     assert result.summary["split_brain"] == 1
 

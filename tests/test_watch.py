@@ -21,8 +21,8 @@ from rwo_failover import config
 from rwo_failover.client import Api, load_api_client
 from rwo_failover.exitcodes import EXIT_OK
 from rwo_failover.metrics import Metrics
-from rwo_failover.model import RECOVERY_LABEL
-from rwo_failover.watch import NODES, RECOVERING, Reflector
+from rwo_failover.model import RECOVERY_LABEL, Unreadable
+from rwo_failover.watch import NODES, RECOVERY_RECORDS, Reflector
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.control_plane import free_port
 from rwo_testkit.fake_apiserver import Fault
@@ -95,13 +95,19 @@ def test_a_version_older_than_the_retained_history_is_410_gone(api, make_api):
     assert err.value.status == 410 and "too old resource version" in err.value.reason
 
 
+def record_map(name: str, labels: dict) -> dict:
+    """A ConfigMap in RECOVERY_NAMESPACE, as a recovery record is kept (its content does not matter here)."""
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "rwo-failover",
+                                                                   "labels": labels}, "data": {"record": "{}"}}
+
+
 def test_watch_selectors_turn_transitions_into_added_and_deleted(api, make_api):
-    claim = api.add(fc.claim("c"))
+    record = api.add(record_map("r", {}))
     start = str(api.resource_version)
-    labelled = dict(claim, metadata=dict(claim["metadata"], labels={RECOVERY_LABEL: "pending"}))
+    labelled = dict(record, metadata=dict(record["metadata"], labels={RECOVERY_LABEL: "pending"}))
     api.add(labelled)
     api.add(dict(labelled, metadata=dict(labelled["metadata"], labels={})))
-    events = list(make_api().watch_claims_labelled(RECOVERY_LABEL, start, 1, k8s_watch.Watch()))
+    events = list(make_api().watch_recovery_records("rwo-failover", RECOVERY_LABEL, start, 1, k8s_watch.Watch()))
     assert [e["type"] for e in events if e["type"] != "BOOKMARK"] == ["ADDED", "DELETED"]
 
 
@@ -236,16 +242,33 @@ def test_a_periodic_relist_replaces_everything(api, reflector):
     wait_until("the periodic relist", lambda: count(metrics, "relists", resource="nodes", reason="periodic") == 1)
 
 
-def test_recovering_claims_are_watched_by_their_label(api, reflector):
-    found, changes, _metrics = reflector(RECOVERING)
+def test_recovery_records_are_watched_by_their_label_in_their_namespace(api, reflector):
+    found, changes, _metrics = reflector(RECOVERY_RECORDS)
     started(found)
     wait_until("the watch", lambda: watches(api))
     assert watches(api)[0].query["labelSelector"] == RECOVERY_LABEL
-    claim = fc.claim("c")
-    claim["metadata"]["labels"] = {RECOVERY_LABEL: "pending"}
-    api.add(claim)
-    wait_until("the recovering claim", lambda: "default/c" in found.items)
-    assert changes == ["persistentvolumeclaims default/c added"]
+    assert watches(api)[0].namespace == "rwo-failover"
+    elsewhere = record_map("elsewhere", {RECOVERY_LABEL: "pending"})
+    elsewhere["metadata"]["namespace"] = "default"
+    api.add(elsewhere)
+    api.add(record_map("r", {RECOVERY_LABEL: "pending"}))
+    wait_until("the record", lambda: "rwo-failover/r" in found.items)
+    assert changes == ["recovery records rwo-failover/r added"], "a tenant's look-alike elsewhere is not ours"
+
+
+def test_a_watched_object_that_cannot_be_read_is_skipped_with_its_reason_never_kept_stale(api, reflector):
+    """As in a list (observe.Reader): the bad object is an Unreadable; its older, readable copy is not kept, so
+    no pass judges a node from what it was before it became unreadable."""
+    fc.live_node(api, "a")
+    found, changes, _metrics = reflector()
+    started(found)
+    wait_until("the watch", lambda: watches(api))
+    bad = api.get("nodes", "a")
+    bad["spec"]["taints"] = "not a list"
+    api.add(bad)
+    wait_until("the unreadable node", lambda: isinstance(found.items.get("a"), Unreadable))
+    assert found.items["a"].kind == "node" and "taints" in found.items["a"].reason
+    assert changes == ["nodes a modified"]
 
 
 # --- the triggered loop -------------------------------------------------------------------------------
@@ -398,27 +421,6 @@ def test_readyz_fails_while_a_watch_is_behind(api, kubeconfig):
         assert 'rwo_failover_watch_cache_age_seconds{resource="nodes"}' in text
     finally:
         stop(proc)
-
-
-def test_the_shared_server_clock_is_the_tightest_lower_bound_of_many_date_headers():
-    """Date is truncated to the second: one header lags the server by up to a second; many, arriving at
-    different fractions of a second, bound it tighter, and never run ahead of it."""
-    from email.utils import format_datetime
-    from datetime import datetime, timezone
-    from rwo_failover.clock import ServerClock, SharedServerClock
-
-    mono = [0.0]
-    server_at_zero = 1_800_000_000.0  # the server's time when this process's monotonic clock reads 0
-    shared, single = SharedServerClock(monotonic=lambda: mono[0]), ServerClock(monotonic=lambda: mono[0])
-    for step in range(1, 8):
-        mono[0] = step * 1.37
-        header = format_datetime(datetime.fromtimestamp(int(server_at_zero + mono[0]), timezone.utc), usegmt=True)
-        shared.observe(header)
-        single.observe(header)
-        truth = server_at_zero + mono[0]
-        assert shared.now().timestamp() <= truth + 1e-6 and single.now().timestamp() <= truth + 1e-6
-    truth = server_at_zero + mono[0]
-    assert truth - shared.now().timestamp() < 0.15 < truth - single.now().timestamp()
 
 
 def test_a_standby_keeps_no_watch_and_lists_once_it_leads(api, kubeconfig):

@@ -16,10 +16,12 @@ from typing import Iterable, Optional
 from ..config import Settings
 from ..model import Node, Snapshot
 from .attachments import attachments_for
-from .fencing import fence_step, unfence_steps
+from .fencing import fence_step, unfence_step, unfence_steps
 from .recovery import judge_all
-from .nodes import (judge_liveness, judge_nodes, judge_ours, judge_tainted_node, lease_expires_at, lease_fresh,
-                    nodes_brake, nodes_to_inspect, not_ready_count, shutdown_taint, tainted_nodes, unhealthy_brake)
+from .liveness import judge_liveness, lease_expires_at, lease_fresh
+from .nodes import (judge_nodes, judge_ours, judge_tainted_node, nodes_brake, nodes_to_inspect, not_ready_count,
+                    shutdown_taint, tainted_nodes, unhealthy_brake)
+from .unreadable import unreadable_on
 from .pods import exclusive_claims, pod_exclusion, select_pods, stuck_states
 from .taint import recovered, recovered_at, taint_blocker, undo_blocker, untaint, wants_out_of_service
 from .types import (AttachmentAction, NodePlan, NodeState, NodeVerdict, Plan, PodAction, Refusal, RefusalKind, Skip,
@@ -28,10 +30,13 @@ from .types import (AttachmentAction, NodePlan, NodeState, NodeVerdict, Plan, Po
 __all__ = ["AttachmentAction", "NodePlan", "NodeState", "NodeVerdict", "Plan", "PodAction", "Refusal",
            "RefusalKind", "Skip", "UnsafePlan", "exclusive_claims", "judge_liveness", "judge_nodes", "judge_ours",
            "judge_tainted_node", "lease_fresh", "nodes_to_inspect", "plan", "pod_exclusion", "recovered",
-           "shutdown_taint", "stuck_states", "tainted_nodes", "undo_blocker"]
+           "shutdown_taint", "stuck_states", "tainted_nodes", "undo_blocker", "unfence_step", "unreadable_on"]
 
 
 def _plan_node(verdict: NodeVerdict, node: Node, snapshot: Snapshot, settings: Settings) -> tuple[NodePlan, list[Skip]]:
+    blind = unreadable_on(verdict.node, snapshot)
+    if blind:
+        return NodePlan(verdict, blocked=blind), [Skip("node", verdict.node, blind)]
     pods = sorted((p for p in snapshot.pods if p.node == verdict.node), key=lambda p: p.key)
     selected, skips = select_pods(pods, snapshot, settings)
     attachments, attachment_skips = attachments_for(verdict.node, selected, pods, snapshot, settings)
@@ -40,15 +45,19 @@ def _plan_node(verdict: NodeVerdict, node: Node, snapshot: Snapshot, settings: S
                               "stuck: " + ",".join(s for s in stuck_states(pod) if s in settings.stuck_pod_states)
                               + f" on node {verdict.node} ({verdict.taint})",
                               tuple(c.key for c in claims),
-                              f"{pod.controller_kind}/{pod.controller_name}" if pod.controller_kind else "")
+                              f"{pod.controller_kind}/{pod.controller_name}" if pod.controller_kind else "",
+                              tuple((c.uid, c.volume) for c in claims))
                     for pod, claims in selected)
-    add_taint = wants_out_of_service(snapshot, settings) and not node.has_oos_taint
+    # The taint only ever comes with something to release: a stopped instance with nothing on it needs none.
+    add_taint = wants_out_of_service(snapshot, settings) and not node.has_oos_taint and bool(actions or attachments)
     blocker = taint_blocker(pods, snapshot, settings) if add_taint else None
     if blocker:
         skips.append(Skip("node", node.name, blocker))
-    node_plan = NodePlan(verdict, actions, tuple(attachments), add_taint and blocker is None)
+    lease = snapshot.leases.get(node.name)
+    node_plan = NodePlan(verdict, actions, tuple(attachments), add_taint and blocker is None,
+                         lease_seen=lease.version if lease is not None else "")
     if node_plan.has_work:
-        step, why = fence_step(node.name, snapshot, settings)
+        step, why = fence_step(node, snapshot, settings)
         node_plan = dataclasses.replace(node_plan, fence=step, fence_reason=why)
     return node_plan, skips
 
@@ -62,7 +71,7 @@ def wake_at(verdicts: Iterable[NodeVerdict], snapshot: Snapshot, settings: Setti
     for node in nodes.values():
         if node.our_taint or node.name in snapshot.fences:  # undo and unfencing wait for both
             lease = snapshot.leases.get(node.name)
-            moments += [recovered_at(node, settings), lease_expires_at(lease)]
+            moments += [recovered_at(node, lease, settings), lease_expires_at(lease)]
     moments += [r.times_out_at for r in recovery]
     return min((m for m in moments if m is not None and m > snapshot.now), default=None)
 
@@ -70,24 +79,26 @@ def wake_at(verdicts: Iterable[NodeVerdict], snapshot: Snapshot, settings: Setti
 def plan(snapshot: Snapshot, settings: Settings) -> Plan:
     """The whole decision for one pass."""
     verdicts = judge_nodes(snapshot, settings)
-    skips = [Skip("node", v.node, v.reason) for v in verdicts if v.state is not NodeState.DOWN]
+    skips = [Skip(u.kind, u.name, f"cannot be read: {u.reason}") for u in snapshot.unreadable]
+    skips += [Skip("node", v.node, v.reason) for v in verdicts if v.state is not NodeState.DOWN]
     nodes = {n.name: n for n in snapshot.nodes}
     untainted, stale, undo_skips = untaint(verdicts, snapshot, settings)
     unfence, unfence_skips = unfence_steps(snapshot, settings)
     skips += undo_skips + unfence_skips
-    recovery = judge_all(snapshot, settings)
-    totals = {"not_ready": not_ready_count(snapshot), "total_nodes": len(snapshot.nodes), "untaint": untainted,
-              "drop_annotation": stale, "unfence": unfence, "recovery": recovery,
-              "wake_at": wake_at(verdicts, snapshot, settings, recovery)}
-    refusal = unhealthy_brake(snapshot, settings)
-    if refusal:
-        return Plan(tuple(verdicts), (), tuple(skips), refusal, **totals)
     node_plans = []
     for verdict in (v for v in verdicts if v.state is NodeState.DOWN):
         node_plan, node_skips = _plan_node(verdict, nodes[verdict.node], snapshot, settings)
         node_plans.append(node_plan)
         skips += node_skips
-    refusal = nodes_brake(node_plans, settings)
+    # Down with nothing to release: a stopped instance. Not a node left alone because something on it could not
+    # be read: what it holds is unknown.
+    idle = frozenset(n.verdict.node for n in node_plans if not n.has_work and not n.blocked)
+    recovery = judge_all(snapshot, settings)
+    skips += [Skip("recovery record", v.entry.name, v.detail) for v in recovery if v.state == "unreadable"]
+    totals = {"not_ready": not_ready_count(snapshot), "total_nodes": len(snapshot.nodes), "untaint": untainted,
+              "drop_annotation": stale, "unfence": unfence, "recovery": recovery,
+              "wake_at": wake_at(verdicts, snapshot, settings, recovery)}
+    refusal = unhealthy_brake(snapshot, settings, idle) or nodes_brake(node_plans, settings)
     pods = sum(len(n.pods) for n in node_plans)
     if refusal is None and pods > settings.max_pods_per_pass:
         refusal = Refusal(RefusalKind.PODS_PER_PASS, f"brake: {pods} pods are selected, more than "

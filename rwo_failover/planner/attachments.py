@@ -6,6 +6,7 @@ from typing import Optional, Sequence
 
 from ..config import Settings
 from ..model import Attachment, Claim, Pod, Snapshot
+from .pods import completed
 from .types import AttachmentAction, Skip
 
 Selected = Sequence[tuple[Pod, list[Claim]]]
@@ -14,14 +15,15 @@ Selected = Sequence[tuple[Pod, list[Claim]]]
 def attachments_for(node: str, selected: Selected, pods: Sequence[Pod], snapshot: Snapshot,
                     settings: Settings) -> tuple[list[AttachmentAction], list[Skip]]:
     """The attachments on `node` to delete, and a skip for each one left with a reason."""
-    by_volume: dict[str, tuple[str, list[str]]] = {}
+    by_volume: dict[str, tuple[Claim, list[str]]] = {}
     for pod, claims in selected:
         for claim in claims:
             if claim.volume:
-                by_volume.setdefault(claim.volume, (claim.key, []))[1].append(pod.key)
+                by_volume.setdefault(claim.volume, (claim, []))[1].append(pod.key)
     chosen = {pod.key for pod, _ in selected}
-    # A volume still used by a pod we are not deleting stays attached, or it would be yanked from under it.
-    kept_claims = {f"{p.namespace}/{c}" for p in pods if p.key not in chosen for c in p.claims}
+    # A volume still used by a pod we are not deleting stays attached, or it would be yanked from under it. A
+    # completed pod uses nothing: what it leaves attached is an orphan.
+    kept_claims = {f"{p.namespace}/{c}" for p in pods if p.key not in chosen and not completed(p) for c in p.claims}
     used_claims = kept_claims | {c.key for _, claims in selected for c in claims}
     actions, skips = [], []
     for att in sorted((a for a in snapshot.attachments if a.node == node), key=lambda a: a.name):
@@ -30,11 +32,11 @@ def attachments_for(node: str, selected: Selected, pods: Sequence[Pod], snapshot
                                     "so it is left alone; detach it by hand if it blocks a pod")
         elif att.volume not in by_volume:
             action, reason = _orphan(att, snapshot, settings, used_claims)
-        elif by_volume[att.volume][0] in kept_claims:
+        elif by_volume[att.volume][0].key in kept_claims:
             action, reason = None, f"PV {att.volume} is also used by a pod left in place"
         else:
-            claim_key, pod_keys = by_volume[att.volume]
-            action, reason = AttachmentAction(att.name, node, att.volume, claim_key, tuple(pod_keys)), None
+            claim, pod_keys = by_volume[att.volume]
+            action, reason = AttachmentAction(att.name, node, att.volume, claim.key, tuple(pod_keys), claim.uid), None
         if action:
             actions.append(action)
         elif reason:
@@ -62,4 +64,4 @@ def _orphan(att: Attachment, snapshot: Snapshot, settings: Settings,
         return None, f"orphaned, but PVC {claim.key} is in a namespace outside the filters"
     if settings.pod_selector:
         return None, "orphaned, but POD_SELECTOR is set and no pod is left to match it"
-    return AttachmentAction(att.name, att.node, att.volume, claim.key, ()), None
+    return AttachmentAction(att.name, att.node, att.volume, claim.key, (), claim.uid), None

@@ -1,46 +1,112 @@
 """Fencing: which proven-down nodes must be fenced before anything on them is touched, and when to unfence.
 
-With FENCING set, a node with work is acted on only once fencing is confirmed: a NetworkFence of ours that
-answered Succeeded, or (webhook) an answer of {"fenced": true} in this pass. Until then nothing on it is
-touched: no pod, no attachment, no taint. Unfencing comes first when the node is back: set Unfenced, wait
-for Succeeded, delete the object; only then may our out-of-service taint come off.
+With FENCING set, a node with work is acted on only once fencing is confirmed: a NetworkFence of ours for
+exactly the node's current InternalIP addresses that answered Succeeded for its current spec, or (webhook) an
+answer in this pass that names the node. Until then nothing on it is touched: no pod, no attachment, no
+taint. A node without an address, or with one another node also has, is never fenced by us (a NetworkFence
+would cut off nothing, or someone else). Unfencing comes first when the node is back: set Unfenced, wait for
+Succeeded, delete the object; only then may our out-of-service taint come off.
 """
 
 from __future__ import annotations
 
+import ipaddress
+from datetime import datetime
 from typing import Optional
 
 from ..config import Settings
-from ..model import Snapshot
+from ..model import Fence, Lease, Node, Snapshot
 from .nodes import shutdown_taint
 from .taint import recovered
 from .types import Skip
 
-REQUEST = "request"  # create the fence, or call the webhook
-REFENCE = "refence"  # our fence is Unfenced (an earlier recovery) and the node is down again: set it Fenced
-PENDING = "pending"  # asked; no answer yet: the next pass looks again
-UNFENCE = "unfence"  # the node is back: ask for Unfenced
-DELETE = "delete"    # Unfenced and Succeeded: remove the object
+REQUEST = "request"    # create the fence, or call the webhook
+RECREATE = "recreate"  # our fence is Unfenced (an earlier recovery) and the node is down again: delete it, so
+#                        the next pass creates a new one, whose every result is for its one spec
+PENDING = "pending"    # asked; no answer yet: the next pass looks again
+FAILED = "failed"      # fencing cannot be confirmed: a Warning, nothing on the node touched
+UNFENCE = "unfence"    # the node is back: ask for Unfenced
+DELETE = "delete"      # Unfenced and Succeeded: remove the object
 
 
-def fence_step(node: str, snapshot: Snapshot, settings: Settings) -> tuple[Optional[str], str]:
+def cidrs(node: Node) -> tuple[tuple[str, ...], Optional[str]]:
+    """The node's InternalIP addresses as /32 (IPv6: /128), sorted; or why the node cannot be fenced by them."""
+    found = []
+    for text in node.internal_ips:
+        try:
+            address = ipaddress.ip_address(text)
+        except ValueError:
+            return (), f"node {node.name} has an InternalIP that is not an IP address ({text[:60]!r})"
+        if address.is_unspecified or address.is_loopback or address.is_multicast:
+            return (), f"node {node.name} has InternalIP {address}, which fences nothing of its own"
+        found.append(f"{address}/{address.max_prefixlen}")
+    if not found:
+        return (), f"node {node.name} has no InternalIP address: a NetworkFence would fence nothing"
+    return tuple(sorted(set(found))), None
+
+
+def _shared(node: Node, snapshot: Snapshot) -> Optional[str]:
+    """An address the kubelet of another node also reports: fencing it would cut that node off too."""
+    mine = set(node.internal_ips)
+    for other in snapshot.nodes:
+        both = mine & set(other.internal_ips)
+        if other.name != node.name and both:
+            return f"node {node.name} reports InternalIP {sorted(both)[0]}, which node {other.name} also reports"
+    return None
+
+
+def fence_step(node: Node, snapshot: Snapshot, settings: Settings) -> tuple[Optional[str], str]:
     """For a proven-down node with work: the fencing step still needed (None: fenced, go on), and why."""
     if settings.fencing == "none":
         return None, ""
     if settings.fencing == "webhook":
         return REQUEST, "the fence webhook must answer fenced before anything is touched"
-    fence = snapshot.fences.get(node)
+    wanted, why = cidrs(node)
+    why = why or _shared(node, snapshot)
+    if why:
+        return FAILED, f"{why}; not fenced, and so not released"
+    unreadable = next((u for u in snapshot.unreadable if u.kind == "networkfence" and u.name == node.name), None)
+    if unreadable is not None:
+        return FAILED, f"NetworkFence {node.name} cannot be read ({unreadable.reason}); not touching it"
+    fence = snapshot.fences.get(node.name)
     if fence is None:
         return REQUEST, "no NetworkFence yet"
     if not fence.ours:
-        return "failed", f"NetworkFence {node} exists and was not created by rwo-failover; not touching it"
+        return FAILED, f"NetworkFence {node.name} exists and was not created by rwo-failover; not touching it"
+    if fence.deleting:
+        return PENDING, f"NetworkFence {node.name} is being deleted; a new one is asked for once it is gone"
     if fence.state != "Fenced":
-        return REFENCE, "our NetworkFence is Unfenced, and the node is down again"
+        return RECREATE, "our NetworkFence is Unfenced, and the node is down again"
+    if tuple(sorted(fence.cidrs)) != wanted:
+        return FAILED, (f"NetworkFence {node.name} fences {', '.join(fence.cidrs) or 'nothing'}, but the node's "
+                        f"addresses are {', '.join(wanted)}; not trusted: unfence and delete it by hand")
     if fence.result == "Succeeded":
         return None, "fenced"
     if fence.result == "Failed":
-        return "failed", f"NetworkFence {node} answered Failed: {fence.message or 'no message'}"
-    return PENDING, f"NetworkFence {node} has not answered yet"
+        return FAILED, f"NetworkFence {node.name} answered Failed: {fence.message or 'no message'}"
+    return PENDING, f"NetworkFence {node.name} has not answered its current spec yet"
+
+
+def unfence_step(node: Optional[Node], lease: Optional[Lease], fence: Fence, settings: Settings,
+                 now: datetime) -> tuple[Optional[str], Optional[str]]:
+    """For one NetworkFence of ours: (UNFENCE or DELETE, None) once its node is back for good; else (None, why
+    it stays, or None when nothing needs saying). Act re-judges with this on a live read before each step."""
+    if node is None:
+        return None, "its node is gone; the fence stays until a human removes it"
+    reason = recovered(node, lease, settings, now)
+    if reason is None and shutdown_taint(node, settings.shutdown_taints):
+        reason = "the node still carries a shutdown taint"
+    if reason:
+        return None, f"stays fenced: {reason}" if fence.state == "Unfenced" or node.ready == "True" else None
+    if fence.deleting:
+        return None, "being deleted"
+    if fence.state == "Fenced":
+        return UNFENCE, None
+    if fence.result == "Succeeded":
+        return DELETE, None
+    if fence.result == "Failed":
+        return None, f"unfencing answered Failed: {fence.message or 'no message'}"
+    return None, "unfencing asked; no answer yet"
 
 
 def unfence_steps(snapshot: Snapshot, settings: Settings) -> tuple[tuple[tuple[str, str], ...], list[Skip]]:
@@ -50,25 +116,11 @@ def unfence_steps(snapshot: Snapshot, settings: Settings) -> tuple[tuple[tuple[s
     nodes = {n.name: n for n in snapshot.nodes}
     steps, skips = [], []
     for name, fence in sorted(snapshot.fences.items()):
-        node = nodes.get(name)
         if not fence.ours:
             continue
-        if node is None:
-            skips.append(Skip("networkfence", name, "its node is gone; the fence stays until a human removes it"))
-            continue
-        reason = recovered(node, snapshot.leases.get(name), settings, snapshot.now)
-        if reason is None and shutdown_taint(node, settings.shutdown_taints):
-            reason = "the node still carries a shutdown taint"
-        if reason:
-            if fence.state == "Unfenced" or node.ready == "True":
-                skips.append(Skip("networkfence", name, f"stays fenced: {reason}"))
-            continue
-        if fence.state == "Fenced":
-            steps.append((name, UNFENCE))
-        elif fence.result == "Succeeded":
-            steps.append((name, DELETE))
-        elif fence.result == "Failed":
-            skips.append(Skip("networkfence", name, f"unfencing answered Failed: {fence.message or 'no message'}"))
-        else:
-            skips.append(Skip("networkfence", name, "unfencing asked; no answer yet"))
+        step, why = unfence_step(nodes.get(name), snapshot.leases.get(name), fence, settings, snapshot.now)
+        if step:
+            steps.append((name, step))
+        elif why:
+            skips.append(Skip("networkfence", name, why))
     return tuple(steps), skips

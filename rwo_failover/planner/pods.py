@@ -38,6 +38,12 @@ def exempt(pod: Pod) -> Optional[str]:
     return None
 
 
+def completed(pod: Pod) -> bool:
+    """Succeeded or Failed: nothing runs in it, and the API server deletes a terminated pod at once, so it never
+    holds a name or blocks a replacement. Only its volume's attachment may still pin the volume to the node."""
+    return pod.phase in ("Succeeded", "Failed")
+
+
 def setting_protects(pod: Pod, settings: Settings) -> Optional[str]:
     """The setting that keeps us from deleting this pod, judged without its claims; None when none does."""
     if pod.namespace in settings.exclude_namespaces:
@@ -56,6 +62,9 @@ def pod_exclusion(pod: Pod, settings: Settings) -> Optional[str]:
     reason = exempt(pod) or setting_protects(pod, settings)
     if reason:
         return reason
+    if completed(pod):
+        return (f"completed (phase={pod.phase}): nothing runs in it and it blocks no replacement; an exclusive "
+                "volume's attachment it leaves is released as an orphan")
     if not set(stuck_states(pod)) & settings.stuck_pod_states:
         return f"not stuck (phase={pod.phase}, ready={pod.ready}, not terminating)"
     return None
@@ -101,10 +110,15 @@ def exclusive_claims(pod: Pod, snapshot: Snapshot) -> tuple[list[Claim], Optiona
 def protection(pod: Pod, snapshot: Snapshot, settings: Settings) -> Optional[str]:
     """Why this pod must not be deleted by Kubernetes because of a taint we add: a setting (or an opt-out on
     the pod or any PVC it mounts) protects it, and it mounts a claim not provably shareable. RWX pods and pods
-    without volumes are not protected by any setting; mirror and DaemonSet pods are exempt."""
-    if exempt(pod) or not pod.claims:
+    without volumes are not protected by any setting. Mirror pods are exempt (they cannot mount claims). The
+    namespace and selector settings do not cover DaemonSet pods, which live in kube-system on every node and are
+    recreated there when it is back; an opt-out annotation is the user's word on that pod or claim, and covers
+    them too, since the taint would have their volumes force-detached."""
+    if pod.mirror or not pod.claims:
         return None
-    reason = setting_protects(pod, settings)
+    daemon = pod.controller_kind == "DaemonSet"
+    reason = ("pod is opted out (annotated rwo-failover.io/opt-out)" if pod.opted_out else None) if daemon \
+        else setting_protects(pod, settings)
     opted = opted_out_claim(pod, snapshot)
     if reason is None and opted is not None:
         reason = f"PVC {opted.key} is annotated rwo-failover.io/opt-out"

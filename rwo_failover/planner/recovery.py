@@ -5,6 +5,11 @@ with a new UID; otherwise a pod of the same controller. It must be Running and R
 the claim's volume attached there. Then the failover time is known: from the node going NotReady to the
 replacement Ready, of which "waiting on us" is the part up to our force-delete. Not confirmed within
 RECOVERY_TIMEOUT_SECONDS, the record says what is missing.
+
+The record is ours, kept where tenants cannot write (a ConfigMap in RECOVERY_NAMESPACE), and even so it is
+believed only where the pass can check it itself: strict types, ranges and size; times in order and no later
+than now; the claim it names still has the uid we wrote and is still bound to the volume we wrote; and no
+live pod still has the UID of the pod it says we freed.
 """
 
 from __future__ import annotations
@@ -12,45 +17,80 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Optional
+from typing import Any, Optional
 
 from ..config import Settings
-from ..model import Claim, Pod, Snapshot, parse_time
-from .nodes import age
+from ..model import BadObject, Claim, Pod, RecoveryEntry, Snapshot, int_at, is_name, parse_time, text_at
+from .liveness import age
+
+MAX_RECORD_BYTES = 4096  # ours are ~400 bytes; anything bigger was not written by us
+_LIMITS = {"pod": 253, "uid": 128, "node": 253, "controller": 320, "claim": 317, "claimUID": 128, "volume": 253}
 
 
 @dataclass(frozen=True)
 class Record:
-    """What we wrote on the claim when we freed its pod (the RECOVERY_ANNOTATION, as JSON)."""
+    """What we wrote when we freed a claim's pod (a ConfigMap's data.record, as JSON)."""
 
     pod: str
     uid: str
     node: str
-    controller: str  # "Kind/name"
+    controller: str  # "Kind/name"; "" for a pod without a controller
     not_ready_since: Optional[datetime]
-    deleted_at: Optional[datetime]
+    deleted_at: datetime
+    claim: str  # "namespace/name"
+    claim_uid: str
+    volume: str  # the PV the claim was bound to when we freed it
+
+    @property
+    def namespace(self) -> str:
+        return self.claim.partition("/")[0]
+
+    @property
+    def statefulset(self) -> bool:
+        return self.controller.partition("/")[0] == "StatefulSet"
 
     def to_json(self) -> str:
         stamp = lambda t: t.strftime("%Y-%m-%dT%H:%M:%SZ") if t else ""  # noqa: E731 - a local shorthand
-        return json.dumps({"pod": self.pod, "uid": self.uid, "node": self.node, "controller": self.controller,
-                           "notReadySince": stamp(self.not_ready_since), "deletedAt": stamp(self.deleted_at)},
-                          sort_keys=True)
+        return json.dumps({"version": 2, "pod": self.pod, "uid": self.uid, "node": self.node,
+                           "controller": self.controller, "notReadySince": stamp(self.not_ready_since),
+                           "deletedAt": stamp(self.deleted_at), "claim": self.claim, "claimUID": self.claim_uid,
+                           "volume": self.volume}, sort_keys=True)
 
     @classmethod
-    def parse(cls, text: str) -> Optional["Record"]:
+    def parse(cls, text: Any) -> "Record":
+        """The record, or BadObject naming what is wrong with it."""
+        if not isinstance(text, str) or len(text.encode()) > MAX_RECORD_BYTES:
+            raise BadObject(f"not a string of at most {MAX_RECORD_BYTES} bytes")
         try:
             data = json.loads(text)
-            return cls(data["pod"], data["uid"], data["node"], data.get("controller", ""),
-                       parse_time(data.get("notReadySince")), parse_time(data.get("deletedAt")))
-        except (ValueError, KeyError, TypeError):
-            return None
+        except (ValueError, RecursionError):
+            raise BadObject("not JSON") from None
+        if not isinstance(data, dict):
+            raise BadObject("not a JSON object")
+        int_at(data, "version", 2, low=2, high=2)
+        found = {key: text_at(data, key) for key in _LIMITS}
+        for key, limit in _LIMITS.items():
+            if (not found[key] and key != "controller") or len(found[key]) > limit:
+                raise BadObject(f"{key}: missing, or longer than {limit} characters")
+        namespace, _, claim_name = found["claim"].partition("/")
+        names = (found["pod"], found["node"], found["volume"], claim_name)
+        if not is_name(namespace, namespace=True) or not all(is_name(name) for name in names):
+            raise BadObject("pod, node, volume or claim: not an object name")
+        deleted = parse_time(data.get("deletedAt"))
+        if deleted is None:
+            raise BadObject("deletedAt: missing")
+        return cls(found["pod"], found["uid"], found["node"], found["controller"],
+                   parse_time(data.get("notReadySince")), deleted, found["claim"], found["claimUID"], found["volume"])
 
 
 @dataclass(frozen=True)
 class Verdict:
-    claim: Claim
-    state: str  # "recovered", "not-recovered", "waiting", or "unreadable"
+    entry: RecoveryEntry  # the stored record
+    # "recovered", "not-recovered", "waiting"; "obsolete" (its claim is gone or rebound, or the record does not
+    # hold up: removed without a word to the claim); "unreadable" (not a record of ours: left alone, skipped)
+    state: str
     detail: str = ""
+    claim: Optional[Claim] = None
     failover_seconds: float = 0.0  # NotReady -> replacement Ready
     waited_on_us_seconds: float = 0.0  # NotReady -> our force-delete
     times_out_at: Optional[datetime] = None  # while waiting: when it becomes "not-recovered"
@@ -86,23 +126,58 @@ def _missing(claim: Claim, record: Record, replacement: Optional[Pod], snapshot:
     return None
 
 
-def judge(claim: Claim, snapshot: Snapshot, settings: Settings) -> Verdict:
-    record = Record.parse(claim.recovery)
-    if record is None:
-        return Verdict(claim, "unreadable", "the recovery record on the claim cannot be read")
-    candidates = _replacements(claim, record, snapshot.namespace_pods)
+def _doubt(record: Record, snapshot: Snapshot) -> Optional[str]:
+    """Why the pass cannot believe this record, from what it can check itself; None when it holds up."""
+    if record.deleted_at > snapshot.now or (record.not_ready_since and record.not_ready_since > record.deleted_at):
+        return "its times are later than now, or out of order"
+    claim = snapshot.claims.get(record.claim)
+    volume = snapshot.volumes.get(record.volume)
+    if claim is None or claim.uid != record.claim_uid or volume is None or not volume.bound_to(claim):
+        return f"claim {record.claim} is gone, or no longer the claim (uid and volume) it freed"
+    if any(p.uid == record.uid for p in snapshot.recovery_pods):
+        return f"pod {record.namespace}/{record.pod} with the UID it says was freed still exists"
+    return None
+
+
+def _ready_at(pod: Pod, record: Record, now: datetime) -> datetime:
+    """The replacement's Ready time is the kubelet's clock: bounded by our delete and by now (server clock)."""
+    ready = pod.ready_since or now
+    return min(max(ready, record.deleted_at), now)
+
+
+def judge(entry: RecoveryEntry, snapshot: Snapshot, settings: Settings) -> Verdict:
+    try:
+        record = Record.parse(entry.record)
+    except BadObject as err:
+        return Verdict(entry, "unreadable", f"recovery record {entry.name} cannot be read: {err}")
+    doubt = _doubt(record, snapshot)
+    if doubt:
+        return Verdict(entry, "obsolete", doubt)
+    claim = snapshot.claims[record.claim]
+    candidates = _replacements(claim, record, snapshot.recovery_pods)
     missing = [(_missing(claim, record, pod, snapshot), pod) for pod in candidates] or [(
         _missing(claim, record, None, snapshot), None)]
     done = next((pod for why, pod in missing if why is None), None)
-    if done is not None and done.ready_since and record.not_ready_since:
-        deleted = record.deleted_at or done.ready_since
-        return Verdict(claim, "recovered", f"{done.namespace}/{done.name} on {done.node}",
-                       age(done.ready_since, record.not_ready_since), age(deleted, record.not_ready_since))
-    if record.deleted_at and age(snapshot.now, record.deleted_at) >= settings.recovery_timeout_seconds:
-        return Verdict(claim, "not-recovered", missing[0][0] or "not confirmed")
-    deadline = record.deleted_at + timedelta(seconds=settings.recovery_timeout_seconds) if record.deleted_at else None
-    return Verdict(claim, "waiting", missing[0][0] or "", times_out_at=deadline)
+    deadline = record.deleted_at + timedelta(seconds=settings.recovery_timeout_seconds)
+    if done is not None and record.not_ready_since:
+        ready = _ready_at(done, record, snapshot.now)
+        return Verdict(entry, "recovered", f"{done.namespace}/{done.name} on {done.node}", claim,
+                       age(ready, record.not_ready_since), age(record.deleted_at, record.not_ready_since))
+    if snapshot.now >= deadline:
+        return Verdict(entry, "not-recovered", missing[0][0] or "not confirmed", claim)
+    return Verdict(entry, "waiting", missing[0][0] or "", claim, times_out_at=deadline)
 
 
 def judge_all(snapshot: Snapshot, settings: Settings) -> tuple[Verdict, ...]:
-    return tuple(judge(c, snapshot, settings) for c in sorted(snapshot.recovering_claims, key=lambda c: c.key))
+    return tuple(judge(e, snapshot, settings) for e in sorted(snapshot.recovery_records, key=lambda e: e.name))
+
+
+def readable(entries: tuple[RecoveryEntry, ...]) -> list[Record]:
+    """The records that parse: what observe must read to judge them."""
+    found = []
+    for entry in entries:
+        try:
+            found.append(Record.parse(entry.record))
+        except BadObject:
+            continue
+    return found

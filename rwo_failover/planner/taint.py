@@ -7,7 +7,7 @@ from typing import Optional, Sequence
 
 from ..config import Settings
 from ..model import Lease, Node, Pod, Snapshot
-from .nodes import age, lease_fresh
+from .liveness import age, lease_fresh, ready_since
 from .pods import protection
 from .types import NodeState, NodeVerdict, Skip
 
@@ -33,8 +33,12 @@ def taint_blocker(pods: Sequence[Pod], snapshot: Snapshot, settings: Settings) -
 
 def recovered(node: Node, lease: Optional[Lease], settings: Settings, now: datetime) -> Optional[str]:
     """Why our taint must stay on a node judged recovering; None when the node itself is back for good:
-    Ready for RECOVERY_SECONDS, and a fresh Lease."""
-    if node.ready != "True" or node.ready_since is None or age(now, node.ready_since) < settings.recovery_seconds:
+    Ready for RECOVERY_SECONDS and a fresh Lease, both on the server's clock."""
+    since = ready_since(node, lease)
+    if node.ready == "True" and since is None:
+        return "our out-of-service taint stays: the node's Lease gives no measure of its clock, so how long it " \
+               "has been Ready cannot be timed on the server's clock"
+    if since is None or age(now, since) < settings.recovery_seconds:
         return f"our out-of-service taint stays until the node is Ready for RECOVERY_SECONDS=" \
                f"{settings.recovery_seconds}"
     if not lease_fresh(lease, now):
@@ -42,11 +46,10 @@ def recovered(node: Node, lease: Optional[Lease], settings: Settings, now: datet
     return None
 
 
-def recovered_at(node: Node, settings: Settings) -> Optional[datetime]:
-    """When recovered() stops asking for RECOVERY_SECONDS of Ready: None when the node is not Ready."""
-    if node.ready != "True" or node.ready_since is None:
-        return None
-    return node.ready_since + timedelta(seconds=settings.recovery_seconds)
+def recovered_at(node: Node, lease: Optional[Lease], settings: Settings) -> Optional[datetime]:
+    """When recovered() stops asking for RECOVERY_SECONDS of Ready: None when that cannot be timed."""
+    since = ready_since(node, lease)
+    return since + timedelta(seconds=settings.recovery_seconds) if since is not None else None
 
 
 def undo_blocker(node: Node, snapshot: Snapshot, settings: Settings) -> Optional[str]:

@@ -36,6 +36,7 @@ class PodAction:
     reason: str
     claims: tuple[str, ...]  # the pod's RWO claims, "namespace/name"
     controller: str = ""  # "Kind/name" of its controller: what a replacement must belong to
+    bound: tuple[tuple[str, str], ...] = ()  # (uid, PV) of each of `claims`, as proven: the recovery record's
 
     @property
     def key(self) -> str:
@@ -49,6 +50,7 @@ class AttachmentAction:
     volume: str
     claim: str
     after_pods: tuple[str, ...]  # delete only once all of these pods are gone
+    claim_uid: str = ""  # for the claim's Event: kubectl describe finds Events by uid
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,10 @@ class NodePlan:
     add_taint: bool = False  # add the out-of-service taint before deleting anything
     fence: Optional[str] = None  # a fencing step still needed (fencing.REQUEST, PENDING, "failed"); None: go on
     fence_reason: str = ""
+    # The node's Lease as this pass first read it (its resourceVersion, "" when it had none): every live
+    # re-check before a write compares, so a renewal the pass watches happen is seen as one.
+    lease_seen: str = ""
+    blocked: str = ""  # why nothing on this node is touched: something on it could not be read
 
     @property
     def has_work(self) -> bool:

@@ -20,9 +20,15 @@ def test_more_than_half_the_nodes_down_touches_nothing(cluster):
     sa = cluster.install_rbac()
     for name in ("b1", "b2", "b3", "b4"):
         cluster.sim.add_node(name)
-    cluster.statefulset("brake", "db", node_affinity="b1")
-    pod = wait_for("brake/db-0 running", lambda: cluster.running("brake", "db-0"), 60)
+    # Each down node holds an RWO pod: a mass outage with something to release everywhere. (Down nodes with
+    # nothing to release count toward no brake: tests/test_liveness.py.)
+    for name in ("b1", "b2", "b3"):
+        cluster.statefulset(f"brake-{name}", "db", node_affinity=name)
+    pod = wait_for("brake-b1/db-0 running", lambda: cluster.running("brake-b1", "db-0"), 60)
     assert pod["spec"]["nodeName"] == "b1"
+    for name in ("b2", "b3"):
+        assert wait_for(f"brake-{name}/db-0 running", lambda n=name: cluster.running(f"brake-{n}", "db-0"),
+                        60)["spec"]["nodeName"] == name
     for name in ("b1", "b2", "b3"):
         cluster.sim.power_off(name)
     for name in ("b1", "b2", "b3"):
@@ -33,8 +39,8 @@ def test_more_than_half_the_nodes_down_touches_nothing(cluster):
     result = cluster.run_pass(sa)
 
     assert result.code == EXIT_REFUSED and result.summary["brake"] == "unhealthy-fraction"
-    assert cluster.pod("brake", "db-0")["metadata"]["uid"] == pod["metadata"]["uid"]
-    assert cluster.attached("pv-brake-db", "b1")
+    assert cluster.pod("brake-b1", "db-0")["metadata"]["uid"] == pod["metadata"]["uid"]
+    assert cluster.attached("pv-brake-b1-db", "b1")
     assert not any(t["key"] == OOS_KEY for name in ("b1", "b2", "b3") for t in cluster.taints(name))
     events = cluster.kube.items("/api/v1/namespaces/default/events", fieldSelector="reason=FailoverRefused")
     assert events and all(e["type"] == "Warning" for e in events)

@@ -54,17 +54,21 @@ def test_the_seed_outage_fails_over_and_a_normal_outage_is_never_split_brain(clu
 
 
 def confirmed_recovery(cluster, sa, namespace: str, env: dict) -> dict:
-    """The next passes confirm the replacement: one RWOVolumeRecovered Event on the claim, record removed."""
+    """The next passes confirm the replacement: one RWOVolumeRecovered Event on the claim, and its recovery
+    record (a ConfigMap in rwo-failover, under the reconciler's own RBAC) deleted."""
     def event():
         assert cluster.run_pass(sa, **env).code == EXIT_OK
         found = [e for e in cluster.kube.items(f"/api/v1/namespaces/{namespace}/events")
                  if e["reason"] == "RWOVolumeRecovered"]
         return found[0] if found else None
     found = wait_for("RWOVolumeRecovered on the claim", event, 60, every=2)
-    assert found["involvedObject"] == {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "name": "data-db-0",
-                                       "namespace": namespace}
     claim = cluster.kube.get(f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/data-db-0")
-    assert "rwo-failover.io/recovery" not in (claim["metadata"].get("labels") or {})
+    assert found["involvedObject"] == {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "name": "data-db-0",
+                                       "namespace": namespace, "uid": claim["metadata"]["uid"]}
+    assert "rwo-failover.io/recovery" not in (claim["metadata"].get("labels") or {}), "claims are never written"
+    records = cluster.kube.items("/api/v1/namespaces/rwo-failover/configmaps",
+                                 labelSelector="rwo-failover.io/recovery")
+    assert not [r for r in records if claim["metadata"]["uid"] in r["metadata"]["name"]], "the record is settled"
     return found
 
 

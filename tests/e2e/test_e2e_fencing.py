@@ -1,6 +1,7 @@
 """Fencing on a real control plane (issue 14): the NetworkFence CRD installed, a simulated csi-addons
-controller answering in 2 s, the optional RBAC component applied, and the reconciler as its ServiceAccount.
-Then the fence webhook, served over verified TLS on loopback.
+controller answering in 2 s (as upstream's: a result and a message, no observedGeneration), the optional RBAC
+component applied, and the reconciler as its ServiceAccount. Then the fence webhook, served over verified TLS
+on loopback, answering as its contract says (docs/fencing.md).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import time
 import pytest
 
 from rwo_failover.exitcodes import EXIT_OK
+from rwo_testkit import log_sink
 from rwo_testkit.e2e import OOS_KEY, REPO, outage, record, wait_for
 from rwo_testkit.fence_server import FenceServer
 from rwo_testkit.node_sim import FenceController
@@ -75,7 +77,7 @@ def test_the_fence_webhook_over_verified_tls(cluster, sa, tmp_path):
     cluster.sim.add_node("w-node")
     cluster.statefulset("hooked", "db", node_affinity="w-node")
     token = tmp_path / "token"
-    token.write_text("e2e-fence-token")
+    token.write_text(log_sink.plant("e2e-fence-token"))
     with FenceServer() as fencer:
         env = {"FENCING": "webhook", "FENCE_WEBHOOK_URL": fencer.url, "FENCE_WEBHOOK_CA_FILE": fencer.ca_file,
                "FENCE_WEBHOOK_TOKEN_FILE": str(token)}

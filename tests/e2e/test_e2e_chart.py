@@ -1,0 +1,94 @@
+"""The Helm chart on a real control plane: rendered by Helm's own SDK, applied, and run as its ServiceAccount.
+
+Each mode is its own release in its own namespace (created by the chart, with Pod Security `restricted`
+admission). The CronJob controller creates a Job from the chart's CronJob; a pass and a leader election run
+with the chart's ServiceAccount token, so the chart's RBAC is judged by the real API server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from rwo_failover.exitcodes import EXIT_REFUSED
+from rwo_testkit.e2e import CLOUD_TAINT, PASS_ENV, REPO, wait_for
+
+pytestmark = pytest.mark.e2e
+chart = pytest.importorskip("rwo_testkit.chart")
+
+
+def install(cluster, tmp_path, release: str, values: dict) -> None:
+    """`helm template` then `kubectl apply`: the release's objects, as an operator without Tiller would."""
+    manifest = tmp_path / f"{release}.yaml"
+    manifest.write_text(chart.render_text({**values, "namespace": {"create": True}}, name=release,
+                                          namespace=release))
+    cluster.kubectl("apply", "-f", str(manifest))
+
+
+def token_kubeconfig(cluster, release: str):
+    answer = cluster.kube.create(f"/api/v1/namespaces/{release}/serviceaccounts/{release}/token",
+                                 {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                                  "spec": {"expirationSeconds": 3600}})
+    return cluster.cp.kubeconfig_for(answer["status"]["token"], release)
+
+
+def pods_of(cluster, namespace: str, owner_kind: str) -> list[dict]:
+    found = cluster.kube.items(f"/api/v1/namespaces/{namespace}/pods")
+    return [p for p in found if any(r["kind"] == owner_kind for r in p["metadata"].get("ownerReferences") or ())]
+
+
+@pytest.fixture(scope="module")
+def nodes(cluster):
+    for name in ("h1", "h2"):
+        cluster.sim.add_node(name)
+    return cluster
+
+
+def test_the_cronjob_release_creates_jobs_and_its_serviceaccount_may_do_a_pass(nodes, tmp_path):
+    cluster = nodes
+    install(cluster, tmp_path, "rwo-cron", {"mode": "cronjob"})
+    pod = wait_for("a Job's pod from the chart's CronJob, scheduled", lambda: next(
+        (p for p in pods_of(cluster, "rwo-cron", "Job") if p["spec"].get("nodeName")), None), 90, every=2)
+    assert pod["spec"]["serviceAccountName"] == "rwo-cron" and pod["spec"]["containers"][0]["args"] == ["--once"]
+
+    # A node tainted for shutdown that still heartbeats: the pass reads nodes and the node's Lease, and
+    # writes a Warning Event; every call is judged by the chart's RBAC. A denied verb would exit 5.
+    cluster.sim.add_node("h-alive")
+    wait_for("h-alive Ready", lambda: cluster.ready("h-alive") == "True", 30)
+    cluster.taint("h-alive", CLOUD_TAINT)
+    result = cluster.run_pass(token_kubeconfig(cluster, "rwo-cron"))
+    assert result.code == EXIT_REFUSED, (result.code, result.stderr, result.logs[-3:])
+    assert result.summary["split_brain"] == 1 and result.summary["events"] == 1
+    cluster.sim.remove_node("h-alive")
+
+
+def test_the_ha_release_runs_two_replicas_and_its_serviceaccount_may_lead(nodes, tmp_path):
+    cluster = nodes
+    install(cluster, tmp_path, "rwo-ha", {"mode": "ha"})
+    scheduled = wait_for("both Deployment pods scheduled", lambda: (lambda found: found if len(found) == 2 else None)(
+        [p for p in pods_of(cluster, "rwo-ha", "ReplicaSet") if p["spec"].get("nodeName")]), 90, every=2)
+    assert {p["spec"]["nodeName"] for p in scheduled} == {"h1", "h2"}, "one replica per node"
+
+    env = {**os.environ, "KUBECONFIG": str(token_kubeconfig(cluster, "rwo-ha")), "HOME": str(cluster.cp.workdir),
+           **PASS_ENV, "INTERVAL": "2", "LEADER_ELECTION": "true", "LEADER_ELECTION_NAMESPACE": "rwo-ha",
+           "METRICS_PORT": "0"}
+    log = tmp_path / "replica.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen([sys.executable, str(REPO / "reconcile.py")], env=env, cwd=REPO, stdout=out,
+                                stderr=subprocess.STDOUT)
+    try:
+        def leading() -> bool:
+            lines = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
+            return any(line["message"] == "leader election: now leading" for line in lines)
+        wait_for("the chart's ServiceAccount leading", leading, 30)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+    assert proc.returncode == 0, log.read_text()[-2000:]
+    lease = cluster.kube.get("/apis/coordination.k8s.io/v1/namespaces/rwo-ha/leases/rwo-failover-leader")
+    assert lease is not None

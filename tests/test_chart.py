@@ -1,0 +1,159 @@
+"""The Helm chart (charts/rwo-failover), with Helm v4's own Go SDK: linted strictly, every setting a value,
+and the same objects as the kustomize install for the same choices, so the two installs cannot drift."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import ROOT
+from rwo_failover import __version__, config
+from rwo_testkit import chart
+
+VALUES = yaml.safe_load((chart.CHART / "values.yaml").read_text())
+# Settings whose chart default is this release's own: its namespace, its name (the CronJob's).
+FROM_THE_RELEASE = {"LEADER_ELECTION_NAMESPACE", "RECOVERY_NAMESPACE", "PUSHGATEWAY_INSTANCE"}
+HELM_LABELS = ("helm.sh/chart", "app.kubernetes.io/instance", "app.kubernetes.io/managed-by",
+               "app.kubernetes.io/version")
+
+
+@pytest.mark.parametrize("values", [None, {"mode": "ha"}, {"mode": "ha", "monitoring": {
+    "prometheusRule": True, "serviceMonitor": True}, "settings": {"FENCING": "networkfence"}}])
+def test_the_chart_lints_strictly(values):
+    report = chart.lint(values)
+    problems = [m for m in report["messages"] if m["severity"] >= 2]  # 2 warning, 3 error; 1 is info
+    assert report["errors"] == [] and problems == [], report
+
+
+def test_every_setting_is_a_value_with_the_programs_default_in_its_order():
+    assert list(VALUES["settings"]) == [s.name for s in config.SPECS]
+    assert VALUES["settings"] == {s.name: "" if s.name in FROM_THE_RELEASE else s.default for s in config.SPECS}
+    helpers = (chart.CHART / "templates" / "_helpers.tpl").read_text()
+    [names] = re.findall(r'define "rwo-failover.settingNames" -}}\n(.+)\n', helpers)
+    assert names.split() == [s.name for s in config.SPECS]
+    schema = json.loads((chart.CHART / "values.schema.json").read_text())
+    assert list(schema["properties"]["settings"]["properties"]) == [s.name for s in config.SPECS]
+
+
+def env_of(docs: list[dict], kind: str) -> dict[str, str]:
+    [workload] = [d for d in docs if d["kind"] == kind]
+    spec = workload["spec"].get("jobTemplate", workload)["spec"]["template"]["spec"]
+    return {e["name"]: e["value"] for e in spec["containers"][0]["env"]}
+
+
+def test_the_rendered_env_is_every_setting_and_the_program_accepts_it():
+    for mode, kind in (("cronjob", "CronJob"), ("ha", "Deployment")):
+        env = env_of(chart.render({"mode": mode}, name="rwo-prod", namespace="ops"), kind)
+        assert list(env) == [s.name for s in config.SPECS]
+        assert env["LEADER_ELECTION_NAMESPACE"] == env["RECOVERY_NAMESPACE"] == "ops"
+        assert env["PUSHGATEWAY_INSTANCE"] == "rwo-prod"
+        args, settings = config.load(["--once"] if mode == "cronjob" else [], env)
+        assert (settings.interval > 0 and settings.leader_election) == (mode == "ha")
+
+
+def test_values_of_any_yaml_type_become_the_strings_the_program_reads():
+    env = env_of(chart.render({"settings": {"DRY_RUN": True, "PAGE_SIZE": 1000000, "MAX_UNHEALTHY_FRACTION": 0.25}}),
+                 "CronJob")
+    assert (env["DRY_RUN"], env["PAGE_SIZE"], env["MAX_UNHEALTHY_FRACTION"]) == ("true", "1000000", "0.25")
+
+
+@pytest.mark.parametrize("values, complaint", [
+    ({"settings": {"DRY_RUNN": "true"}}, "DRY_RUNN"),
+    ({"mode": "daemonset"}, "mode"),
+    ({"image": {"repository": "r", "digest": "latest"}}, "digest"),
+])
+def test_the_schema_rejects_a_value_that_is_not_a_setting(values, complaint):
+    import helm_python as helm
+
+    with pytest.raises(helm.HelmValuesError, match=complaint):
+        chart.render(values)
+
+
+def test_the_image_is_the_app_version_or_pinned_by_digest():
+    def image(values: dict) -> str:
+        [cron] = [d for d in chart.render(values) if d["kind"] == "CronJob"]
+        return cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["image"]
+    assert image({}) == f"registry.example.com/rwo-failover:{__version__}"
+    digest = "sha256:" + "ab" * 32
+    assert image({"image": {"repository": "r.example/p/rwo", "digest": digest}}) == f"r.example/p/rwo@{digest}"
+
+
+# --- the same objects as kustomize ------------------------------------------------------------------------
+
+def kustomize(folder: Path) -> list[dict]:
+    if not shutil.which("kubectl"):
+        pytest.skip("kubectl is not installed (CI installs Debian's)")
+    rendered = subprocess.run(["kubectl", "kustomize", str(folder)], capture_output=True, text=True, check=True,
+                              timeout=120).stdout
+    return [d for d in yaml.safe_load_all(rendered) if d]
+
+
+def comparable(docs: list[dict]) -> dict[tuple[str, str, str], dict]:
+    """Objects by (kind, namespace, name), without the labels only Helm adds."""
+    found = {}
+    for doc in docs:
+        doc = copy.deepcopy(doc)
+        labels = doc["metadata"].get("labels") or {}
+        for key in HELM_LABELS:
+            labels.pop(key, None)
+        meta = doc["metadata"]
+        found[(doc["kind"], meta.get("namespace", ""), meta["name"])] = doc
+    return found
+
+
+def with_fencing_snippet(tmp_path: Path, variant: str) -> Path:
+    """A copy of the kustomize tree with docs/fencing.md's snippet for `variant` added to its kustomization."""
+    tree = tmp_path / "tree"
+    shutil.copytree(ROOT / "deploy", tree / "deploy")
+    shutil.copy(ROOT / "kustomization.yaml", tree / "kustomization.yaml")
+    doc = (ROOT / "docs" / "fencing.md").read_text()
+    snippet = re.search(rf"<!-- fencing-component: {re.escape(variant)} -->\n+```yaml\n(.*?)```", doc, re.S)[1]
+    target = tree / variant / "kustomization.yaml"
+    kustomization = yaml.safe_load(target.read_text())
+    for key, items in yaml.safe_load(snippet).items():  # what "add to the list" means
+        kustomization[key] = list(dict.fromkeys(kustomization.get(key, []) + items))
+    target.write_text(yaml.safe_dump(kustomization))
+    return tree / variant
+
+
+@pytest.mark.parametrize("variant, values", [(".", {"mode": "cronjob"}), ("deploy/ha", {"mode": "ha"})])
+def test_chart_and_kustomize_give_the_same_objects(variant, values):
+    ours = comparable(chart.render({**values, "namespace": {"create": True}}))
+    theirs = comparable(kustomize(ROOT / variant))
+    assert sorted(ours) == sorted(theirs)
+    for key in theirs:
+        assert ours[key] == theirs[key], key
+
+
+@pytest.mark.parametrize("variant, mode", [(".", "cronjob"), ("deploy/ha", "ha")])
+def test_the_fencing_component_is_the_same_and_the_docs_snippet_renders_in_each_variant(tmp_path, variant, mode):
+    plain = comparable(kustomize(ROOT / variant))
+    fenced = comparable(kustomize(with_fencing_snippet(tmp_path, variant)))
+    added = {k: v for k, v in fenced.items() if k not in plain}
+    assert {k[2] for k in added} == {"rwo-failover-networkfence"}, sorted(added)
+    assert {k: v for k, v in fenced.items() if k in plain} == plain, "the snippet changes nothing else"
+    values = {"mode": mode, "settings": {"FENCING": "networkfence", "NETWORK_FENCE_CLASS": "ceph"}}
+    chart_added = {k: v for k, v in comparable(chart.render(values)).items()
+                   if k not in comparable(chart.render({"mode": mode}))}
+    assert chart_added == added
+
+
+def test_the_monitoring_objects_are_the_ones_in_monitoring():
+    docs = comparable(chart.render({"mode": "ha", "monitoring": {"prometheusRule": True, "serviceMonitor": True}}))
+    for path in ("prometheusrule.yaml", "servicemonitor.yaml"):
+        expected = yaml.safe_load((ROOT / "monitoring" / path).read_text())
+        key = (expected["kind"], expected["metadata"]["namespace"], expected["metadata"]["name"])
+        assert docs[key] == expected, path
+    assert (chart.CHART / "files" / "rules.yml").read_text() == (ROOT / "monitoring" / "rules.yml").read_text()
+
+
+def test_cronjob_mode_has_no_servicemonitor():
+    kinds = {d["kind"] for d in chart.render({"monitoring": {"serviceMonitor": True}})}
+    assert "ServiceMonitor" not in kinds and "CronJob" in kinds

@@ -1,0 +1,190 @@
+"""The fuzz tier (issue 18): hostile, type-confused and truncated JSON for every object kind a pass reads, and
+for the fence webhook's answers (strategies in rwo_testkit/hostile.py).
+
+Properties:
+- every parser returns a value or raises BadObject (a typed skip), never anything else; and a field of the
+  wrong JSON type is never coerced into a value that differs from the valid object's;
+- a pass over a fixture cluster holding one hostile object of each kind next to a real outage still fails
+  that outage over, touches nothing else, and never exits 70;
+- no planted secret ever appears in its output.
+
+`make test` runs the "fast" profile (bounded examples); CI sets HYPOTHESIS_PROFILE=ci for a longer run
+(both registered in conftest.py).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from datetime import datetime, timezone
+from typing import Any, Callable
+
+import pytest
+from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+
+from conftest import SESSION_LOG, SESSION_REQUESTS, plant
+from rwo_failover.cli import main
+from rwo_failover.events import bump_of
+from rwo_failover.exitcodes import EXIT_CRASH
+from rwo_failover.fence_webhook import judge_answer
+from rwo_failover.model import (OOS_ANNOTATION, OPT_OUT_ANNOTATION, RECOVERY_ANNOTATION, RECOVERY_LABEL,
+                                Attachment, BadObject, Claim, Fence, Lease, Node, Pod, Volume)
+from rwo_failover.planner.recovery import Record
+from rwo_testkit import fake_cluster as fc
+from rwo_testkit import hostile as h
+from rwo_testkit.control_plane import free_port
+from rwo_testkit.fake_apiserver import FakeApiServer
+
+NOW = datetime(2026, 11, 21, 12, 0, tzinfo=timezone.utc)
+FROM_JSON: dict[str, Callable[[Any], Any]] = {
+    "node": Node.from_json, "lease": Lease.from_json, "pod": Pod.from_json, "claim": Claim.from_json,
+    "volume": Volume.from_json, "attachment": Attachment.from_json, "networkfence": Fence.from_json}
+PARSERS: dict[str, Callable[[Any], Any]] = dict(
+    FROM_JSON, event=lambda obj: bump_of(obj, NOW, "2026-11-21T12:00:00Z", "message"),
+    record=lambda obj: Record.parse(json.dumps(obj)))
+
+
+# --- every parser: a value, or a typed skip ----------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", h.KINDS)
+@given(data=st.data())
+def test_every_parser_returns_a_value_or_a_typed_skip(kind, data):
+    obj, how = data.draw(h.of_kind(kind))
+    try:
+        found = PARSERS[kind](obj)
+    except BadObject:
+        return
+    if kind in FROM_JSON and how.how in ("confuse", "tricky") and how.confused:
+        # A field of another JSON type is never coerced: the object is skipped, or the field is one the
+        # parser does not read. A string is not a list of access modes; "false" is not a bool.
+        assert found == FROM_JSON[kind](h.VALID[kind]), f"{how.confused} was coerced: {found}"
+
+
+@given(h.record_texts())
+def test_a_stored_recovery_record_parses_or_is_a_typed_skip(text):
+    try:
+        Record.parse(text)
+    except BadObject:
+        pass
+
+
+@given(data=st.data())
+def test_a_repeated_events_bump_is_sane_whatever_the_event_holds(data):
+    obj, _how = data.draw(h.of_kind("event"))
+    bump = bump_of(obj, NOW, "2026-11-21T12:00:00Z", "message")
+    if bump is not None:
+        assert isinstance(bump["count"], int) and 2 <= bump["count"] <= 2**31 - 1
+        assert bump["lastTimestamp"] == "2026-11-21T12:00:00Z"
+
+
+@given(h.webhook_answers("dead", "uid-1"))
+def test_a_webhook_answer_is_believed_only_when_it_is_the_contracts_yes(answer):
+    status, body = answer
+    fenced, why = judge_answer(status, body, {"node": "dead", "uid": "uid-1"})
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        parsed = None
+    exact = isinstance(parsed, dict) and parsed.get("fenced") is True and parsed.get("node") == "dead" \
+        and parsed.get("uid") == "uid-1"
+    assert fenced == (200 <= status <= 299 and exact)
+    assert fenced or why
+
+
+# --- a pass over a cluster full of hostile objects next to a real outage -----------------------------------
+
+@pytest.fixture(scope="module")
+def server():
+    with FakeApiServer() as api:
+        api.listeners.append(SESSION_REQUESTS.append)
+        yield api
+
+
+ENVELOPE = ("kind", "apiVersion", "metadata")  # what the API server itself guarantees for what it stores
+annotation_values = st.text(max_size=30) | st.sampled_from(h.TRICKY_TEXT) | h.record_texts()
+annotations = st.dictionaries(st.sampled_from([OPT_OUT_ANNOTATION, RECOVERY_ANNOTATION, OOS_ANNOTATION, "x"]),
+                              annotation_values, max_size=3)
+
+
+def own_fence(node: str) -> dict:
+    return h.network_fence(node, [f"{fc.internal_ip(node)}/32"])
+
+
+def hostile_cluster(api: FakeApiServer, draw: Callable) -> None:
+    """Six live nodes; "dead", a real outage (its NetworkFence answered Succeeded); and one hostile object of
+    each kind, each where a valid version of it would give the pass nothing to do: a split-brain node's Lease
+    and repeated Event, a stray node, and on a second dead node only what kube-system (excluded) holds."""
+    def bad(valid: dict) -> Any:
+        obj, _how = draw(h.hostile(valid, protect=ENVELOPE))
+        if draw(st.booleans()):
+            obj["metadata"]["annotations"] = draw(annotations)
+        return api.add(obj)
+
+    api.reset()
+    for i in range(6):
+        fc.live_node(api, f"w{i}")
+    fc.dead_node(api, "dead")
+    fc.add_volume(api, "data-db-0", attached_to="dead")
+    api.add(fc.pod("db-0", "dead", claims=["data-db-0"], terminating=True))
+    api.add(own_fence("dead"))
+    api.add(fc.node("odd", ready="True", since=3600, taints=[fc.SHUTDOWN]))
+    bad(fc.lease("odd", 3))
+    bad(h.event("odd"))
+    bad(fc.node("weird", ready="True", since=3600))
+    fc.dead_node(api, "dead-2")
+    bad(fc.claim("data-odd", namespace="kube-system", volume="pv-odd"))
+    bad(fc.volume("pv-odd", "data-odd", namespace="kube-system", modes=("ReadWriteMany",)))
+    bad(fc.attachment("pv-odd", "dead-2"))
+    api.add(fc.pod("odd-0", "dead-2", namespace="kube-system", claims=["data-odd"], terminating=True))
+    bad(fc.pod("trouble-0", "dead-2", namespace="kube-system", claims=["data-odd"], terminating=True))
+    bad(own_fence("dead-2"))
+    bad({"apiVersion": "v1", "kind": "ConfigMap",
+         "metadata": {"name": "rwo-recovery-forged", "namespace": "rwo-failover",
+                      "labels": {RECOVERY_LABEL: "pending"}},
+         "data": {"record": draw(h.record_texts())}})
+
+
+OUTAGE_ATTACHMENT = fc.attachment("pv-default-data-db-0", "dead")["metadata"]["name"]
+
+
+def allowed(req) -> bool:
+    """The outage's own objects, Events, our recovery records, and our own annotation on a node that carries it
+    without our taint (dropped, as always): nothing else may be written."""
+    if req.resource == "events" or (req.resource == "configmaps" and req.namespace == "rwo-failover"):
+        return True
+    if req.resource == "pods":
+        return (req.verb, req.namespace, req.name) == ("delete", "default", "db-0")
+    if req.resource == "volumeattachments":
+        return req.verb == "delete" and req.name == OUTAGE_ATTACHMENT
+    if req.resource == "nodes" and req.verb == "patch":
+        meta = dict(req.body["metadata"])
+        meta.pop("resourceVersion", None)
+        return req.body.keys() == {"metadata"} and meta == {"annotations": {OOS_ANNOTATION: None}}
+    return False
+
+
+@hsettings(max_examples=max(8, hsettings.default.max_examples // 12), deadline=None,
+           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_hostile_objects_never_stop_the_outage_next_to_them_nor_get_touched(server, tmp_path, data):
+    hostile_cluster(server, data.draw)
+    password = plant("fuzz-pushgateway-pa55word")
+    kubeconfig = server.write_kubeconfig(str(tmp_path / "kubeconfig"))
+    out, err = io.StringIO(), io.StringIO()
+    before = len(server.requests)
+
+    code = main(["--once"], {"KUBECONFIG": kubeconfig, "LOG_FORMAT": "json", "PASS_TIMEOUT_SECONDS": "20",
+                             "FENCING": "networkfence", "NETWORK_FENCE_CLASS": "fence",
+                             "OUT_OF_SERVICE_TAINT": "never", "API_MAX_ATTEMPTS": "2",
+                             "PUSHGATEWAY_URL": f"http://metrics:{password}@127.0.0.1:{free_port()}/"},
+                out, err, sleep=lambda _seconds: None)
+
+    said = out.getvalue() + err.getvalue()
+    SESSION_LOG.add(said)
+    assert code != EXIT_CRASH, said[-3000:]
+    assert server.get("pods", "db-0", "default") is None, "the real outage is failed over"
+    assert server.get("volumeattachments", OUTAGE_ATTACHMENT) is None
+    touched = [(r.verb, r.resource, r.namespace, r.name) for r in server.requests[before:]
+               if r.method in ("POST", "PUT", "PATCH", "DELETE") and not allowed(r)]
+    assert touched == [], "nothing but the outage and our own records is written"
+    assert password not in said

@@ -1,0 +1,189 @@
+"""The Makefile is the front door: every target's command runs, and set-up fails early and plainly.
+
+Targets that need a cluster run against the fixture API server. The targets that run the test suite
+itself (test, quick, e2e) run their exact commands with pytest told only to collect, so this test does not
+run the suite inside the suite.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from rwo_testkit import fake_cluster as fc
+
+MAKEFILE = (ROOT / "Makefile").read_text()
+VENV = Path(sys.prefix)  # the venv running the tests: the one `make` set up
+# Under `make test`, make's own variables reach the tests; a make started here must not think it is nested.
+CLEAN_ENV = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")}
+
+
+def phony_targets() -> list[str]:
+    return [t for line in re.findall(r"^\.PHONY:(.*)$", MAKEFILE, re.M) for t in line.split()]
+
+
+def make(*args: str, env: dict | None = None, cwd: Path = ROOT, timeout: float = 120) -> subprocess.CompletedProcess:
+    """`make` in the repository, with this venv as VENV; its stamps are taken as up to date (-o), so no
+    target sets anything up here."""
+    full = {**CLEAN_ENV, **(env or {})}
+    return subprocess.run(["make", "--no-print-directory", f"VENV={VENV}", "-o", f"{VENV}/.runtime",
+                           "-o", f"{VENV}/.dev", *args], cwd=cwd, env=full, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def recipe(target: str) -> list[str]:
+    """The commands `make TARGET` would run (make -n)."""
+    proc = make("-n", target)
+    assert proc.returncode == 0, proc.stderr
+    return [line for line in proc.stdout.splitlines() if line.strip()]
+
+
+@pytest.fixture
+def outage(api, kubeconfig) -> dict:
+    for i in range(3):
+        fc.live_node(api, f"w{i}")
+    fc.dead_node(api, "dead")
+    fc.add_volume(api, "data-db-0", attached_to="dead")
+    api.add(fc.pod("db-0", "dead", claims=["data-db-0"], terminating=True))
+    return {"KUBECONFIG": kubeconfig, "LOG_FORMAT": "json"}
+
+
+def summary(stdout: str) -> dict:
+    [line] = [json.loads(line) for line in stdout.splitlines() if '"pass finished"' in line]
+    return line
+
+
+def run_collecting(target: str) -> None:
+    """Run each command of TARGET; a pytest command only collects (it would otherwise run the suite)."""
+    commands = recipe(target)
+    assert commands
+    for command in commands:
+        argv = shlex.split(command)
+        if argv[1:3] == ["-m", "pytest"]:
+            argv += ["--collect-only", "-q"]
+        proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, f"{command}:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}"
+
+
+def test_every_phony_target_is_run_here():
+    assert set(phony_targets()) == set(RUNNERS) | {"rebuild-venv"}
+
+
+def run_demo(_api, _env) -> None:
+    proc = make("demo", env={"LOG_FORMAT": "json"})
+    assert proc.returncode == 0, proc.stderr
+    assert "=== after:" in proc.stdout
+
+
+def run_dry_run(api, env) -> None:
+    proc = make("dry-run", env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    found = summary(proc.stdout)
+    assert found["dry_run"] is True and found["pods_planned"] == 1
+    assert [p["metadata"]["name"] for p in api.objects("pods")] == ["db-0"], "a dry run changes nothing"
+
+
+def run_run(api, env) -> None:
+    proc = make("run", env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert summary(proc.stdout)["pods_deleted"] == 1
+    assert api.objects("pods") == [] and api.objects("volumeattachments") == []
+
+
+def run_lint_imports(_api, _env) -> None:
+    proc = make("lint-imports", timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "broken" in proc.stdout and "0 broken" in proc.stdout
+
+
+def run_clean(_api, _env, tmp_path: Path) -> None:
+    """In a copy: the venv and caches go, the wheelhouse (the offline set-up) stays."""
+    tmp_path = tmp_path / "clone"
+    tmp_path.mkdir()
+    shutil.copy(ROOT / "Makefile", tmp_path / "Makefile")
+    for folder in (".venv/bin", ".pytest_cache", ".hypothesis", ".wheelhouse"):
+        (tmp_path / folder).mkdir(parents=True)
+    proc = subprocess.run(["make", "clean"], cwd=tmp_path, capture_output=True, text=True, timeout=60, env=CLEAN_ENV)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".wheelhouse", "Makefile"]
+
+
+RUNNERS = {
+    "demo": run_demo, "dry-run": run_dry_run, "run": run_run, "lint-imports": run_lint_imports,
+    "test": lambda _api, _env: run_collecting("test"), "quick": lambda _api, _env: run_collecting("quick"),
+    "e2e": lambda _api, _env: run_collecting("e2e"), "clean": run_clean,
+}
+
+
+@pytest.mark.parametrize("target", sorted(RUNNERS))
+def test_each_make_target_runs(target, api, outage, tmp_path):
+    runner = RUNNERS[target]
+    if target == "clean":
+        runner(api, outage, tmp_path)
+    else:
+        runner(api, outage)
+
+
+def fake_python(tmp_path: Path, version: str) -> Path:
+    """An interpreter that is too old: what `make` sees on a machine with Python 3.10."""
+    path = tmp_path / "python3.10"
+    path.write_text(f"#!/bin/sh\ncase \"$*\" in *version_info*) exit 1;; *--version*) echo 'Python {version}';; "
+                    f"*python_version*) echo {version};; esac\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_python_below_3_11_stops_first_with_a_plain_message(tmp_path):
+    shutil.copy(ROOT / "Makefile", tmp_path)
+    shutil.copy(ROOT / "requirements.txt", tmp_path)
+    python = fake_python(tmp_path, "3.10.12")
+    proc = subprocess.run(["make", "demo", f"PYTHON={python}"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=60, env=CLEAN_ENV)
+    assert proc.returncode != 0
+    assert "rwo-failover needs Python 3.11 or newer" in proc.stderr and "Python 3.10.12" in proc.stderr
+    assert "make PYTHON=python3.11 demo" in proc.stderr
+    assert "pip" not in proc.stdout + proc.stderr, "nothing was installed"
+    assert not (tmp_path / ".venv").exists()
+
+
+@pytest.mark.parametrize("state", ["half-built", "other-python", "interpreter-gone"])
+def test_a_stale_or_half_built_venv_is_rebuilt_from_scratch(tmp_path, state):
+    """`make -n` shows what set-up would do: remove .venv and start again."""
+    shutil.copy(ROOT / "Makefile", tmp_path)
+    shutil.copy(ROOT / "requirements.txt", tmp_path)
+    bin_dir = tmp_path / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    if state == "half-built":  # the interpreter is fine, the set-up never finished (no stamp)
+        (bin_dir / "python").symlink_to(sys.executable)
+    elif state == "other-python":  # finished, but by another interpreter
+        (bin_dir / "python").write_text("#!/bin/sh\necho 3.9.2\n")
+        (bin_dir / "python").chmod(0o755)
+        (tmp_path / ".venv" / ".runtime").touch()
+    else:  # finished, and its interpreter was removed since
+        (bin_dir / "python").symlink_to(tmp_path / "gone" / "python3")
+        (tmp_path / ".venv" / ".runtime").touch()
+    proc = subprocess.run(["make", "-n", "demo"], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                          env=CLEAN_ENV)
+    assert proc.returncode == 0, proc.stderr
+    assert "rm -rf .venv" in proc.stdout and "-m venv .venv" in proc.stdout
+
+
+def test_a_finished_venv_is_kept(tmp_path):
+    shutil.copy(ROOT / "Makefile", tmp_path)
+    shutil.copy(ROOT / "requirements.txt", tmp_path)
+    bin_dir = tmp_path / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "python").symlink_to(shutil.which("python3"))
+    (tmp_path / ".venv" / ".runtime").touch()
+    proc = subprocess.run(["make", "-n", "demo"], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                          env=CLEAN_ENV)
+    assert proc.stdout.splitlines() == [".venv/bin/python -m rwo_testkit.demo"], proc.stdout
