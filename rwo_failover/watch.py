@@ -91,6 +91,7 @@ class Reflector(Generic[T]):
         self.version = ""
         self.listed_at: Optional[float] = None
         self.heard_at: Optional[float] = None  # the last list, event or bookmark: how current the cache is
+        self.events = 0  # received, bookmarks included (bench/intake.py)
         self.alive_at = monotonic()  # the watch thread's last sign of life, whatever the outcome
         self._lock = threading.Lock()
         self._list_lock = threading.Lock()
@@ -224,6 +225,7 @@ class Reflector(Generic[T]):
             if version:
                 self.version = version
             self.heard_at = self.monotonic()
+            self.events += 1
         if self.metrics:
             self.metrics.watch_event(self.source.name, str(kind))
         if changed:
