@@ -56,16 +56,23 @@ CLOCK_TICK = os.sysconf("SC_CLK_TCK")
 
 
 class Kubelets(threading.Thread):
-    """Every node's status posted again every STATUS_REPORT_SECONDS, spread evenly: heartbeat times only."""
+    """Every node's status posted again every `every` seconds (STATUS_REPORT_SECONDS by default), spread
+    evenly: heartbeat times only, and the server's stamp of that write.
 
-    def __init__(self, api: FakeApiServer, names: list[str]) -> None:
+    Upstream-true for a kubelet with its node Lease (every kubelet since v1.17): it renews the Lease every 10 s
+    and patches its node's status only when the status changed or nodeStatusReportFrequency (5 min) has
+    passed (pkg/kubelet/kubelet_node_status.go, tryUpdateNodeStatus), so in a cluster with nothing happening
+    a node watch receives each node about once every 5 minutes. The API server stamps the kubelet's `status`
+    managedFields entry with its own time on that patch, as on a real control plane."""
+
+    def __init__(self, api: FakeApiServer, names: list[str], every: float = STATUS_REPORT_SECONDS) -> None:
         super().__init__(daemon=True)
-        self.api, self.names = api, names
+        self.api, self.names, self.every = api, names, every
         self.stop = threading.Event()
         self.posted = 0
 
     def run(self) -> None:
-        every = STATUS_REPORT_SECONDS / len(self.names)
+        every = self.every / len(self.names)
         started, i = time.monotonic(), 0
         while not self.stop.is_set():
             due = started + i * every
@@ -76,6 +83,9 @@ class Kubelets(threading.Thread):
                 node = json.loads(self.api.store["nodes"][name])
                 for condition in node["status"]["conditions"]:
                     condition["lastHeartbeatTime"] = fc.stamp(0)
+                for entry in node["metadata"].get("managedFields", []):
+                    if entry.get("manager") == "kubelet" and entry.get("subresource") == "status":
+                        entry["time"] = fc.stamp(0)
                 self.api.add(node)
             self.posted += 1
             i += 1
