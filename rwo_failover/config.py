@@ -302,8 +302,9 @@ SPECS: tuple[Spec, ...] = (
     Spec("WATCH_STALE_SECONDS", _int_at_least(5), "90",
          "Continuous mode: a watch silent this long (no event, no bookmark) has fallen behind; the next pass "
          "lists afresh before deciding anything.", _WHOLE.format(5)),
-    Spec("RELIST_SECONDS", _int_at_least(30), "600",
-         "Continuous mode: list everything watched afresh this often, whatever the watch says.", _WHOLE.format(30)),
+    Spec("RELIST_SECONDS", _int_at_least(30), "3600",
+         "Continuous mode: list everything watched afresh this often, whatever the watch says: a backstop against "
+         "a lost event.", _WHOLE.format(30)),
     Spec("FENCING", _choice(FENCING_MODES), "none",
          "Fence a proven-down node before touching anything on it: none, networkfence (csi-addons NetworkFence), "
          "or webhook (FENCE_WEBHOOK_URL).", f"one of {', '.join(FENCING_MODES)}"),
