@@ -13,12 +13,15 @@ receive whatever it does: about 1,000 node events a minute at 5,000 nodes.
    before issue 20: a node list every pass) and then watching (WATCH=true), for --minutes each after its
    first pass. Measured over that window: the reconciler's CPU seconds (utime + stime from /proc), the bytes
    the API server sent it (watch streams counted as they flow) and its requests, each per minute. A watch
-   relists everything every RELIST_SECONDS (600 s), which a 5-minute window may not include, so an
-   amortized figure adds one full list's cost (measured on the first list) per RELIST_SECONDS.
+   relists everything every RELIST_SECONDS (its default, an hour), which a 5-minute window does not include,
+   so an amortized figure adds one full list's cost (measured on the first list) per RELIST_SECONDS.
 2. Reaction, watching: a node is tainted and NotReady so that it becomes provably down (NotReady for
    MIN_NOT_READY_SECONDS=60, Lease long expired) a few seconds later, by the server's clock (the fixture's
-   Date header is this machine's clock); the figure is from that moment to the first write the API server
-   receives (the out-of-service taint). Repeated --reaction-runs times on different nodes.
+   Date header is this machine's clock). That moment is the one the server's evidence allows: the status
+   write's managedFields stamp (whole seconds, truncated) plus a second, plus MIN_NOT_READY_SECONDS, as
+   planner/liveness.py judges it. The figure is from then to the first write the API server receives (the
+   out-of-service taint). Repeated --reaction-runs times on different nodes. Simulated kubelets of nodes
+   that are not Ready post nothing.
 
 Figures are printed, never asserted.
 """
@@ -46,12 +49,15 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from scale import load, rich_pod  # noqa: E402
 
+from rwo_failover import config  # noqa: E402
 from rwo_failover.client import USER_AGENT  # noqa: E402
-from rwo_failover.model import parse_time  # noqa: E402
+from rwo_failover.model import server_time  # noqa: E402
+from rwo_failover.planner.liveness import STAMP  # noqa: E402
 from rwo_testkit import fake_cluster as fc  # noqa: E402
 from rwo_testkit.fake_apiserver import FakeApiServer  # noqa: E402
 
 STATUS_REPORT_SECONDS = 300.0  # the kubelet's nodeStatusReportFrequency
+RELIST_SECONDS = float(config.BY_NAME["RELIST_SECONDS"].default)
 CLOCK_TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -81,6 +87,9 @@ class Kubelets(threading.Thread):
             name = self.names[i % len(self.names)]
             with self.api.lock:
                 node = json.loads(self.api.store["nodes"][name])
+                if not any(c["type"] == "Ready" and c["status"] == "True" for c in node["status"]["conditions"]):
+                    i += 1  # a stopped node's kubelet posts nothing (reaction() stops them)
+                    continue
                 for condition in node["status"]["conditions"]:
                     condition["lastHeartbeatTime"] = fc.stamp(0)
                 for entry in node["metadata"].get("managedFields", []):
@@ -121,12 +130,12 @@ def start(kubeconfig: str, watch: bool, extra: dict) -> subprocess.Popen:
 
 
 def wait_first_pass(api: FakeApiServer, proc: subprocess.Popen, before: int, watch: bool) -> None:
-    """Until the first pass has read everything: its claims list, and (watching) the node watch is open."""
+    """Until the first pass has read everything: its last list is of our recovery records (ConfigMaps), after
+    the nodes and their Leases; watching, until the node and recovery-record watches are open too."""
     deadline = time.monotonic() + 600
+    wanted = {("list", "configmaps")} | ({("watch", "nodes"), ("watch", "configmaps")} if watch else set())
     while time.monotonic() < deadline:
-        made = ours(api)[before:]
-        if any(r.verb == "list" and r.resource == "persistentvolumeclaims" for r in made) and \
-                (not watch or any(r.verb == "watch" and r.resource == "nodes" for r in made)):
+        if wanted <= {(r.verb, r.resource) for r in ours(api)[before:]}:
             time.sleep(2)
             return
         if proc.poll() is not None:
@@ -174,7 +183,11 @@ def reaction(api: FakeApiServer, node: str, rng: random.Random, lead: float = 5.
                      ready="False", owner="StatefulSet"))
     api.add(fc.lease(node, 200))
     down = fc.node(node, ready="Unknown", since=60 - lead, images=40, taints=[fc.SHUTDOWN, fc.UNREACHABLE])
-    provable = parse_time(down["status"]["conditions"][-1]["lastTransitionTime"]) + timedelta(seconds=60)
+    # Provable on the server's evidence: the last write of the node's status (the node lifecycle controller's
+    # Ready=Unknown, stamped in managedFields in whole seconds, truncated: so a second later, STAMP), plus
+    # MIN_NOT_READY_SECONDS; the Lease has been silent far longer. Not the Ready condition's transition time,
+    # which is the same truncated second: a node is not provably down before the stamp says so.
+    provable = server_time(down["metadata"], "status") + STAMP + timedelta(seconds=60)
     api.listeners.append(listener)
     try:
         api.add(down)
@@ -190,8 +203,8 @@ def reaction(api: FakeApiServer, node: str, rng: random.Random, lead: float = 5.
 
 def per_minute(window: Window, amortized: bool = False) -> tuple[float, float, float]:
     cpu, mb, req = window.cpu, window.bytes / 1e6, float(window.requests)
-    if amortized:  # one full node list per RELIST_SECONDS (600 s), at what the first list cost
-        share = window.minutes * 60 / 600
+    if amortized:  # one full node list per RELIST_SECONDS (its default), at what the first list cost
+        share = window.minutes * 60 / RELIST_SECONDS
         cpu += share * window.first_list_cpu
         mb += share * window.first_list_bytes / 1e6
         req += share * window.first_list_requests
@@ -229,14 +242,14 @@ def main() -> int:
           f"{args.minutes:g} min per mode after the first pass; kubelet status reports every "
           f"{STATUS_REPORT_SECONDS:.0f} s ({kubelets.posted:,} node updates in all)")
     rows = [("polling (WATCH=false)", per_minute(polling)), ("watching (WATCH=true)", per_minute(watching)),
-            ("watching, amortized relist", per_minute(watching, amortized=True))]
+            (f"watching, relist per {RELIST_SECONDS / 60:.0f} min", per_minute(watching, amortized=True))]
     print(f"{'':<28}{'CPU s/min':>11}{'MB/min':>10}{'requests/min':>14}")
     for name, (cpu, mb, req) in rows:
         print(f"{name:<28}{cpu:>11.2f}{mb:>10.2f}{req:>14.1f}")
     base = rows[0][1]
     for name, figures in rows[1:]:
         ratios = [b / f if f else float("inf") for b, f in zip(base, figures)]
-        print(f"polling / {name}: CPU {ratios[0]:.0f}x, bytes {ratios[1]:.0f}x, requests {ratios[2]:.0f}x "
+        print(f"polling / {name}: CPU {ratios[0]:.1f}x, bytes {ratios[1]:.1f}x, requests {ratios[2]:.1f}x "
               "(goal: >= 20x each)")
     print(f"\n## 2. Reaction, watching: from provably down (server clock) to the first write, "
           f"{len(reactions)} runs at {args.nodes:,} nodes")
