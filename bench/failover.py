@@ -16,6 +16,18 @@ is Running and Ready on another node with its volume attached there. Approaches:
 - rwo-failover + fence webhook: the same with FENCING=webhook, a local HTTPS fencer that says yes.
 
 The reconciler runs as deployed (rbac.yaml, its ServiceAccount's token). Timing is printed, never asserted.
+
+    .venv/bin/python bench/failover.py --defaults [--runs 1]
+
+With upstream defaults instead: node-monitor grace 50 s, the kubelet's 40 s Lease renewed every 10 s, and
+every rwo-failover setting at its default (MIN_NOT_READY_SECONDS=60, FENCED_MIN_NOT_READY_SECONDS=lease).
+This is what users get without tuning:
+
+- CronJob mode: `reconcile.py --once` at each wall-clock minute, as the CronJob's "* * * * *" starts a Job
+  (a Job's pod start, a few seconds on a real cluster, is not included);
+- HA continuous mode: `reconcile.py` as deploy/ha runs it (INTERVAL=15, leader election, watching),
+  started before the outage;
+- each without fencing and with FENCING=networkfence (the simulated controller answers in 2 s).
 """
 
 from __future__ import annotations
@@ -29,7 +41,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 from rwo_testkit.control_plane import NODE_MONITOR_GRACE_SECONDS, ControlPlane, find_assets
 from rwo_testkit.e2e import LEASE_SECONDS, OOS_KEY, PASS_ENV, REPO, Cluster, outage
@@ -39,6 +51,9 @@ from rwo_testkit.node_sim import FenceController, NodeSimulator
 APPROACHES = ("nothing", "out-of-service taint alone", "rwo-failover, direct path",
               "rwo-failover + out-of-service taint", "rwo-failover, continuous mode",
               "rwo-failover + networkfence", "rwo-failover + fence webhook")
+DEFAULT_APPROACHES = ("CronJob mode", "CronJob mode + networkfence", "HA continuous mode",
+                      "HA continuous mode + networkfence")
+UPSTREAM_GRACE_SECONDS, UPSTREAM_LEASE_SECONDS = 50, 40
 Result = Optional[tuple[float, float]]  # seconds from the shutdown taint, and from power-off
 
 
@@ -70,6 +85,12 @@ def one_run(cluster: Cluster, sa: Path, approach: str, run: int, limit: float, f
                                 stderr=subprocess.DEVNULL,
                                 env={"PATH": os.environ.get("PATH", ""), "KUBECONFIG": str(sa), "INTERVAL": "2",
                                      "METRICS_PORT": "0", "HOME": str(cluster.cp.workdir), **PASS_ENV, **env})
+    return timed_outage(cluster, namespace, node, act, loop, limit)
+
+
+def timed_outage(cluster: Cluster, namespace: str, node: str, act: Callable[[], None],
+                 loop: Optional[subprocess.Popen], limit: float) -> Result:
+    """The outage of `node`, then its cleanup: the loop (if any) stopped, the node removed."""
     try:
         timing = outage(cluster, namespace, "db", node, act, timeout=limit)
     finally:
@@ -80,36 +101,77 @@ def one_run(cluster: Cluster, sa: Path, approach: str, run: int, limit: float, f
     return None if timing is None else (timing.from_taint, timing.from_power_off)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--limit", type=float, default=150, help="seconds before a run counts as stuck")
-    parser.add_argument("--only", action="append", choices=APPROACHES, help="run only these approaches")
-    args = parser.parse_args()
-    approaches = args.only or APPROACHES
+def prepare(cluster: Cluster, *rbac: str) -> Path:
+    """The NetworkFence CRD, two live nodes, rbac.yaml and `rbac`; a kubeconfig for the ServiceAccount."""
+    cluster.kubectl("apply", "-f", str(REPO / "rwo_testkit" / "crds" / "networkfence.yaml"))
+    for name in ("live-a", "live-b"):
+        cluster.sim.add_node(name)
+    sa = cluster.install_rbac()
+    for extra in rbac:
+        cluster.kubectl("apply", "-f", str(REPO / extra))
+    return sa
+
+
+def measure_runs(runs: int, approaches: list, results: dict, one: Callable[[str, int], Result]) -> None:
+    for run in range(runs):
+        for approach in approaches:
+            found = one(approach, run)
+            results[approach].append(found)
+            shown = "stuck" if found is None else f"{found[0]:.0f}s from the taint, {found[1]:.0f}s from power-off"
+            print(f"run {run + 1}: {approach}: {shown}", file=sys.stderr, flush=True)
+
+
+def defaults_run(cluster: Cluster, sa: Path, approach: str, run: int, limit: float) -> Result:
+    """One outage with every setting at its default, in CronJob mode or HA continuous mode."""
+    tag = f"d{DEFAULT_APPROACHES.index(approach)}-{run}"
+    node, namespace = f"victim-{tag}", f"bench-{tag}"
+    cluster.sim.add_node(node)
+    cluster.statefulset(namespace, "db", node_affinity=node)
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(cluster.cp.workdir), "KUBECONFIG": str(sa),
+           "LOG_FORMAT": "json"}
+    if "networkfence" in approach:
+        env.update(FENCING="networkfence", NETWORK_FENCE_CLASS="sim-fence")
+    loop: Optional[subprocess.Popen] = None
+    last_minute = [int(time.time() // 60)]
+
+    def cron() -> None:  # a Job at each wall-clock minute, as "* * * * *" schedules it
+        minute = int(time.time() // 60)
+        if minute != last_minute[0]:
+            last_minute[0] = minute
+            subprocess.run([sys.executable, str(REPO / "reconcile.py"), "--once"], cwd=REPO, env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120, check=False)
+    if approach.startswith("HA"):
+        loop = subprocess.Popen([sys.executable, str(REPO / "reconcile.py")], cwd=REPO, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, env=dict(env, INTERVAL="15", LEADER_ELECTION="true",
+                                                                    METRICS_PORT="0"))
+    return timed_outage(cluster, namespace, node, (lambda: None) if loop else cron, loop, limit)
+
+
+def run_defaults(args: argparse.Namespace) -> int:
     assets = find_assets(REPO)
+    approaches = [a for a in DEFAULT_APPROACHES if not args.only_defaults or a in args.only_defaults]
     results: dict[str, list[Result]] = {a: [] for a in approaches}
-    with tempfile.TemporaryDirectory(prefix="rwo-bench-") as tmp, ControlPlane(assets, Path(tmp)) as cp, \
-            NodeSimulator(cp.kubeconfig, lease_seconds=LEASE_SECONDS) as sim, \
-            FenceController(cp.kubeconfig, delay=2.0), FenceServer() as fencer:
+    with tempfile.TemporaryDirectory(prefix="rwo-bench-") as tmp, \
+            ControlPlane(assets, Path(tmp), node_monitor_grace=UPSTREAM_GRACE_SECONDS) as cp, \
+            NodeSimulator(cp.kubeconfig, lease_seconds=UPSTREAM_LEASE_SECONDS) as sim, \
+            FenceController(cp.kubeconfig, delay=2.0):
         cluster = Cluster(cp, sim)
-        cluster.kubectl("apply", "-f", str(REPO / "rwo_testkit" / "crds" / "networkfence.yaml"))
-        for name in ("live-a", "live-b"):
-            sim.add_node(name)
-        sa = cluster.install_rbac()
-        cluster.kubectl("apply", "-f", str(REPO / "deploy" / "components" / "networkfence" / "rbac.yaml"))
-        for run in range(args.runs):
-            for approach in approaches:
-                found = one_run(cluster, sa, approach, run, args.limit, fencer)
-                results[approach].append(found)
-                shown = "stuck" if found is None else f"{found[0]:.0f}s from the taint, {found[1]:.0f}s from power-off"
-                print(f"run {run + 1}: {approach}: {shown}", file=sys.stderr, flush=True)
-    print(f"## Seed outage, from the shutdown taint to the replacement Running and Ready with its volume attached "
-          f"elsewhere ({args.runs} runs; {time.strftime('%Y-%m-%d')}, {platform.machine()}, {os.cpu_count()} cores)")
-    print(f"Kubernetes v1.36.2 control plane; node-monitor grace {NODE_MONITOR_GRACE_SECONDS}s (NotReady about "
-          f"{NODE_MONITOR_GRACE_SECONDS}s after power-off); kubelet lease {LEASE_SECONDS}s; "
-          f"MIN_NOT_READY_SECONDS={PASS_ENV['MIN_NOT_READY_SECONDS']}; passes every 2 s.\n")
-    print("| Approach | From the shutdown taint (median) | From power-off (median) | Runs, from the taint |")
+        sa = prepare(cluster, "deploy/components/networkfence/rbac.yaml", "deploy/ha/leader-election-rbac.yaml")
+        measure_runs(args.runs, approaches, results, lambda approach, run: defaults_run(cluster, sa, approach, run,
+                                                                                       args.limit))
+    print(f"## Upstream defaults: from power-off to the replacement Running and Ready with its volume attached "
+          f"elsewhere ({args.runs} run(s); {time.strftime('%Y-%m-%d')}, {platform.machine()}, {os.cpu_count()} cores)")
+    print(f"Kubernetes v1.36.2 control plane; node-monitor grace {UPSTREAM_GRACE_SECONDS}s; kubelet Lease "
+          f"{UPSTREAM_LEASE_SECONDS}s renewed every {UPSTREAM_LEASE_SECONDS // 4}s; every rwo-failover setting at its "
+          "default.\n")
+    _table(results, args)
+    return 0
+
+
+def _table(results: dict[str, list[Result]], args: argparse.Namespace, by: int = 1) -> None:
+    """The Markdown table; its last column lists each run from the taint (by=0) or from power-off (by=1)."""
+    print("| Approach | From the shutdown taint (median) | From power-off (median) | Runs, from "
+          f"{'the taint' if by == 0 else 'power-off'} |")
     print("|---|---|---|---|")
     for approach, found in results.items():
         done = [s for s in found if s is not None]
@@ -118,8 +180,37 @@ def main() -> int:
             power = f"{statistics.median(s[1] for s in done):.0f} s"
         else:
             taint = power = f"stuck (> {args.limit:.0f} s)"
-        runs = ", ".join("stuck" if s is None else f"{s[0]:.0f}" for s in found)
+        runs = ", ".join("stuck" if s is None else f"{s[by]:.0f}" for s in found)
         print(f"| {approach} | {taint} | {power} | {runs} |")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--limit", type=float, default=150, help="seconds before a run counts as stuck")
+    parser.add_argument("--only", action="append", choices=APPROACHES, help="run only these approaches")
+    parser.add_argument("--defaults", action="store_true", help="upstream defaults, CronJob and HA mode")
+    parser.add_argument("--only-defaults", action="append", choices=DEFAULT_APPROACHES,
+                        help="with --defaults: run only these")
+    args = parser.parse_args()
+    if args.defaults:
+        return run_defaults(args)
+    approaches = args.only or APPROACHES
+    assets = find_assets(REPO)
+    results: dict[str, list[Result]] = {a: [] for a in approaches}
+    with tempfile.TemporaryDirectory(prefix="rwo-bench-") as tmp, ControlPlane(assets, Path(tmp)) as cp, \
+            NodeSimulator(cp.kubeconfig, lease_seconds=LEASE_SECONDS) as sim, \
+            FenceController(cp.kubeconfig, delay=2.0), FenceServer() as fencer:
+        cluster = Cluster(cp, sim)
+        sa = prepare(cluster, "deploy/components/networkfence/rbac.yaml")
+        measure_runs(args.runs, approaches, results, lambda approach, run: one_run(cluster, sa, approach, run,
+                                                                                  args.limit, fencer))
+    print(f"## Seed outage, from the shutdown taint to the replacement Running and Ready with its volume attached "
+          f"elsewhere ({args.runs} runs; {time.strftime('%Y-%m-%d')}, {platform.machine()}, {os.cpu_count()} cores)")
+    print(f"Kubernetes v1.36.2 control plane; node-monitor grace {NODE_MONITOR_GRACE_SECONDS}s (NotReady about "
+          f"{NODE_MONITOR_GRACE_SECONDS}s after power-off); kubelet lease {LEASE_SECONDS}s; "
+          f"MIN_NOT_READY_SECONDS={PASS_ENV['MIN_NOT_READY_SECONDS']}; passes every 2 s.\n")
+    _table(results, args, by=0)
     return 0
 
 

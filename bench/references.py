@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
 """The benchmark's two reference programs, each run as its own process (so its RSS is its own).
 
-    references.py floor KUBECONFIG  - page through the node list and json.loads it: nothing else. Any pass
-                                      must at least do this, so it is the floor our pass is measured against.
-                                      It uses the same lean transport as the pass (ApiClient.param_serialize
-                                      and call_api), so the ratio measures our work, not the transport.
+    references.py floor KUBECONFIG NEEDS  - read and json.loads exactly the bytes a pass must read, and nothing
+                                      else: the node list (paged), the Lease of each tainted node, the pods of
+                                      each proven-down node (field-selected), the claims those pods mount and
+                                      their PVs (a GET each), and the VolumeAttachment list (it has no node
+                                      selector). NEEDS is a JSON file naming them (bench/scale.py writes it).
+                                      It is the floor our pass is measured against. It uses the same lean
+                                      transport as the pass (ApiClient.param_serialize and call_api), so the
+                                      ratio measures our work, not the transport.
     references.py naive KUBECONFIG  - what a straightforward script does: list every node and every pod in
                                       the cluster through the client's default model deserialization, then
                                       filter in Python for stuck pods on tainted nodes.
@@ -25,17 +29,36 @@ def api_client(kubeconfig: str) -> client.ApiClient:
     return client.ApiClient(cfg)
 
 
-def floor(api: client.ApiClient) -> int:
+def get(api: client.ApiClient, path: str, query: list) -> dict:
+    request = api.param_serialize(method="GET", resource_path=path, query_params=query,
+                                  header_params={"Accept": "application/json"}, auth_settings=["BearerToken"])
+    return json.loads(api.call_api(*request).read())
+
+
+def paged(api: client.ApiClient, path: str, page_size: int, query: list = ()) -> int:
     count, token = 0, None
     while True:
-        query = [("limit", PAGE), ("continue", token) if token else ("resourceVersion", "0")]
-        request = api.param_serialize(method="GET", resource_path="/api/v1/nodes", query_params=query,
-                                      header_params={"Accept": "application/json"}, auth_settings=["BearerToken"])
-        page = json.loads(api.call_api(*request).read())
+        page = get(api, path, list(query) + [("limit", page_size),
+                                             ("continue", token) if token else ("resourceVersion", "0")])
         count += len(page["items"])
         token = page["metadata"].get("continue")
         if not token:
             return count
+
+
+def floor(api: client.ApiClient, needs_path: str) -> int:
+    with open(needs_path, encoding="utf-8") as handle:
+        needs = json.load(handle)
+    count = paged(api, "/api/v1/nodes", PAGE)
+    for node in needs["tainted"]:
+        count += bool(get(api, f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{node}", []))
+    for node in needs["down"]:
+        count += paged(api, "/api/v1/pods", PAGE, [("fieldSelector", f"spec.nodeName={node}")])
+    for namespace, name in needs["claims"]:
+        count += bool(get(api, f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/{name}", []))
+    for name in needs["volumes"]:
+        count += bool(get(api, f"/api/v1/persistentvolumes/{name}", []))
+    return count + paged(api, "/apis/storage.k8s.io/v1/volumeattachments", PAGE * 10)
 
 
 def list_everything(fn) -> list:
@@ -60,4 +83,5 @@ def naive(api: client.ApiClient) -> int:
 
 if __name__ == "__main__":
     mode, kubeconfig = sys.argv[1], sys.argv[2]
-    print(f"{mode}: {(floor if mode == 'floor' else naive)(api_client(kubeconfig))} items")
+    found = floor(api_client(kubeconfig), sys.argv[3]) if mode == "floor" else naive(api_client(kubeconfig))
+    print(f"{mode}: {found} items")

@@ -10,16 +10,19 @@ import sys
 import time
 import uuid
 from contextlib import contextmanager
+from datetime import datetime
 from typing import IO, Callable, Iterator, Mapping, Optional, Sequence
 
 from . import __version__, config, logs, plan_table
 from .client import Api, load_api_client
+from .clock import SharedServerClock
 from .exitcodes import EXIT_CONFIG, EXIT_CRASH
 from .leader import LeaderElector
-from .loop import StopFlag, run_loop
+from .loop import StopFlag, Trigger, run_loop
 from .metrics import Metrics
 from .planner import Plan
 from .runner import run_pass
+from .watch import WatchedCluster
 from .writer import Guard
 
 log = logging.getLogger(logs.LOGGER)
@@ -47,9 +50,12 @@ def main(argv: Optional[Sequence[str]] = None, environ: Optional[Mapping[str, st
         print(f"rwo-failover: configuration error: {err}", file=stderr)
         return EXIT_CONFIG
     metrics = Metrics()
+    # Continuous mode keeps one view of the server's clock across passes and watches: a pass that reads only
+    # its watch cache makes no request of its own to read the clock from.
+    server_clock = SharedServerClock() if continuous else None
 
     def new_api() -> Api:
-        return Api(api_client, settings, sleep=sleep, on_attempt=metrics.api_request)
+        return Api(api_client, settings, sleep=sleep, on_attempt=metrics.api_request, server_clock=server_clock)
     show = _table_printer(settings, continuous, stdout, stderr)
     if continuous:
         elector = LeaderElector(new_api, settings.leader_election_namespace, settings.leader_election_lease_name,
@@ -58,15 +64,43 @@ def main(argv: Optional[Sequence[str]] = None, environ: Optional[Mapping[str, st
                                 write_margin=settings.request_timeout_seconds + 1) \
             if settings.leader_election else None
         guard = elector.write_guard if elector else None
+        if not settings.watch:
+            return _crash_is_exit_70(metrics, lambda: run_loop(
+                lambda: _listing_pass(new_api(), settings, metrics, guard, show), settings,
+                elector=elector, metrics=metrics))
+        trigger = Trigger()
+        cluster = WatchedCluster(new_api, settings, trigger.fire, metrics)
         return _crash_is_exit_70(metrics, lambda: run_loop(
-            lambda: run_pass(new_api(), settings, metrics=metrics, guard=guard, show=show), settings,
-            elector=elector, metrics=metrics))
+            lambda: _watched_pass(new_api(), settings, metrics, guard, show, cluster), settings,
+            elector=elector, metrics=metrics, watched=(cluster, trigger)))
     with _stop_on_signals() as stop:
         code = _crash_is_exit_70(metrics, lambda: run_pass(new_api(), settings, metrics=metrics, guard=stop,
                                                            show=show))
         if settings.pushgateway_url:  # after a crash too: the alerts must see it
             metrics.push(settings.pushgateway_url, settings.pushgateway_instance)
     return code
+
+
+def _listing_pass(api: Api, settings: config.Settings, metrics: Metrics, guard: Optional[Guard],
+                  show: Optional[Callable[[Plan], None]]) -> None:
+    """One pass that lists what it needs (WATCH=false): the loop passes every INTERVAL."""
+    run_pass(api, settings, metrics=metrics, guard=guard, show=show)
+
+
+def _watched_pass(api: Api, settings: config.Settings, metrics: Metrics, guard: Optional[Guard],
+                  show: Optional[Callable[[Plan], None]], cluster: WatchedCluster) -> Optional[float]:
+    """One pass from the watch cache; the seconds until time alone changes a verdict (None: only a change),
+    on the server's clock: the plan's wake_at less the server's time now."""
+    wake: list[Optional[datetime]] = []
+
+    def seen(plan: Plan) -> None:
+        wake.append(plan.wake_at)
+        if show:
+            show(plan)
+    run_pass(api, settings, metrics=metrics, guard=guard, show=seen, cache=cluster.view)
+    if not wake or wake[0] is None:
+        return None
+    return (wake[0] - api.server_clock.now()).total_seconds()
 
 
 def _crash_is_exit_70(metrics: Metrics, run: Callable[[], int]) -> int:

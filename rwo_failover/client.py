@@ -9,6 +9,11 @@ seconds and hundreds of MB (see bench/). Every call goes through `Api.call`,
 the one place that retries: on 429 (honouring Retry-After), 5xx, connection
 errors and truncated bodies, for at most API_MAX_ATTEMPTS attempts and never
 past the pass deadline.
+
+Watches (continuous mode, watch.py) use the client's own `kubernetes.watch.Watch` over the same transport:
+it is handed a function that opens the stream through `Api.call` (so opening is retried and deadline-bound
+like any read) and returns the raw urllib3 response, which Watch splits into lines and parses with
+`json.loads`. Given no model type, Watch never builds model objects (see `watch_events`).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import urllib3
 import yaml
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
+from kubernetes import watch as k8s_watch
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
@@ -155,15 +161,18 @@ def _message(err: ApiException) -> str:
         return describe(err)
 
 
-def _page(body: Any, what: str) -> tuple[list, Optional[str]]:
-    """A list page's items and continue token; a page of another shape (a proxy's, say) is a failed read."""
+def _page(body: Any, what: str) -> tuple[list, Optional[str], str]:
+    """A list page's items, continue token and resourceVersion; a page of another shape (a proxy's, say) is
+    a failed read."""
     meta = body.get("metadata") if isinstance(body, dict) else None
     items = body.get("items") if isinstance(body, dict) else None
     token = meta.get("continue") if isinstance(meta, dict) else None
+    version = meta.get("resourceVersion") if isinstance(meta, dict) else None
     if not isinstance(body, dict) or not isinstance(items, (list, type(None))) or \
-            not isinstance(meta, (dict, type(None))) or not isinstance(token, (str, type(None))):
+            not isinstance(meta, (dict, type(None))) or not isinstance(token, (str, type(None))) or \
+            not isinstance(version, (str, type(None))):
         raise ApiError(f"list {what}: the answer is not a list of the expected shape")
-    return items or [], token
+    return items or [], token, version or ""
 
 
 class Api:
@@ -171,12 +180,16 @@ class Api:
 
     def __init__(self, api_client: k8s.ApiClient, settings: Settings,
                  clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
-                 on_attempt: Optional[Callable[[str, str, str], None]] = None) -> None:
+                 on_attempt: Optional[Callable[[str, str, str], None]] = None,
+                 server_clock: Optional[ServerClock] = None) -> None:
         self.api_client = api_client
         self.on_attempt = on_attempt  # (verb, what, status code or "error"): for the metrics
         self.settings = settings
         self.clock, self.sleep = clock, sleep
-        self.server_clock = ServerClock(monotonic=clock)  # fed by every response's Date header
+        # Fed by every response's Date header. Continuous mode shares one across passes, so a pass that reads
+        # only its watch cache still judges ages on the server's clock (fed by the watch's own requests).
+        self.server_clock = server_clock or ServerClock(monotonic=clock)
+        self.listed_version = ""  # the resourceVersion of the last list completed: where a watch starts
         self.deadline = clock() + settings.pass_timeout_seconds
         self.attempts = 0  # every HTTP attempt, retries included, for the summary
         # Asked before every attempt of a write (retries included): a reason to send nothing more. The Writer
@@ -212,10 +225,11 @@ class Api:
         return before_sleep
 
     def call(self, verb: str, what: str, method: str, path: str, query: Optional[list] = None,
-             body: Optional[dict] = None, content_type: str = "application/json") -> Optional[dict]:
+             body: Optional[dict] = None, content_type: str = "application/json", stream: bool = False) -> Any:
         """One API call, retried within bounds; its parsed JSON body, or None for 404.
 
-        `verb` and `what` name the RBAC verb and resource: they go in every error message.
+        `verb` and `what` name the RBAC verb and resource: they go in every error message. With `stream`, the
+        answer is the open urllib3 response (status checked, body unread), for a watch.
         """
         self.call_attempts, self.call_unanswered = 0, False
         retrying = Retrying(
@@ -223,7 +237,7 @@ class Api:
             wait=self._wait, retry=retry_if_exception(is_transient), sleep=self.sleep,
             before_sleep=self._log_retry(verb, what), reraise=True)
         try:
-            return retrying(self._attempt, verb, what, method, path, query or [], body, content_type)
+            return retrying(self._attempt, verb, what, method, path, query or [], body, content_type, stream)
         except ApiException as err:
             if err.status == 404:
                 return None
@@ -257,7 +271,7 @@ class Api:
         return f"{made} attempt(s) (API_MAX_ATTEMPTS)"
 
     def _attempt(self, verb: str, what: str, method: str, path: str, query: list, body: Optional[dict],
-                 content_type: str) -> Any:
+                 content_type: str, stream: bool = False) -> Any:
         if method != "GET":
             reason = (self.write_guard() if self.write_guard else None) or self._retry_stopped()
             if reason:
@@ -266,7 +280,7 @@ class Api:
         self.call_attempts += 1
         code = "error"
         try:
-            result, code = self._send(method, path, query, body, content_type)
+            result, code = self._send(method, path, query, body, content_type, stream)
             return result
         except ApiException as err:
             code = str(err.status)
@@ -278,15 +292,20 @@ class Api:
             if self.on_attempt:
                 self.on_attempt(verb, what, code)
 
-    def _send(self, method: str, path: str, query: list, body: Optional[dict], content_type: str) -> tuple[Any, str]:
+    def _send(self, method: str, path: str, query: list, body: Optional[dict], content_type: str,
+              stream: bool = False) -> tuple[Any, str]:
         timeout = max(0.05, min(self.settings.request_timeout_seconds, self.remaining()))
         headers = {"Accept": "application/json"}
         if body is not None:
             headers["Content-Type"] = content_type
         request = self.api_client.param_serialize(method=method, resource_path=path, query_params=query,
                                                   header_params=headers, body=body, auth_settings=["BearerToken"])
-        response = self.api_client.call_api(*request, _request_timeout=(timeout, timeout))
+        # A watch's reads wait for the next event or bookmark: WATCH_STALE_SECONDS, not a request's timeout.
+        read = self.settings.watch_stale_seconds if stream else timeout
+        response = self.api_client.call_api(*request, _request_timeout=(timeout, read))
         self.server_clock.observe(response.getheader("Date"))
+        if stream and 200 <= response.status <= 299:
+            return response.response, str(response.status)
         try:
             data = response.read()  # reading the body can fail mid-way, so it stays inside the attempt
         finally:
@@ -302,16 +321,19 @@ class Api:
         return found, str(response.status)
 
     def list_all(self, what: str, path: str, convert: Callable[[dict], T], page_factor: int = 1,
-                 query: Optional[list] = None) -> list[T]:
+                 query: Optional[list] = None, consistent: bool = False) -> list[T]:
         """Every item of a paginated list, each converted as its page arrives (so only slim objects are kept).
 
         When a continue token expires (410) the list restarts, at most MAX_LIST_RESTARTS times, and what the
-        failed attempt had gathered is discarded: a restarted list never holds an object twice.
+        failed attempt had gathered is discarded: a restarted list never holds an object twice. The first
+        page's resourceVersion (the list's snapshot) is left in `listed_version`. `consistent` reads the
+        latest state (no resourceVersion) instead of whatever the API server's watch cache holds ("0").
         """
         for restart in range(MAX_LIST_RESTARTS + 1):
             items: list[T] = []
             try:
-                for page in self._pages(what, path, self.settings.page_size * page_factor, query or []):
+                pages = self._pages(what, path, self.settings.page_size * page_factor, query or [], consistent)
+                for page in pages:
                     items.extend(convert(obj) for obj in page)
                 return items
             except ApiError as err:
@@ -320,23 +342,50 @@ class Api:
                 log.warning("list continue token expired; restarting the list", extra={"resource": what})
         raise AssertionError("unreachable")
 
-    def _pages(self, what: str, path: str, limit: int, query: list) -> Iterator[list[dict]]:
+    def _pages(self, what: str, path: str, limit: int, query: list, consistent: bool = False) -> Iterator[list[dict]]:
         token = None
         while True:
             # resourceVersion=0 lets the API server answer the first page from its watch cache instead of
             # etcd; a slightly stale list is fine because every node is re-read live before we act.
-            position = [("continue", token)] if token else [("resourceVersion", "0")]
+            position = [("continue", token)] if token else [] if consistent else [("resourceVersion", "0")]
             body = self.call("list", what, "GET", path, query + [("limit", limit)] + position)
             if body is None:
                 return
-            items, token = _page(body, what)
+            first = not token
+            items, token, version = _page(body, what)
+            if first:  # the list's snapshot: where a watch of it starts
+                self.listed_version = version
             yield items
             if not token:
                 return
 
+    def watch(self, what: str, path: str, version: str, timeout_seconds: int, watcher: k8s_watch.Watch,
+              query: Optional[list] = None) -> Iterator[dict]:
+        """The events of one watch from `version`, with bookmarks, until the server ends it after
+        `timeout_seconds`: dicts with "type" and "raw_object". An ERROR event raises ApiException (410 when
+        the version is too old); a broken or silent stream raises urllib3's errors. Only opening is retried.
+
+        kubernetes.watch.Watch does the streaming. It is given no model type (the opener has no return
+        annotation or docstring), so it parses each line with json.loads and builds no model objects; and
+        `timeout_seconds` turns off its own resume-after-410, so a 410 reaches the caller, which relists.
+        `watcher.stop()`, from another thread, ends the stream at once.
+        """
+        def opener(**kwargs: Any):  # noqa: ANN202 - no annotation on purpose: Watch reads it as the model type
+            params = list(query or []) + [("watch", "1"), ("allowWatchBookmarks", "true"),
+                                          ("resourceVersion", kwargs["resource_version"]),
+                                          ("timeoutSeconds", kwargs["timeout_seconds"])]
+            response = self.call("watch", what, "GET", path, params, stream=True)
+            if response is None:
+                raise ApiError(f"watch {what}: not found (is its API installed?)", 404)
+            return response
+        return watcher.stream(opener, resource_version=version, timeout_seconds=timeout_seconds)
+
     # The calls a pass makes. Each names its RBAC verb and resource, which tests/test_rbac.py checks.
-    def list_nodes(self, convert: Callable[[dict], T]) -> list[T]:
-        return self.list_all("nodes", "/api/v1/nodes", convert)
+    def list_nodes(self, convert: Callable[[dict], T], consistent: bool = False) -> list[T]:
+        return self.list_all("nodes", "/api/v1/nodes", convert, consistent=consistent)
+
+    def watch_nodes(self, version: str, timeout_seconds: int, watcher: k8s_watch.Watch) -> Iterator[dict]:
+        return self.watch("nodes", "/api/v1/nodes", version, timeout_seconds, watcher)
 
     def read_node(self, name: str) -> Optional[dict]:
         return self.call("get", "nodes", "GET", f"/api/v1/nodes/{name}")
@@ -411,8 +460,11 @@ class Api:
         return parse_version(str(found.get("gitVersion", "")))
 
     # Fencing with FENCING=networkfence; RBAC in the optional deploy/components/networkfence.
-    def list_networkfences(self, convert: Callable[[dict], T]) -> list[T]:
-        return self.list_all("networkfences", NETWORK_FENCES, convert)
+    def list_networkfences(self, convert: Callable[[dict], T], consistent: bool = False) -> list[T]:
+        return self.list_all("networkfences", NETWORK_FENCES, convert, consistent=consistent)
+
+    def watch_networkfences(self, version: str, timeout_seconds: int, watcher: k8s_watch.Watch) -> Iterator[dict]:
+        return self.watch("networkfences", NETWORK_FENCES, version, timeout_seconds, watcher)
 
     def read_networkfence(self, name: str) -> Optional[dict]:
         return self.call("get", "networkfences", "GET", f"{NETWORK_FENCES}/{name}")
@@ -431,9 +483,16 @@ class Api:
         return self.call("delete", "networkfences", "DELETE", f"{NETWORK_FENCES}/{name}", body=body)
 
     # Recovery records: ConfigMaps in RECOVERY_NAMESPACE (a Role there; tenants cannot write them).
-    def list_recovery_records(self, namespace: str, label: str, convert: Callable[[dict], T]) -> list[T]:
+    def list_recovery_records(self, namespace: str, label: str, convert: Callable[[dict], T],
+                              consistent: bool = False) -> list[T]:
         return self.list_all(RECOVERY_RECORDS, f"/api/v1/namespaces/{namespace}/configmaps", convert,
-                             page_factor=SMALL_OBJECT_PAGE_FACTOR, query=[("labelSelector", label)])
+                             page_factor=SMALL_OBJECT_PAGE_FACTOR, query=[("labelSelector", label)],
+                             consistent=consistent)
+
+    def watch_recovery_records(self, namespace: str, label: str, version: str, timeout_seconds: int,
+                               watcher: k8s_watch.Watch) -> Iterator[dict]:
+        return self.watch(RECOVERY_RECORDS, f"/api/v1/namespaces/{namespace}/configmaps", version, timeout_seconds,
+                          watcher, [("labelSelector", label)])
 
     def create_recovery_record(self, namespace: str, body: dict) -> Optional[dict]:
         return self.call("create", RECOVERY_RECORDS, "POST", f"/api/v1/namespaces/{namespace}/configmaps", body=body)

@@ -15,6 +15,7 @@ stamp (`check`): the two must agree within CLOCK_TOLERANCE_SECONDS, or nothing i
 
 from __future__ import annotations
 
+import threading
 import time
 from datetime import datetime, timedelta, timezone
 from email.utils import parsedate_to_datetime
@@ -69,3 +70,45 @@ class ServerClock:
                                      "and judges nothing without it")
         server, at = self._seen
         return server + timedelta(seconds=self.monotonic() - at)
+
+
+class SharedServerClock(ServerClock):
+    """Continuous mode's one view of the server's clock, fed by every response of every pass and watch.
+
+    A Date header says the server's time was at least that (truncated to the second) when the response
+    arrived, so each one is a lower bound, lagging the server by up to a second. Many responses, arriving at
+    different fractions of a second, give a tighter one: the largest lower bound seen in the last
+    WINDOW_SECONDS, carried forward on the monotonic clock. It is still never ahead of the server (beyond
+    this machine's monotonic drift over that window), so ages are never overestimated; it only lets a
+    decision that waits for a moment (Plan.wake_at) come up to a second sooner.
+
+    A bound more than a second above the latest header cannot be one the server still agrees with: its clock
+    stepped back, or the request reached another API server whose clock is behind. Such bounds are dropped,
+    so the clock follows the latest header at once. As with ServerClock, until a response has carried a Date
+    header there is no "now" at all: this process's own clock is never read.
+    """
+
+    WINDOW_SECONDS = 300.0
+
+    def __init__(self, monotonic: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(monotonic)
+        self._bounds: tuple[tuple[float, float], ...] = ()  # (server seconds minus monotonic seconds, monotonic)
+        self._lock = threading.Lock()  # the watch threads and the pass observe at once
+
+    def observe(self, date_header: Optional[str]) -> None:
+        with self._lock:
+            seen = self._seen
+            super().observe(date_header)
+            if self._seen is seen or self._seen is None:
+                return  # no header, or one that does not parse
+            server, at = self._seen
+            latest = server.timestamp() - at
+            self._bounds = tuple(b for b in self._bounds if at - b[1] <= self.WINDOW_SECONDS and b[0] <= latest + 1.0)
+            self._bounds += ((latest, at),)
+
+    def now(self) -> datetime:
+        bounds = self._bounds
+        if not bounds:
+            return super().now()  # raises ServerClockUnknown
+        offset = max(b[0] for b in bounds)
+        return datetime.fromtimestamp(self.monotonic() + offset, timezone.utc)

@@ -52,6 +52,9 @@ class Settings:
     out_of_service_taint: str
     recovery_seconds: int
     interval: float
+    watch: bool
+    watch_stale_seconds: int
+    relist_seconds: int
     fencing: str
     network_fence_class: Optional[str]
     fence_webhook_url: Optional[str]
@@ -281,8 +284,19 @@ SPECS: tuple[Spec, ...] = (
          "Remove our out-of-service taint once the node has been Ready this long with a fresh Lease.",
          _WHOLE.format(0)),
     Spec("INTERVAL", _interval, "0",
-         "Seconds between passes in continuous mode (until SIGTERM); 0 runs one pass. --once forces one pass.",
+         "Continuous mode: the longest time between passes (with WATCH, a watched change or the moment time "
+         "alone changes a verdict starts one sooner); 0 runs one pass. --once forces one pass.",
          "0, or a number of seconds in (0, 86400]"),
+    Spec("WATCH", _bool, "true",
+         "Continuous mode: keep nodes (and our NetworkFences and recovery records) current with a watch, "
+         "and pass when they change or time alone changes a verdict, at least every INTERVAL; false lists every "
+         "INTERVAL instead.", "true or false"),
+    Spec("WATCH_STALE_SECONDS", _int_at_least(5), "90",
+         "Continuous mode: a watch silent this long (no event, no bookmark) has fallen behind; the next pass "
+         "lists afresh before deciding anything.", _WHOLE.format(5)),
+    Spec("RELIST_SECONDS", _int_at_least(30), "3600",
+         "Continuous mode: list everything watched afresh this often, whatever the watch says: a backstop against "
+         "a lost event.", _WHOLE.format(30)),
     Spec("FENCING", _choice(FENCING_MODES), "none",
          "Fence a proven-down node before touching anything on it: none, networkfence (csi-addons NetworkFence), "
          "or webhook (FENCE_WEBHOOK_URL).", f"one of {', '.join(FENCING_MODES)}"),

@@ -1,9 +1,10 @@
 """Continuous mode's HTTP endpoints: /metrics, /healthz and /readyz, on METRICS_PORT.
 
 /healthz fails once no pass (or, on a standby, no leader-election round) has finished within
-3 x INTERVAL + PASS_TIMEOUT_SECONDS, so a hung loop gets restarted by its liveness probe. /readyz is ready
-after the first pass (or first election round). Both answer from state the loop updates; they never call
-the API server, so a slow cluster cannot make the probes time out.
+3 x INTERVAL + PASS_TIMEOUT_SECONDS, so a hung loop gets restarted by its liveness probe, and when a watch
+thread is stuck (watch.WatchedCluster.stuck). /readyz is ready after the first pass (or first election
+round) while no watch is behind (WatchedCluster.behind). Both answer from state the loop updates; they never
+call the API server, so a slow cluster cannot make the probes time out.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ class Liveness:
         self.window, self.monotonic = window_seconds, monotonic
         self.started = monotonic()
         self.last_progress: Optional[float] = None
+        # Why the process should be restarted (stuck) or is not ready (behind): set by the watch-driven loop.
+        self.stuck: Callable[[], Optional[str]] = lambda: None
+        self.behind: Callable[[], Optional[str]] = lambda: None
 
     def progressed(self) -> None:
         """A pass finished (or, on a standby, an election round did)."""
@@ -52,11 +56,15 @@ class HealthServer:
                 if path == "/metrics":
                     self._send(200, generate_latest(outer.registry), CONTENT_TYPE_LATEST)
                 elif path == "/healthz":
-                    alive = outer.liveness.alive
-                    self._send(200 if alive else 503, b"ok\n" if alive else b"no pass finished in time\n")
+                    live = outer.liveness
+                    why = None if live.alive else "no pass finished in time"
+                    why = why or live.stuck()
+                    self._send(503 if why else 200, f"{why}\n".encode() if why else b"ok\n")
                 elif path == "/readyz":
-                    ready = outer.liveness.ready
-                    self._send(200 if ready else 503, b"ok\n" if ready else b"no pass finished yet\n")
+                    live = outer.liveness
+                    why = None if live.ready else "no pass finished yet"
+                    why = why or live.behind()
+                    self._send(503 if why else 200, f"{why}\n".encode() if why else b"ok\n")
                 else:
                     self._send(404, b"not found\n")
 

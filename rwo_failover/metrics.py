@@ -48,6 +48,9 @@ class _SetThisPass(Collector):
             yield family
 
 
+WATCH_EVENT_TYPES = ("ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR")
+
+
 class Metrics:
     def __init__(self) -> None:
         self.registry = r = CollectorRegistry()
@@ -79,6 +82,19 @@ class Metrics:
                                      "replacement was not confirmed within RECOVERY_TIMEOUT_SECONDS.", registry=r)
         self.last_not_recovered = Gauge(P + "last_not_recovered_timestamp_seconds",
                                         "When a claim was last reported not recovered.", registry=r)
+        self.watch_events = Counter(P + "watch_events", "Continuous mode: watch events received, by resource and "
+                                    "type (ADDED, MODIFIED, DELETED, BOOKMARK).", ["resource", "type"], registry=r)
+        self.relists = Counter(P + "relists", "Continuous mode: full lists of a watched resource, by reason (initial, "
+                               "expired: 410 Gone, stale: the watch fell behind, periodic).", ["resource", "reason"],
+                               registry=r)
+        self.watch_restarts = Counter(P + "watch_restarts", "Continuous mode: watches that broke and were resumed, "
+                                      "by reason (dropped, stalled, error).", ["resource", "reason"], registry=r)
+        self.cache_age = Gauge(P + "watch_cache_age_seconds", "Continuous mode: seconds since the API server last "
+                               "said anything (a list, an event, a bookmark) about a watched resource.", ["resource"],
+                               registry=r)
+        self.triggers = Counter(P + "pass_triggers", "Continuous mode: what started each pass (change: a watched "
+                                "object changed; wake: time alone changes a verdict; interval; start).", ["reason"],
+                                registry=r)
         # Every known label value starts at zero, so every pass exposes, and pushes, every series it owns: a
         # push is a POST, which replaces only the families it carries samples for, and a family left without
         # samples would keep an earlier pass's series on the Pushgateway for ever (an old refusal, say).
@@ -89,6 +105,22 @@ class Metrics:
             self.passes.labels(result)
         for reason in (*(kind.value for kind in RefusalKind), SPLIT_BRAIN):
             self.refusals.labels(reason)
+
+    def watch_event(self, resource: str, kind: str) -> None:
+        # The type comes from the server's text: only the known ones become a label value, never a new series.
+        self.watch_events.labels(resource, kind if kind in WATCH_EVENT_TYPES else "other").inc()
+
+    def relisted(self, resource: str, reason: str) -> None:
+        self.relists.labels(resource, reason).inc()
+
+    def watch_restarted(self, resource: str, reason: str) -> None:
+        self.watch_restarts.labels(resource, reason).inc()
+
+    def watch_ages(self, age: Callable[[str], Optional[float]], resources: list[str]) -> None:
+        """The cache age of each watched resource, read at scrape time (NaN before its first list)."""
+        for resource in resources:
+            self.cache_age.labels(resource).set_function(
+                lambda resource=resource: float("nan") if age(resource) is None else age(resource))
 
     def api_request(self, verb: str, what: str, code: str) -> None:
         self.requests.labels(verb, what.split(" ")[0], code).inc()

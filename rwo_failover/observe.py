@@ -83,21 +83,39 @@ def check_server_clock(api: Api) -> None:
     api.server_clock.check(stamp, date)
 
 
-def observe(api: Api, settings: Settings, now: Callable[[], datetime]) -> Snapshot:
-    """`now` is read after the nodes and Leases, so ages are judged against the time of the reads."""
+@dataclasses.dataclass(frozen=True)
+class Cached:
+    """What a pass takes from continuous mode's watches (watch.py) instead of listing: the same slim objects a
+    list gives, and the objects the watches could not read, each an Unreadable as a list's would be."""
+
+    nodes: tuple[Node, ...]
+    fences: tuple[Fence, ...]
+    recovery_records: tuple[RecoveryEntry, ...]
+    unreadable: tuple[Unreadable, ...]
+
+
+def observe(api: Api, settings: Settings, now: Callable[[], datetime],
+            cache: Optional[Callable[[Api], Cached]] = None) -> Snapshot:
+    """`now` is read after the nodes and Leases, so ages are judged against the time of the reads. With a
+    `cache` (continuous mode's watches), nodes, fences and recovery records come from it instead of lists."""
     reader = Reader()
-    check_server_clock(api)
-    # Keyed by name: a list is never judged with an object twice.
-    nodes = tuple({n.name: n for n in reader.each(api.list_nodes(reader.parse("node", Node.from_json)))}.values())
-    fences = {f.node: f for f in reader.each(api.list_networkfences(reader.parse("networkfence", Fence.from_json)))} \
+    cached = cache(api) if cache else None
+    if cached:
+        reader.unreadable.extend(cached.unreadable)
+    listed = cached.nodes if cached else reader.each(api.list_nodes(reader.parse("node", Node.from_json)))
+    nodes = tuple({n.name: n for n in listed}.values())  # keyed by name: never judged with a node twice
+    fences = {f.node: f for f in (cached.fences if cached else
+                                  reader.each(api.list_networkfences(reader.parse("networkfence", Fence.from_json))))} \
         if settings.fencing == "networkfence" else {}
     names = {n.name for n in nodes}
     watched = {n.name for n, _ in tainted_nodes(nodes, settings)} | {n.name for n in nodes if n.our_taint} | \
         {name for name, f in fences.items() if f.ours and name in names}
+    if not cached or watched or cached.recovery_records:  # a pass from the cache with nothing to judge reads nothing
+        check_server_clock(api)
     leases = {name: reader.one("lease", Lease.from_json, api.read_lease(name), name) for name in sorted(watched)}
     nodes = _unknown_stays_unknown(nodes, reader.unreadable)
     snapshot = Snapshot(now(), nodes, leases, fences=fences)
-    entries = tuple(reader.each(api.list_recovery_records(
+    entries = cached.recovery_records if cached else tuple(reader.each(api.list_recovery_records(
         settings.recovery_namespace, RECOVERY_LABEL, reader.parse("recovery record", RecoveryEntry.from_json))))
     records = readable(entries)
     inspect = nodes_to_inspect(snapshot, settings)

@@ -13,7 +13,7 @@ from .clock import ServerClockUnknown
 from .config import Settings
 from .exitcodes import EXIT_FAILED, EXIT_FORBIDDEN, EXIT_OK, EXIT_REFUSED, EXIT_UNAVAILABLE
 from .metrics import Metrics
-from .observe import observe
+from .observe import Cached, observe
 from .outcome import Outcome
 from .writer import Guard
 
@@ -21,18 +21,20 @@ log = logging.getLogger(logs.LOGGER)
 
 
 def run_pass(api: Api, settings: Settings, metrics: Optional[Metrics] = None, guard: Optional[Guard] = None,
-             show: Optional[Callable[[planner.Plan], None]] = None) -> int:
+             show: Optional[Callable[[planner.Plan], None]] = None,
+             cache: Optional[Callable[[Api], Cached]] = None) -> int:
     """Observe, decide, act; log one summary line; return the exit code.
 
     Every age is judged on the API server's clock (clock.ServerClock, fed by the Date header of each
     response); this process's own clock is never read for a judgment. `guard` names a reason once no write
     may start (a stop signal, leadership lost); see writer.Guard. The summary's `stopped_by` is its reason
     at the end. `show` gets the plan before anything is acted on (the table for people, plan_table.py).
+    `cache` gives continuous mode's watched lists to observe (watch.py).
     """
     started = time.monotonic()
     now = api.server_clock.now
     try:
-        snapshot = observe(api, settings, now)
+        snapshot = observe(api, settings, now, cache)
     except (ApiError, ServerClockUnknown) as err:
         code = EXIT_FORBIDDEN if isinstance(err, Forbidden) else EXIT_UNAVAILABLE
         log.error("cannot read the cluster; nothing was changed", extra={"error": str(err)})

@@ -123,11 +123,14 @@ def make_pki(folder: Path) -> None:
 class ControlPlane:
     """`with ControlPlane(assets, workdir) as cp:`; `cp.kubeconfig` is an admin kubeconfig."""
 
-    def __init__(self, assets: Assets, workdir: Path) -> None:
+    def __init__(self, assets: Assets, workdir: Path, node_monitor_grace: int = NODE_MONITOR_GRACE_SECONDS,
+                 apiserver_args: tuple[str, ...] = ()) -> None:
         self.assets, self.workdir = assets, workdir
+        self.node_monitor_grace, self.apiserver_args = node_monitor_grace, apiserver_args
         self.processes: list[subprocess.Popen] = []
         self.port = 0
         self.kubeconfig = workdir / "admin.kubeconfig"
+        self._apiserver: Optional[tuple[subprocess.Popen, list]] = None
 
     @property
     def url(self) -> str:
@@ -145,7 +148,7 @@ class ControlPlane:
         self.stop()
 
     def _spawn(self, name: str, argv: list) -> subprocess.Popen:
-        log = (self.workdir / f"{name}.log").open("wb")
+        log = (self.workdir / f"{name}.log").open("ab")
         proc = subprocess.Popen([str(a) for a in argv], stdout=log, stderr=subprocess.STDOUT, cwd=self.workdir,
                                 start_new_session=True)
         self.processes.append(proc)
@@ -164,7 +167,7 @@ class ControlPlane:
                              "--unsafe-no-fsync"])
         self._wait(f"http://127.0.0.1:{etcd_port}/health", "etcd", secure=False)
         (self.workdir / "tokens.csv").write_text(f'{ADMIN_TOKEN},admin,admin,"system:masters"\n')
-        self._spawn("kube-apiserver", [
+        argv: list = [
             self.assets.folder / "kube-apiserver", "--etcd-servers", f"http://127.0.0.1:{etcd_port}",
             "--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1", "--secure-port", self.port,
             "--tls-cert-file", pki / "server.crt", "--tls-private-key-file", pki / "server.key",
@@ -173,7 +176,8 @@ class ControlPlane:
             "--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
             "--service-account-key-file", pki / "sa.pub", "--service-account-signing-key-file", pki / "sa.key",
             "--service-cluster-ip-range", "10.0.0.0/24", "--endpoint-reconciler-type", "none",
-            "--allow-privileged=true", "--profiling=false"])
+            "--allow-privileged=true", "--profiling=false", *self.apiserver_args]
+        self._apiserver = self._spawn("kube-apiserver", argv), argv
         self._wait(f"{self.url}/readyz", "kube-apiserver")
         self._write_kubeconfig(self.kubeconfig, ADMIN_TOKEN)
         kc = self.kubeconfig
@@ -182,11 +186,28 @@ class ControlPlane:
             "--authorization-kubeconfig", kc, "--bind-address", "127.0.0.1", "--secure-port", free_port(),
             "--controllers", "*", "--leader-elect=false", "--use-service-account-credentials=false",
             "--service-account-private-key-file", pki / "sa.key", "--root-ca-file", pki / "ca.crt",
-            "--node-monitor-grace-period", f"{NODE_MONITOR_GRACE_SECONDS}s", "--node-monitor-period", "2s"])
+            "--node-monitor-grace-period", f"{self.node_monitor_grace}s", "--node-monitor-period", "2s"])
         self._spawn("kube-scheduler", [
             self.assets.folder / "kube-scheduler", "--kubeconfig", kc, "--authentication-kubeconfig", kc,
             "--authorization-kubeconfig", kc, "--bind-address", "127.0.0.1", "--secure-port", free_port(),
             "--leader-elect=false"])
+
+    def restart_apiserver(self) -> float:
+        """Stop kube-apiserver (SIGTERM, as a rollout does) and start it again on the same port; the seconds
+        it was unavailable. Every watch on it breaks; its watch cache starts again from etcd."""
+        assert self._apiserver is not None
+        proc, argv = self._apiserver
+        began = time.monotonic()
+        proc.terminate()
+        try:  # as the kubelet stops a static pod: SIGTERM, then SIGKILL after the 30 s grace period
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        self.processes.remove(proc)
+        self._apiserver = self._spawn("kube-apiserver", argv), argv
+        self._wait(f"{self.url}/readyz", "kube-apiserver")
+        return time.monotonic() - began
 
     def _wait(self, url: str, what: str, secure: bool = True, timeout: float = 90) -> None:
         context = ssl.create_default_context(cafile=str(self.workdir / "pki" / "ca.crt")) if secure else None

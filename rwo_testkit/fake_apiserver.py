@@ -6,7 +6,7 @@ field and label selectors, limit/continue pagination (no resourceVersion with
 continue), DELETE with gracePeriodSeconds and a UID precondition (409 on a
 mismatch), finalizers and kubelet-confirmed pod deletion (a graceful delete of
 a scheduled pod only marks it Terminating), Event namespace validation, bearer
-token auth and per-verb RBAC denials. Every request is logged.
+token auth and per-verb RBAC denials, and watches (`?watch=1`, see fake_watch.py). Every request is logged.
 
 kmock was evaluated first; its emulator has no field selectors, label
 selectors, pagination or delete preconditions, so this is our own.
@@ -24,12 +24,13 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 from urllib.parse import parse_qs, urlsplit
 
 from rwo_failover.matchers import LabelSelector, MatcherError
 
-from . import managed_fields
+from . import fake_watch, managed_fields
+from .fake_watch import Change, Cut, History, WatchRequest
 
 TOKEN = "fake-apiserver-token"
 
@@ -75,6 +76,7 @@ class Request:
     user_agent: str = ""
     content_type: str = ""
     fault: str = ""  # the injected fault that hit this call, if any
+    watch_fault: Optional["Fault"] = None
     at: float = field(default_factory=time.monotonic)  # when it arrived, on this process's monotonic clock
 
 
@@ -86,6 +88,7 @@ class Response:
     # Set by a fault: close the connection after sending this many body bytes.
     cut_after: Optional[int] = None
     delay: float = 0.0
+    stream: Optional[Iterator[bytes]] = None  # a watch: sent chunked, one event a chunk, instead of `body`
 
 
 class ApiStatus(Exception):
@@ -104,7 +107,9 @@ def _status_body(code: int, reason: str, message: str) -> bytes:
 
 
 Hook = Callable[[Request], Optional[Response]]
-FAULT_KINDS = ("status", "reset", "timeout", "truncate", "expired-continue", "reshape")
+FAULT_KINDS = ("status", "reset", "timeout", "truncate", "expired-continue", "reshape", "watch-drop", "watch-lag",
+               "watch-gone")
+WATCH_FAULTS = ("watch-drop", "watch-lag", "watch-gone")
 
 
 @dataclass
@@ -115,7 +120,10 @@ class Fault:
     "reset" sends half the body and closes the connection; "timeout" answers after `delay`
     seconds; "truncate" sends a cut JSON body with a matching Content-Length; "expired-continue"
     answers 410 to list calls that carry a continue token; "reshape" serves the call (a write lands) and,
-    when that succeeded, answers with `body` instead: complete JSON of another shape, as a proxy might. `first` limits it to the first N
+    when that succeeded, answers with `body` instead: complete JSON of another shape, as a proxy might. The
+    watch faults hit watch calls only: "watch-drop" cuts the stream after `delay` seconds, "watch-lag" holds
+    every event back for `delay` seconds, "watch-gone" answers the 410 ERROR event (fake_watch.py). `first`
+    limits it to the first N
     matching calls; `fraction` to a seeded random share of them.
     """
 
@@ -141,6 +149,11 @@ class Fault:
             return False
         if self.name and req.name != self.name:
             return False
+        if self.kind in WATCH_FAULTS:
+            if req.verb != "watch":
+                return False
+        elif self.kind in ("reset", "timeout", "truncate") and req.verb == "watch":
+            return False  # a watch's body is a stream: its own faults cut or hold it
         return self.kind != "expired-continue" or "continue" in req.query
 
 
@@ -161,6 +174,8 @@ class FakeApiServer:
         self.faults: list[Fault] = []
         self.random = random.Random(seed)
         self.listeners: list[Callable[[Request], None]] = []  # told of every request, e.g. a suite-wide log
+        self.history = History(self.lock)  # the changes watches are served from
+        self.bookmark_seconds = fake_watch.BOOKMARK_SECONDS
         self.omit_date_header = False  # as a proxy that strips Date would
         self.date_offset = 0.0  # seconds added to the Date header: a proxy sending its own, skewed Date
         self._server: Optional[ThreadingHTTPServer] = None
@@ -180,6 +195,7 @@ class FakeApiServer:
         return self
 
     def stop(self) -> None:
+        self.history.close()  # open watches end, as they do when an API server stops
         if self._server:
             self._server.shutdown()
             self._server.server_close()
@@ -225,13 +241,19 @@ class FakeApiServer:
         meta = obj["metadata"]
         meta["resourceVersion"] = self._next_rv()
         key = self._key(kind, meta.get("namespace", ""), meta["name"])
-        self.store[kind.plural][key] = json.dumps(obj, separators=(",", ":")).encode()
+        old = self.store[kind.plural].get(key)
+        raw = self.store[kind.plural][key] = json.dumps(obj, separators=(",", ":")).encode()
+        self.history.record(kind.plural, Change(self.resource_version, "MODIFIED" if old else "ADDED", key, raw, old))
         if kind.plural == "pods":  # indexed by the field as it is, whatever it holds (a hostile pod's, too)
             self._pods_by_node.setdefault(_field_value(obj, "spec.nodeName"), set()).add(key)
 
     def _remove(self, kind: Kind, key: str, obj: dict) -> dict:
-        """Drop the stored object; `obj` is its decoded form, which the caller already has."""
-        del self.store[kind.plural][key]
+        """Drop the stored object; `obj` is its decoded form, which the caller already has. As in the real
+        API server, the deletion has a resourceVersion of its own, which the DELETED event carries."""
+        old = self.store[kind.plural].pop(key)
+        obj["metadata"]["resourceVersion"] = self._next_rv()
+        raw = json.dumps(obj, separators=(",", ":")).encode()
+        self.history.record(kind.plural, Change(self.resource_version, "DELETED", key, raw, old))
         if kind.plural == "pods":
             self._pods_by_node.get(_field_value(obj, "spec.nodeName"), set()).discard(key)
         return obj
@@ -265,6 +287,13 @@ class FakeApiServer:
             self._put(kind, obj)
         return obj
 
+    def remove(self, plural: str, name: str, namespace: str = "") -> None:
+        """Delete an object outright (no finalizers, no grace), as a controller's final delete does."""
+        kind = KINDS[plural]
+        with self.lock:
+            key = self._key(kind, namespace, name)
+            self._remove(kind, key, json.loads(self.store[plural][key]))
+
     def deny(self, verb: str, plural: str) -> None:
         self.denied.add((verb, plural))
 
@@ -272,6 +301,15 @@ class FakeApiServer:
         with self.lock:
             self.faults.append(fault)
         return fault
+
+    def drop_watches(self) -> None:
+        """Cut every open watch stream now, as a restarting API server does."""
+        self.history.cut_all()
+
+    def compact(self, plural: str) -> None:
+        """Forget the retained changes of `plural` (etcd compaction): watching from an older version gets 410."""
+        with self.lock:
+            self.history.forget(plural, self.resource_version)
 
     def clear_faults(self) -> None:
         with self.lock:
@@ -287,6 +325,7 @@ class FakeApiServer:
                 objects.clear()
             self._pods_by_node.clear()
             self.requests.clear()
+            self.history.clear()
 
     def _fault_for(self, req: Request) -> Optional[Fault]:
         with self.lock:
@@ -321,8 +360,11 @@ class FakeApiServer:
                 headers["Retry-After"] = fault.retry_after
             req.fault = fault.kind
             return Response(code, _status_body(code, "Injected", f"injected {fault.kind} {code}"), headers)
+        if fault is not None and fault.kind in WATCH_FAULTS:
+            req.fault = fault.kind
+            req.watch_fault = fault
         response = self._serve(req, auth)
-        if fault is not None:
+        if fault is not None and fault.kind not in WATCH_FAULTS:
             req.fault = fault.kind
             return _damage(response, fault)
         return response
@@ -385,6 +427,29 @@ class FakeApiServer:
         items = b",".join(self.store[kind.plural][k] for k in page)
         body = head[:-1].encode() + b',"items":[' + items + b"]}"
         return Response(200, body, {"Content-Type": "application/json"})
+
+    def _do_watch(self, req: Request) -> Response:
+        """A watch, served from the retained changes (fake_watch.py); the stream runs outside the lock."""
+        kind = KINDS[req.resource]
+        matches = _event_filter(kind, req)
+        asked = req.query.get("resourceVersion", "")
+        initial: list[bytes] = []
+        if asked in ("", "0"):
+            keys = _selector_filter(kind, self.store[kind.plural], self._candidate_keys(kind, req), req)
+            initial, start = [self.store[kind.plural][k] for k in keys], self.resource_version
+        else:
+            try:
+                start = int(asked)
+            except ValueError:
+                raise ApiStatus(400, "BadRequest", f'invalid resource version "{asked}"') from None
+        fault = req.watch_fault
+        watch = WatchRequest(kind.plural, kind.kind, kind.api_version, start, initial,
+                             float(req.query.get("timeoutSeconds") or fake_watch.WATCH_TIMEOUT_SECONDS),
+                             req.query.get("allowWatchBookmarks") in ("true", "1"), self.bookmark_seconds, matches,
+                             fault.kind if fault else "", fault.delay if fault else 0.0,
+                             req.namespace if kind.namespaced else "")
+        return Response(200, b"", {"Content-Type": "application/json"},
+                        stream=fake_watch.stream(self.history, lambda: self.resource_version, watch))
 
     def _candidate_keys(self, kind: Kind, req: Request) -> list[str]:
         selected = _field_terms(kind, req.query.get("fieldSelector", ""))
@@ -596,21 +661,26 @@ def _field_value(obj: dict, path: str) -> str:
     return "" if value is None else str(value)
 
 
-def _selector_filter(kind: Kind, objects: dict[str, bytes], keys: list[str], req: Request) -> list[str]:
+def _event_filter(kind: Kind, req: Request) -> Optional[Callable[[bytes], bool]]:
+    """The request's field and label selectors as a test on an encoded object; None when there are none."""
     terms = _field_terms(kind, req.query.get("fieldSelector", ""))
     try:
         labels = LabelSelector.parse(req.query.get("labelSelector", ""))
     except MatcherError as err:
         raise ApiStatus(400, "BadRequest", f"unable to parse requirement: {err}") from None
     if not terms and not labels:
-        return keys
-    kept = []
-    for key in keys:
-        obj = json.loads(objects[key])
-        fields_ok = all((_field_value(obj, f) == v) == (op == "=") for f, op, v in terms)
-        if fields_ok and labels.matches((obj.get("metadata") or {}).get("labels") or {}):
-            kept.append(key)
-    return kept
+        return None
+
+    def matches(raw: bytes) -> bool:
+        obj = json.loads(raw)
+        return all((_field_value(obj, f) == v) == (op == "=") for f, op, v in terms) and \
+            labels.matches((obj.get("metadata") or {}).get("labels") or {})
+    return matches
+
+
+def _selector_filter(kind: Kind, objects: dict[str, bytes], keys: list[str], req: Request) -> list[str]:
+    matches = _event_filter(kind, req)
+    return keys if matches is None else [key for key in keys if matches(objects[key])]
 
 
 def route(method: str, path: str, query: dict[str, str]) -> Request:
@@ -636,6 +706,8 @@ def route(method: str, path: str, query: dict[str, str]) -> Request:
     verbs = {("GET", True): "get", ("GET", False): "list", ("POST", False): "create",
              ("DELETE", True): "delete", ("PATCH", True): "patch", ("PUT", True): "update"}
     verb = verbs.get((method, bool(name)))
+    if verb == "list" and query.get("watch") in ("1", "true"):
+        verb = "watch"
     if verb is None or (subresource and verb not in ("get", "patch", "update")):
         raise ApiStatus(405, "MethodNotAllowed", f"{method} is not supported on {path}")
     return Request(method, path, query, verb, rest[0], namespace, name, subresource)
@@ -685,13 +757,33 @@ class _Handler(BaseHTTPRequestHandler):
             self.api.requests.append(req)
             for listener in self.api.listeners:
                 listener(req)
-        self._send(response)
+        self._send(response, req)
 
-    def _send(self, response: Response) -> None:
+    def _send(self, response: Response, req: Request) -> None:
         try:
-            self._write(response)
+            if response.stream is not None:
+                self._write_stream(response, req)
+            else:
+                self._write(response)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True  # the client gave up first, as a read-timeout fault makes it do
+
+    def _write_stream(self, response: Response, req: Request) -> None:
+        """A watch: chunked, one event a chunk, flushed at once; the bytes sent are counted as they go."""
+        assert response.stream is not None
+        self.send_response(response.status)
+        for name, value in response.headers.items():
+            self.send_header(name, value)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        try:
+            for chunk in response.stream:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                req.response_bytes += len(chunk)
+        except Cut:
+            self.close_connection = True  # no final chunk: the client sees the connection break
+            return
+        self.wfile.write(b"0\r\n\r\n")
 
     def _write(self, response: Response) -> None:
         if response.delay:

@@ -12,7 +12,9 @@ Only what the tier needs, each behaviour modelled on the real component:
   ours: the attach-detach controller's node-status updater writes it; the kubelet only reads it.
 - **Pods on a live node** (kubelet volume manager and status manager): a pod starts once every CSI volume
   it mounts is in `node.status.volumesAttached` (`verifyControllerAttachedVolume`); the volume then goes into
-  `volumesInUse`, and the pod becomes Running with Ready=True. A pod with a deletionTimestamp is stopped and
+  `volumesInUse`, and the pod becomes Running with Ready=True. A running pod someone marked not Ready (the
+  node controller does, while the node is NotReady) gets its Ready status back, as the status manager
+  reconciles it. A pod with a deletionTimestamp is stopped and
   then deleted with grace 0 and a UID precondition (the status manager's final delete), and its volumes
   leave `volumesInUse`.
 - **CSI external-attacher** (kubernetes-csi/external-attacher): for each VolumeAttachment whose attacher is
@@ -35,6 +37,8 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Optional
+
+import urllib3
 
 from .kube import STRATEGIC, Kube, KubeError
 
@@ -164,7 +168,8 @@ class NodeSimulator(Background):
         for step in [self._attacher] + [lambda n=n: self._kubelet(n) for n in live]:
             try:
                 step()
-            except (KubeError, OSError) as err:  # one bad answer must not stop the simulation
+            except (KubeError, OSError, urllib3.exceptions.HTTPError) as err:  # a bad answer, or an API server
+                # restarting: a kubelet retries, and so does the simulation
                 self.errors.append(str(err))
 
     def _kubelet(self, node: SimNode) -> None:
@@ -236,12 +241,19 @@ class NodeSimulator(Background):
             self.kube.delete(path, {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0,
                                     "preconditions": {"uid": meta["uid"]}})
             return
-        if (pod.get("status") or {}).get("phase") == "Running" or not node.runtime_up:
+        if not node.runtime_up:
             return
-        volumes = self._pod_volumes(pod)
-        if volumes is None or not set(volumes) <= attached:
-            return  # waiting for the attach-detach controller, as the kubelet's volume manager does
-        in_use.extend(v for v in volumes if v not in in_use)
+        status = pod.get("status") or {}
+        if status.get("phase") == "Running":
+            if any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ()):
+                return
+            # The node controller marks a NotReady node's pods not Ready; once the node reports again, the
+            # kubelet's status manager puts back the status it holds: Running and Ready.
+        else:
+            volumes = self._pod_volumes(pod)
+            if volumes is None or not set(volumes) <= attached:
+                return  # waiting for the attach-detach controller, as the kubelet's volume manager does
+            in_use.extend(v for v in volumes if v not in in_use)
         stamp = now_text(offset=node.clock_offset)
         containers = [c["name"] for c in (pod.get("spec") or {}).get("containers") or ()]
         self.kube.patch(f"{path}/status", {"status": {
@@ -286,7 +298,7 @@ class FenceController(Background):
         try:
             for fence in self.kube.items("/apis/csiaddons.openshift.io/v1alpha1/networkfences"):
                 self._answer(fence)
-        except (KubeError, OSError):
+        except (KubeError, OSError, urllib3.exceptions.HTTPError):
             pass  # the next tick tries again, as a controller's requeue does
 
     def _answer(self, fence: dict) -> None:

@@ -46,6 +46,9 @@ BAD_VALUES = {
     "OUT_OF_SERVICE_TAINT": ["", "sometimes", "yes"],
     "RECOVERY_SECONDS": ["", "-1", "soon", "2.5"],
     "INTERVAL": ["", "-5", "fast", "100000"],
+    "WATCH": ["", "maybe", "2"],
+    "WATCH_STALE_SECONDS": ["", "4", "soon", "1.5"],
+    "RELIST_SECONDS": ["", "29", "-1", "often"],
 }
 
 

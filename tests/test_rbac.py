@@ -49,7 +49,8 @@ def granted() -> set[tuple[str, str, str, str]]:
 
 
 def used_in_code() -> set[tuple[str, str, str, str]]:
-    """Every self.call("verb", "resource[ in namespace]", ...) and self.list_all("resource", ...) in client.py."""
+    """Every self.call("verb", "resource[ in namespace]", ...), self.list_all("resource", ...) and
+    self.watch("resource", ...) in client.py."""
     tree = ast.parse((ROOT / "rwo_failover" / "client.py").read_text())
     used = set()
     for node in ast.walk(tree):
@@ -60,6 +61,8 @@ def used_in_code() -> set[tuple[str, str, str, str]]:
             verb, what = args[0], args[1]
         elif node.func.attr == "list_all" and (isinstance(args[0], str) or isinstance(args[0], ast.Name)):
             verb, what = "list", args[0]
+        elif node.func.attr == "watch" and args and (isinstance(args[0], str) or isinstance(args[0], ast.Name)):
+            verb, what = "watch", args[0]
         else:
             continue
         if not isinstance(what, (str, ast.JoinedStr)) and not (isinstance(what, ast.Name) and

@@ -15,6 +15,8 @@ from .types import NodePlan, NodeState, NodeVerdict, Refusal, RefusalKind
 
 def shutdown_taint(node: Node, specs: Sequence[TaintSpec]) -> Optional[TaintSpec]:
     """The first spec matching one of the node's taints; our own out-of-service taint never counts."""
+    if not node.taints:  # most nodes, in every pass, several times: continuous mode's idle passes judge them all
+        return None
     ours = node.our_taint
     return any_taint_matches(specs, [t.as_dict() for t in node.taints if t is not ours])
 
@@ -47,7 +49,8 @@ def judge_nodes(snapshot: Snapshot, settings: Settings) -> list[NodeVerdict]:
     only out-of-service taint is ours (whatever SHUTDOWN_TAINTS says, so undo never depends on it)."""
     tainted = {node.name: taint for node, taint in tainted_nodes(snapshot.nodes, settings)}
     verdicts = []
-    for node in sorted(snapshot.nodes, key=lambda n: n.name):
+    judged = (n for n in snapshot.nodes if n.name in tainted or n.our_taint is not None)  # the others: no verdict
+    for node in sorted(judged, key=lambda n: n.name):
         lease = snapshot.leases.get(node.name)
         if node.name in tainted:
             verdicts.append(judge_tainted_node(node, lease, tainted[node.name], settings, snapshot.now))

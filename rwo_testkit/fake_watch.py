@@ -1,0 +1,207 @@
+"""Watch for the fixture API server, served as kube-apiserver's watch cache serves it.
+
+`GET <list path>?watch=1` answers 200 with a chunked stream of JSON watch events, one a line:
+`{"type": "ADDED"|"MODIFIED"|"DELETED"|"BOOKMARK"|"ERROR", "object": {...}}`.
+
+- `resourceVersion` unset or "0": a synthetic ADDED for every current object, then the changes after it.
+  Any other value: only the changes after that version. One older than the retained history (`limit`
+  changes per resource) answers 200 and one ERROR event, code 410, reason Expired, "too old resource
+  version: X (Y)", then ends, as the watch cache does (cacher.go returns an error watcher).
+- `allowWatchBookmarks=true`: a BOOKMARK (only `metadata.resourceVersion`) about every `bookmark_seconds`
+  (kube-apiserver: roughly every minute) and 2 s before the timeout, carrying the version the watcher has
+  reached, so a quiet watch still learns how far it is.
+- `timeoutSeconds`: the stream ends cleanly then (kube-apiserver defaults to 30-60 min).
+- A namespaced path (`/api/v1/namespaces/NS/configmaps`) watches that namespace only.
+- Label and field selectors filter events as the real server does: an object that starts matching arrives
+  as ADDED, one that stops matching as DELETED.
+
+Faults (`Fault` kinds in fake_apiserver): "watch-drop" cuts the stream without its final chunk after
+`delay` seconds; "watch-lag" sends nothing at all (no event, no bookmark) for `delay` seconds, then catches
+up; "watch-gone" answers the ERROR 410 event whatever the version asked for.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Callable, Iterator, Optional
+
+WATCH_TIMEOUT_SECONDS = 1800.0
+BOOKMARK_SECONDS = 60.0
+BOOKMARK_BEFORE_TIMEOUT_SECONDS = 2.0
+
+
+class Cut(Exception):
+    """The stream must end without its terminating chunk: a dropped connection, or the server stopping."""
+
+
+@dataclass(frozen=True)
+class Change:
+    version: int
+    type: str  # ADDED, MODIFIED or DELETED
+    key: str
+    raw: bytes  # the object as of this change; for DELETED its last state, with the deletion's version
+    old: Optional[bytes]  # the object before it, to tell selector transitions apart
+
+
+class History:
+    """The changes each resource keeps for watches, bounded as a watch cache is."""
+
+    def __init__(self, lock: threading.RLock, limit: int = 1000) -> None:
+        self.changed = threading.Condition(lock)
+        self.limit = limit
+        self.changes: dict[str, deque[Change]] = {}
+        self.evicted: dict[str, int] = {}  # the newest version no longer retained, per resource
+        self.closing = False
+        self.cut_generation = 0  # bumped by cut_all(): every open stream ends as if dropped
+
+    def record(self, plural: str, change: Change) -> None:
+        """Called with the store's lock held."""
+        kept = self.changes.setdefault(plural, deque())
+        kept.append(change)
+        while len(kept) > self.limit:
+            self.evicted[plural] = kept.popleft().version
+        self.changed.notify_all()
+
+    def forget(self, plural: str, current: int) -> None:
+        """Drop every retained change (as etcd compaction does): a watch from an older version gets 410."""
+        with self.changed:
+            self.changes.pop(plural, None)
+            self.evicted[plural] = current
+
+    def clear(self) -> None:
+        with self.changed:
+            self.changes.clear()
+            self.evicted.clear()
+
+    def cut_all(self) -> None:
+        with self.changed:
+            self.cut_generation += 1
+            self.changed.notify_all()
+
+    def close(self) -> None:
+        with self.changed:
+            self.closing = True
+            self.changed.notify_all()
+
+    def too_old(self, plural: str, version: int) -> bool:
+        return version < self.evicted.get(plural, 0)
+
+    def after(self, plural: str, version: int) -> list[Change]:
+        return [c for c in self.changes.get(plural, ()) if c.version > version]
+
+
+def event(kind: str, obj: bytes) -> bytes:
+    return b'{"type":"' + kind.encode() + b'","object":' + obj + b"}\n"
+
+
+def expired(version: int, oldest: int) -> bytes:
+    status = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+              "message": f"too old resource version: {version} ({oldest})", "reason": "Expired", "code": 410}
+    return event("ERROR", json.dumps(status, separators=(",", ":")).encode())
+
+
+def bookmark(kind: str, api_version: str, version: int) -> bytes:
+    obj = {"kind": kind, "apiVersion": api_version, "metadata": {"resourceVersion": str(version)}}
+    return event("BOOKMARK", json.dumps(obj, separators=(",", ":")).encode())
+
+
+@dataclass
+class WatchRequest:
+    plural: str
+    kind: str
+    api_version: str
+    start: int
+    initial: list[bytes]  # synthetic ADDED events (resourceVersion unset or "0")
+    timeout: float
+    bookmarks: bool
+    bookmark_seconds: float
+    matches: Optional[Callable[[bytes], bool]]  # None: no selector
+    fault: str = ""
+    fault_delay: float = 0.0
+    namespace: str = ""  # a namespaced path's: only its objects' changes (a namespace never changes)
+
+
+def stream(history: History, current: Callable[[], int], w: WatchRequest) -> Iterator[bytes]:
+    """The events of one watch, until its timeout; raises Cut to end it without the final chunk."""
+    opened = time.monotonic()
+    deadline = opened + w.timeout
+    generation = history.cut_generation
+    if w.fault == "watch-gone" or history.too_old(w.plural, w.start):
+        yield expired(w.start, history.evicted.get(w.plural, w.start) + 1)
+        return
+    for raw in w.initial:
+        yield event("ADDED", raw)
+    position = w.start
+    next_bookmark = _next_bookmark(opened, deadline, w.bookmark_seconds)
+    if w.fault == "watch-lag":
+        _hold(history, generation, opened + w.fault_delay)
+    while True:
+        with history.changed:
+            while True:
+                if history.closing or history.cut_generation != generation:
+                    raise Cut()
+                if w.fault == "watch-drop" and time.monotonic() >= opened + w.fault_delay:
+                    raise Cut()
+                if history.too_old(w.plural, position):  # fell out of the window while it waited
+                    changes, late = [], True
+                    break
+                changes, late = history.after(w.plural, position), False
+                now = time.monotonic()
+                due = w.bookmarks and now >= next_bookmark
+                if changes or due or now >= deadline:
+                    break
+                wake = min(deadline, next_bookmark if w.bookmarks else deadline)
+                if w.fault == "watch-drop":
+                    wake = min(wake, opened + w.fault_delay)
+                history.changed.wait(max(0.01, wake - now))
+            if not late and not changes and due:
+                position = max(position, current())  # every change up to now was seen (none matched)
+        if late:
+            yield expired(position, history.evicted[w.plural] + 1)
+            return
+        for change in changes:
+            position = change.version
+            if w.namespace and not change.key.startswith(w.namespace + "/"):
+                continue
+            kind = _event_type(change, w.matches)
+            if kind:
+                yield event(kind, change.raw)
+        if due and not changes:
+            next_bookmark = _next_bookmark(time.monotonic(), deadline, w.bookmark_seconds)
+            yield bookmark(w.kind, w.api_version, position)
+        if time.monotonic() >= deadline:
+            return
+
+
+def _next_bookmark(now: float, deadline: float, every: float) -> float:
+    """As the watch cache's nextBookmarkTime: in `every` seconds, or 2 s before the timeout if sooner; never
+    when that moment has passed already (inf)."""
+    moment = min(now + every, deadline - BOOKMARK_BEFORE_TIMEOUT_SECONDS)
+    return moment if moment > now else float("inf")
+
+
+def _hold(history: History, generation: int, until: float) -> None:
+    """A lagging stream: nothing goes out until `until`, though changes pile up."""
+    with history.changed:
+        while (left := until - time.monotonic()) > 0:
+            if history.closing or history.cut_generation != generation:
+                raise Cut()
+            history.changed.wait(min(left, 0.5))
+
+
+def _event_type(change: Change, matches: Optional[Callable[[bytes], bool]]) -> Optional[str]:
+    if matches is None:
+        return change.type
+    now = matches(change.raw)
+    before = change.old is not None and matches(change.old)
+    if change.type == "DELETED":
+        return "DELETED" if before or now else None
+    if now and before:
+        return "MODIFIED"
+    if now:
+        return "ADDED"
+    return "DELETED" if before else None

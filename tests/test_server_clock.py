@@ -1,0 +1,59 @@
+"""Continuous mode's shared view of the API server's clock (clock.SharedServerClock): the tightest lower bound
+of many Date headers, never this process's wall clock, and never ahead of the server."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from email.utils import format_datetime
+
+import pytest
+
+from rwo_failover.clock import ServerClock, ServerClockUnknown, SharedServerClock
+
+SERVER_AT_ZERO = 1_800_000_000.0  # the server's time when this process's monotonic clock reads 0
+
+
+def date_header(seconds: float) -> str:
+    """What the API server sends at `seconds`: truncated to the second."""
+    return format_datetime(datetime.fromtimestamp(int(seconds), timezone.utc), usegmt=True)
+
+
+def test_many_date_headers_bound_the_server_clock_tighter_than_one_and_never_run_ahead():
+    """Date is truncated to the second: one header lags the server by up to a second; many, arriving at
+    different fractions of a second, bound it tighter, and never run ahead of it."""
+    mono = [0.0]
+    shared, single = SharedServerClock(monotonic=lambda: mono[0]), ServerClock(monotonic=lambda: mono[0])
+    for step in range(1, 8):
+        mono[0] = step * 1.37
+        header = date_header(SERVER_AT_ZERO + mono[0])
+        shared.observe(header)
+        single.observe(header)
+        truth = SERVER_AT_ZERO + mono[0]
+        assert shared.now().timestamp() <= truth + 1e-6 and single.now().timestamp() <= truth + 1e-6
+    truth = SERVER_AT_ZERO + mono[0]
+    assert truth - shared.now().timestamp() < 0.15 < truth - single.now().timestamp()
+
+
+@pytest.mark.parametrize("header", [None, "", "not a date"])
+def test_without_a_date_header_there_is_no_now_at_all(header):
+    """No fallback to this process's clock: a clock that runs 90 s fast must never judge a node."""
+    shared = SharedServerClock()
+    shared.observe(header)
+    with pytest.raises(ServerClockUnknown):
+        shared.now()
+
+
+def test_a_server_clock_stepped_back_is_followed_at_once():
+    """An older, larger bound cannot hold the clock ahead of what the server says now: after the server's
+    clock steps back (NTP), or a request lands on another API server whose clock is behind, the bounds more
+    than a second above the latest header are dropped, so ages are never overestimated by the step."""
+    mono = [0.0]
+    shared = SharedServerClock(monotonic=lambda: mono[0])
+    for step in range(1, 5):
+        mono[0] = step * 1.37
+        shared.observe(date_header(SERVER_AT_ZERO + mono[0]))
+    mono[0] += 1.0
+    stepped_back = SERVER_AT_ZERO - 30 + mono[0]  # the server's clock is now 30 s behind where it was
+    shared.observe(date_header(stepped_back))
+    assert shared.now().timestamp() <= stepped_back + 1e-6
+    assert stepped_back - shared.now().timestamp() < 1.0
