@@ -95,6 +95,18 @@ def _int_at_least(low: int) -> Callable[[str], int]:
     return parse
 
 
+def _int_in(low: int, high: int) -> Callable[[str], int]:
+    """A whole number in [low, high]: for a setting whose extremes break what it times."""
+    at_least = _int_at_least(low)
+
+    def parse(text: str) -> int:
+        value = at_least(text)
+        if value > high:
+            raise ValueError("out of range")
+        return value
+    return parse
+
+
 def _number_in(low: float, high: float) -> Callable[[str], float]:
     """A float in the half-open range (low, high]."""
     def parse(text: str) -> float:
@@ -291,9 +303,10 @@ SPECS: tuple[Spec, ...] = (
          "Continuous mode: keep nodes (and our NetworkFences and recovery records) current with a watch, "
          "and pass when they change or time alone changes a verdict, at least every INTERVAL; false lists every "
          "INTERVAL instead.", "true or false"),
-    Spec("WATCH_STALE_SECONDS", _int_at_least(5), "90",
+    Spec("WATCH_STALE_SECONDS", _int_in(5, 600), "90",
          "Continuous mode: a watch silent this long (no event, no bookmark) has fallen behind; the next pass "
-         "lists afresh before deciding anything.", _WHOLE.format(5)),
+         "lists afresh before deciding anything. The API server bookmarks about once a minute: under 60, a quiet "
+         "collection is listed again every time.", "a whole number from 5 to 600"),
     Spec("RELIST_SECONDS", _int_at_least(30), "3600",
          "Continuous mode: list everything watched afresh this often, whatever the watch says: a backstop against "
          "a lost event.", _WHOLE.format(30)),

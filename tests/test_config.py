@@ -47,7 +47,7 @@ BAD_VALUES = {
     "RECOVERY_SECONDS": ["", "-1", "soon", "2.5"],
     "INTERVAL": ["", "-5", "fast", "100000"],
     "WATCH": ["", "maybe", "2"],
-    "WATCH_STALE_SECONDS": ["", "4", "soon", "1.5"],
+    "WATCH_STALE_SECONDS": ["", "4", "soon", "1.5", "601", "10000000000"],
     "RELIST_SECONDS": ["", "29", "-1", "often"],
 }
 
