@@ -125,10 +125,10 @@ def run_loop(one_pass: Callable[[], Optional[float]], settings: Settings, flag: 
             return _triggered_passes(one_pass, settings, flag, elector, liveness, metrics, *watched)
         return _passes(one_pass, settings, flag, elector, liveness)
     finally:
+        if elector:  # first: the standby takes over at once, however long a watch thread takes to end
+            elector.stop()
         if watched and watched[0].running:
             watched[0].stop()
-        if elector:
-            elector.stop()
         if server:
             server.stop()
 
