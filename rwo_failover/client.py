@@ -377,6 +377,12 @@ class Api:
             response = self.call("watch", what, "GET", path, params, stream=True)
             if response is None:
                 raise ApiError(f"watch {what}: not found (is its API installed?)", 404)
+            # Kept on the watcher, so another thread can cut a read that waits for the next event; a watch
+            # cancelled while it was opening is cut at once (watch.Reflector._interrupt).
+            watcher.response = response  # type: ignore[attr-defined]
+            if getattr(watcher, "cancelled", False):
+                response.release_conn()
+                raise urllib3.exceptions.ProtocolError("the watch was cancelled while it opened")
             return response
         return watcher.stream(opener, resource_version=version, timeout_seconds=timeout_seconds)
 

@@ -85,7 +85,8 @@ class Metrics:
         self.watch_events = Counter(P + "watch_events", "Continuous mode: watch events received, by resource and "
                                     "type (ADDED, MODIFIED, DELETED, BOOKMARK).", ["resource", "type"], registry=r)
         self.relists = Counter(P + "relists", "Continuous mode: full lists of a watched resource, by reason (initial, "
-                               "expired: 410 Gone, stale: the watch fell behind, periodic).", ["resource", "reason"],
+                               "expired: 410 Gone, stale: the watch fell behind, error: any other watch error, periodic).",
+                               ["resource", "reason"],
                                registry=r)
         self.watch_restarts = Counter(P + "watch_restarts", "Continuous mode: watches that broke and were resumed, "
                                       "by reason (dropped, stalled, error).", ["resource", "reason"], registry=r)

@@ -126,71 +126,81 @@ class Reflector(Generic[T]):
 
     # --- the thread -------------------------------------------------------------------------------------
     def start(self) -> None:
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._run, name=f"watch-{self.source.name}", daemon=True)
+        # A stop event of its own per thread: a thread that outlived stop()'s join (blocked in a read) keeps its
+        # set event and ends when it wakes, instead of running on beside the next one.
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(self._stop,), name=f"watch-{self.source.name}",
+                                        daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
         self._stop.set()
+        with self._lock:  # whatever a stream still in flight delivers is of an older generation: dropped
+            self._generation += 1
+            self.items, self.version, self.listed_at, self.heard_at = {}, "", None, None
         self._interrupt()
         if self._thread:
             self._thread.join(timeout=10)
-        with self._lock:
-            self.items, self.version, self.listed_at, self.heard_at = {}, "", None, None
 
-    def _run(self) -> None:
-        backoff = RETRY_SECONDS
-        while not self._stop.is_set():
+    def _run(self, stop: threading.Event) -> None:
+        backoff, relist = RETRY_SECONDS, False
+        while not stop.is_set():
             self.alive_at = self.monotonic()
             if self.listed_at is None:  # the first list is the first pass's (`current`): one list, not two
-                self._stop.wait(0.05)
+                stop.wait(0.05)
                 continue
             try:
+                if relist:  # as client-go's reflector: after a watch error, list again, never resume blind
+                    relist = False
+                    self.relist("error")
                 if self.monotonic() - self.listed_at >= self.settings.relist_seconds:
                     self.relist("periodic")
-                self._watch_once()
+                self._watch_once(stop)
                 backoff = RETRY_SECONDS
                 continue
             except ApiException as err:  # an ERROR event in the stream
                 if err.status == 410:
-                    self._safely_relist("expired")
+                    self._safely_relist("expired", stop)
                     continue
-                self._restarted("error", f"HTTP {err.status} {err.reason or ''}".strip())
+                relist = self._restarted("error", f"HTTP {err.status} {err.reason or ''}".strip())
             except urllib3.exceptions.ReadTimeoutError:
                 self._restarted("stalled", f"silent for {self.settings.watch_stale_seconds}s")
-                self._safely_relist("stale")
+                self._safely_relist("stale", stop)
                 continue
             except (urllib3.exceptions.HTTPError, ConnectionError, OSError) as err:
-                if self._stop.is_set():
+                if stop.is_set():
                     return
                 self._restarted("dropped", f"{type(err).__name__}: {err}")
             except ApiError as err:
                 if err.status == 410:
-                    self._safely_relist("expired")
+                    self._safely_relist("expired", stop)
                     continue
-                self._restarted("error", str(err))
+                relist = self._restarted("error", str(err))
             except Exception:  # noqa: BLE001 - a bug or an odd answer must not end the watch for good
                 log.exception("watch failed; resuming", extra={"resource": self.source.name})
                 if self.metrics:
                     self.metrics.watch_restarted(self.source.name, "error")
-            self._stop.wait(backoff * random.uniform(0.8, 1.2))
+                relist = True
+            stop.wait(backoff * random.uniform(0.8, 1.2))
             backoff = min(backoff * 2, MAX_RETRY_SECONDS)
 
-    def _restarted(self, reason: str, detail: str) -> None:
+    def _restarted(self, reason: str, detail: str) -> bool:
+        """Log and count a broken watch; True, so an error's caller lists again before it resumes."""
         log.warning("watch interrupted; resuming", extra={"resource": self.source.name, "reason": reason,
                                                           "error": detail, "resource_version": self.version})
         if self.metrics:
             self.metrics.watch_restarted(self.source.name, reason)
+        return True
 
-    def _safely_relist(self, reason: str) -> None:
+    def _safely_relist(self, reason: str, stop: threading.Event) -> None:
         try:
             self.relist(reason)
         except ApiError as err:
             log.warning("cannot list; the watch will try again", extra={"resource": self.source.name,
                                                                         "reason": reason, "error": str(err)})
-            self._stop.wait(RETRY_SECONDS)
+            stop.wait(RETRY_SECONDS)
 
-    def _watch_once(self) -> None:
+    def _watch_once(self, stop: threading.Event) -> None:
         """One watch stream, from the current version until it ends, breaks, or a list replaces the items."""
         with self._lock:
             generation, version = self._generation, self.version
@@ -202,11 +212,11 @@ class Reflector(Generic[T]):
         try:
             for event in self.source.watch(self.new_api(), self.settings, version, timeout, watcher):
                 self.alive_at = self.monotonic()
-                if self._stop.is_set() or not self._apply(event, generation):
+                if stop.is_set() or not self._apply(event, generation):
                     watcher.stop()
                     return
         except Exception:
-            if self._stop.is_set() or generation != self._generation:
+            if stop.is_set() or generation != self._generation:
                 return  # we cut it ourselves: a list replaced the items, or we are stopping
             raise
 
@@ -270,9 +280,22 @@ class Reflector(Generic[T]):
             self.on_change(f"{self.source.name} listed ({reason}): {len(changed)} changed")
 
     def _interrupt(self) -> None:
+        """End the running stream now: Watch.stop() alone waits for the next event (a minute, or for ever while
+        the open hangs), so the read is cut too."""
         watcher = self._watcher
         if watcher is not None:
+            watcher.cancelled = True  # type: ignore[attr-defined]
             watcher.stop()
+            cut(getattr(watcher, "response", None))
+
+
+def cut(response: Any) -> None:
+    """Unblock a read of this streaming response from another thread; one already over needs nothing."""
+    try:
+        if response is not None:
+            response.shutdown()
+    except (ValueError, RuntimeError, OSError):  # urllib3: no socket left (the stream ended, the connection released)
+        pass
 
 
 @dataclass
