@@ -48,6 +48,8 @@ from rwo_testkit.e2e import LEASE_SECONDS, OOS_KEY, PASS_ENV, REPO, Cluster, out
 from rwo_testkit.fence_server import FenceServer
 from rwo_testkit.node_sim import FenceController, NodeSimulator
 
+PASS_LOGS = Path(tempfile.gettempdir()) / "rwo-failover-bench"  # --defaults: each run's passes, <tag>.log
+
 APPROACHES = ("nothing", "out-of-service taint alone", "rwo-failover, direct path",
               "rwo-failover + out-of-service taint", "rwo-failover, continuous mode",
               "rwo-failover + networkfence", "rwo-failover + fence webhook")
@@ -134,16 +136,19 @@ def defaults_run(cluster: Cluster, sa: Path, approach: str, run: int, limit: flo
     loop: Optional[subprocess.Popen] = None
     last_minute = [int(time.time() // 60)]
 
+    # Every pass's JSON log is kept, so a stuck run can be explained afterwards.
+    PASS_LOGS.mkdir(exist_ok=True)
+    log = open(PASS_LOGS / f"{tag}.log", "a")  # noqa: SIM115 - open for the run; closed by the process's end
+
     def cron() -> None:  # a Job at each wall-clock minute, as "* * * * *" schedules it
         minute = int(time.time() // 60)
         if minute != last_minute[0]:
             last_minute[0] = minute
             subprocess.run([sys.executable, str(REPO / "reconcile.py"), "--once"], cwd=REPO, env=env,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120, check=False)
+                           stdout=log, stderr=log, timeout=120, check=False)
     if approach.startswith("HA"):
-        loop = subprocess.Popen([sys.executable, str(REPO / "reconcile.py")], cwd=REPO, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, env=dict(env, INTERVAL="15", LEADER_ELECTION="true",
-                                                                    METRICS_PORT="0"))
+        loop = subprocess.Popen([sys.executable, str(REPO / "reconcile.py")], cwd=REPO, stdout=log, stderr=log,
+                                env=dict(env, INTERVAL="15", LEADER_ELECTION="true", METRICS_PORT="0"))
     return timed_outage(cluster, namespace, node, (lambda: None) if loop else cron, loop, limit)
 
 
@@ -165,6 +170,7 @@ def run_defaults(args: argparse.Namespace) -> int:
           f"{UPSTREAM_LEASE_SECONDS}s renewed every {UPSTREAM_LEASE_SECONDS // 4}s; every rwo-failover setting at its "
           "default.\n")
     _table(results, args)
+    print(f"\nEach run's pass logs (JSON): {PASS_LOGS}/<d{{approach}}-{{run}}>.log", file=sys.stderr)
     return 0
 
 
