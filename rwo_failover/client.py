@@ -250,6 +250,9 @@ class Api:
             raise Unavailable(f"{verb} {what}: {describe(err)} after {self._bound(retrying)}",
                               answered=False) from None
 
+    def _write_stopped(self) -> Optional[str]:
+        return self.write_guard() if self.write_guard else None
+
     def _retry_stopped(self) -> Optional[str]:
         """The retry guard's reason not to resend; its own reads are calls too, so this call's state is kept."""
         if not self.call_attempts or self.retry_guard is None:
@@ -273,7 +276,9 @@ class Api:
     def _attempt(self, verb: str, what: str, method: str, path: str, query: list, body: Optional[dict],
                  content_type: str, stream: bool = False) -> Any:
         if method != "GET":
-            reason = (self.write_guard() if self.write_guard else None) or self._retry_stopped()
+            # Asked again after the retry guard: its live re-check reads take time, in which a stop signal,
+            # a lost leadership or the deadline may come.
+            reason = self._write_stopped() or self._retry_stopped() or self._write_stopped()
             if reason:
                 raise WriteStopped(reason, self.call_attempts, self.call_unanswered)
         self.attempts += 1

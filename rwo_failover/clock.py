@@ -10,7 +10,9 @@ header there is no "now" at all: `now()` raises, and nothing is judged.
 A Date header is the API server's clock only when nothing between here and the server rewrites it: nginx,
 for one, sends its own by default. So each pass first has the API server stamp something with its own clock
 (a server-side dry-run create: stored nowhere) and checks the Date header of that same answer against the
-stamp (`check`): the two must agree within CLOCK_TOLERANCE_SECONDS, or nothing is judged.
+stamp (`check`): the two must agree within CLOCK_TOLERANCE_SECONDS, or nothing is judged. From then on
+"now" never runs more than that tolerance past the checked answer (plus the monotonic time since), so a
+later answer by another route, with a Date ahead of the server's, cannot age anything early.
 """
 
 from __future__ import annotations
@@ -34,6 +36,10 @@ class ServerClock:
         self.monotonic = monotonic
         self._seen: Optional[tuple[datetime, float]] = None
         self.last_date: Optional[datetime] = None  # the Date header of the latest answer that carried one
+        # The answer whose Date was checked against the server's own stamp, and when: "now" never runs more than
+        # CLOCK_TOLERANCE_SECONDS past it, whatever later answers say (they may come by another proxy, or from
+        # another API server whose clock is ahead).
+        self._checked: Optional[tuple[datetime, float]] = None
 
     def observe(self, date_header: Optional[str]) -> None:
         """Record a response's Date header; one that cannot be parsed is ignored."""
@@ -57,6 +63,13 @@ class ServerClock:
                 f"the Date header and the API server's own stamp on what it writes are {apart:+.0f}s apart: a proxy "
                 "between here and the API server may send its own Date; rwo-failover times every age on the API "
                 "server's clock and judges nothing while they disagree")
+        self._checked = (date, self.monotonic())
+
+    def _capped(self, now: datetime) -> datetime:
+        if self._checked is None:
+            return now
+        date, at = self._checked
+        return min(now, date + timedelta(seconds=CLOCK_TOLERANCE_SECONDS + self.monotonic() - at))
 
     @property
     def synced(self) -> bool:
@@ -69,7 +82,7 @@ class ServerClock:
                                      "API server may strip it); rwo-failover times every age on the server's clock "
                                      "and judges nothing without it")
         server, at = self._seen
-        return server + timedelta(seconds=self.monotonic() - at)
+        return self._capped(server + timedelta(seconds=self.monotonic() - at))
 
 
 class SharedServerClock(ServerClock):
@@ -111,4 +124,4 @@ class SharedServerClock(ServerClock):
         if not bounds:
             return super().now()  # raises ServerClockUnknown
         offset = max(b[0] for b in bounds)
-        return datetime.fromtimestamp(self.monotonic() + offset, timezone.utc)
+        return self._capped(datetime.fromtimestamp(self.monotonic() + offset, timezone.utc))

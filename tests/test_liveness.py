@@ -564,3 +564,44 @@ def test_a_record_whose_pod_was_never_deleted_is_dropped_by_the_next_pass(cluste
 
     assert cluster.get("pods", "db-0", "default") and recovery_records(cluster) == []
     assert not [e for e in cluster.objects("events") if e["reason"].startswith("RWOVolume")]
+
+
+def test_a_stop_signal_during_the_retrys_recheck_stops_the_retry(api, run_pass):
+    """The retry guard's live re-check reads take time: the write guard (stop signal, leadership, deadline) is
+    asked again after them, so a SIGTERM that arrives meanwhile stops the retry (found by review)."""
+    for i in range(3):
+        fc.live_node(api, f"w{i}")
+    fc.dead_node(api, "dead")
+    stuck(api, "dead")
+    api.inject(Fault("status", status=503, verb="delete", resource="pods", first=1))
+    signalled: list[int] = []
+
+    def sigterm_during_recheck(req) -> None:
+        if req.verb == "get" and req.resource == "nodes" and req.name == "dead" and not signalled \
+                and deletes(api, "pods"):
+            signalled.append(len(api.requests))
+            os.kill(os.getpid(), signal.SIGTERM)  # the Job is being ended, as Kubernetes does
+    api.hooks.append(sigterm_during_recheck)
+
+    result = run_pass(OUT_OF_SERVICE_TAINT="never")
+
+    assert signalled and len(deletes(api, "pods")) == 1, "the refused attempt only: no retry after the signal"
+    assert pod_names(api) == {"db-0"} and result.summary["stopped_by"].startswith("stop requested")
+
+
+def test_now_never_runs_past_the_answer_whose_date_was_checked(api, run_pass):
+    """Only the dry run's answer has its Date checked against the server's own stamp; later answers may come by
+    another proxy, or from an API server whose clock is ahead. They cannot age anything past the checked
+    clock (found by review: a node alive 10 s ago was judged down)."""
+    for i in range(3):
+        fc.live_node(api, f"w{i}")
+    tainted_node(api, "n", not_ready_for=30, lease_renewed_ago=10)  # renewed after NotReady: alive
+    stuck(api, "n")
+
+    def dates(req) -> None:
+        api.date_offset = 0 if req.query.get("dryRun") == "All" else 300
+    api.hooks.append(dates)
+
+    result = run_pass(OUT_OF_SERVICE_TAINT="never")
+
+    assert states(result) == {"n": "split-brain"} and deletes(api, "pods") == []
