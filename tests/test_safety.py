@@ -7,6 +7,8 @@ import pytest
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.fake_apiserver import Response
 from rwo_failover.exitcodes import EXIT_OK, EXIT_REFUSED
+from rwo_failover.planner import NodePlan, NodeState, NodeVerdict, PodAction
+from rwo_failover.planner.caps import cap_pods
 
 from helpers import oos_taints
 
@@ -276,3 +278,17 @@ def test_pods_past_the_cap_are_deleted_by_later_passes(cluster, run_pass):
     assert len(cluster.objects("pods")) == 2 and first.summary["pods_deferred"] == 2 and first.code == EXIT_OK
     run_pass(MAX_PODS_PER_PASS="3", OUT_OF_SERVICE_TAINT="never")
     assert cluster.objects("pods") == [] and cluster.objects("volumeattachments") == []
+
+
+def test_the_caps_first_namespace_turns_so_stuck_pods_never_starve_a_later_namespace():
+    """Pods held by a finalizer stay stuck and are planned again every pass: in a fixed order, namespaces that
+    sort first would take the whole cap for ever (found by review). The first namespace turns each minute."""
+    verdict = NodeVerdict("dead", NodeState.DOWN, fc.SHUTDOWN["key"], "down")
+    pods = tuple(PodAction(ns, name, f"uid-{ns}", "dead", "stuck", (f"{ns}/data",))
+                 for ns, name in (("a1", "x-0"), ("a2", "x-0"), ("prod", "db-0")))
+    plans = (NodePlan(verdict, pods, add_taint=True),)
+
+    taken = [{p.key for plan in cap_pods(plans, 2, minute)[0] for p in plan.pods} for minute in range(3)]
+
+    assert all(len(keys) == 2 for keys in taken)
+    assert all(any(key in keys for keys in taken) for key in ("a1/x-0", "a2/x-0", "prod/db-0")), taken

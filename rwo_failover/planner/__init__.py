@@ -10,7 +10,7 @@ before acting uses the same rules as the plan.
 from __future__ import annotations
 
 import dataclasses
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Iterable, Optional
 
 from ..config import Settings
@@ -100,5 +100,9 @@ def plan(snapshot: Snapshot, settings: Settings) -> Plan:
               "drop_annotation": stale, "unfence": unfence, "recovery": recovery,
               "wake_at": wake_at(verdicts, snapshot, settings, recovery)}
     refusal = unhealthy_brake(snapshot, settings, idle) or nodes_brake(node_plans, settings)
-    capped, deferred, cap_skips = cap_pods(node_plans, settings.max_pods_per_pass)
+    minute = int(snapshot.now.timestamp() // 60)
+    capped, deferred, cap_skips = cap_pods(node_plans, settings.max_pods_per_pass, minute)
+    if deferred:  # the cap's first namespace turns with the minute: a plan that changes then must wake for it
+        turns = datetime.fromtimestamp((minute + 1) * 60, timezone.utc)
+        totals["wake_at"] = min(turns, totals["wake_at"] or turns)
     return Plan(tuple(verdicts), capped, tuple(skips + cap_skips), refusal, deferred=deferred, **totals)
