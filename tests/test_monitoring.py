@@ -4,9 +4,7 @@ the health endpoints, and recovery confirmation with its Events."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import subprocess
 import time
 import urllib.request
@@ -24,18 +22,9 @@ from rwo_testkit.control_plane import free_port
 from rwo_testkit.fence_server import Recorder
 from rwo_testkit.raw_reply import RawReply
 
-from helpers import recovery_records
+from helpers import real_tool, recovery_records
 
 MONITORING = ROOT / "monitoring"
-
-
-def tool(name: str) -> str:
-    found = shutil.which(name)
-    if not found:
-        if os.environ.get("E2E_REQUIRED"):
-            pytest.fail(f"{name} is required here (Debian's prometheus / prometheus-pushgateway packages)")
-        pytest.skip(f"{name} is not installed: apt-get install prometheus prometheus-pushgateway")
-    return found
 
 
 def test_the_metric_table_matches_the_code():
@@ -60,7 +49,7 @@ def test_the_prometheusrule_carries_exactly_the_plain_rules():
 
 
 def test_promtool_checks_the_rules_and_every_alert_fires_and_clears():
-    promtool = tool("promtool")
+    promtool = real_tool("promtool", "prometheus")
     subprocess.run([promtool, "check", "rules", "rules.yml"], cwd=MONITORING, check=True, capture_output=True)
     tested = subprocess.run([promtool, "test", "rules", "tests.yml"], cwd=MONITORING, capture_output=True, text=True)
     assert tested.returncode == 0, tested.stdout + tested.stderr
@@ -245,7 +234,7 @@ def cronjob_env(job_name: str) -> dict:
 
 
 def pushgateway(tmp_path):
-    binary = tool("prometheus-pushgateway")
+    binary = real_tool("prometheus-pushgateway", "prometheus-pushgateway")
     port = free_port()
     proc = subprocess.Popen([binary, f"--web.listen-address=127.0.0.1:{port}",
                              f"--persistence.file={tmp_path / 'persist'}"],
