@@ -17,6 +17,8 @@ from rwo_failover.model import OUT_OF_SERVICE_KEY
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.fence_server import FenceServer, Recorder
 
+from helpers import stuck
+
 FENCE_CLASS = "ceph-rbd-fence"
 DEAD_CIDR = f"{fc.internal_ip('dead')}/32"
 
@@ -128,8 +130,12 @@ def test_once_fenced_a_node_is_acted_on_after_its_lease_duration_not_min_not_rea
     for i in range(3):
         fc.live_node(api, f"w{i}")
     fc.dead_node(api, "dead", down_for=45)  # NotReady 45 s, Lease 85 s old: under MIN (60), over the lease (40)
-    fc.add_volume(api, "data-db-0", attached_to="dead")
-    api.add(fc.pod("db-0", "dead", claims=["data-db-0"], terminating=True))
+    assert_fencing_turns_not_yet_into_failover(api, run_pass)
+
+
+def assert_fencing_turns_not_yet_into_failover(api, run_pass) -> None:
+    """"dead", not yet down without fencing, is failed over once its NetworkFence answers Succeeded."""
+    stuck(api, "dead")
     assert run_pass().summary["not_yet"] == 1, "without fencing: not yet"
     networkfence(run_pass)
     set_result(api, "Succeeded")
@@ -402,12 +408,7 @@ def test_once_fenced_a_node_is_down_at_the_controllers_verdict_and_its_leases_du
         fc.live_node(api, f"w{i}")
     api.add(fc.node("dead", ready="Unknown", since=5, taints=[fc.SHUTDOWN, fc.UNREACHABLE]))
     api.add(fc.lease("dead", 45))  # renewed 45 s ago, then silent: NotReady 5 s ago after a 40 s grace
-    fc.add_volume(api, "data-db-0", attached_to="dead")
-    api.add(fc.pod("db-0", "dead", claims=["data-db-0"], terminating=True))
-    assert run_pass().summary["not_yet"] == 1, "without fencing: not yet (MIN_NOT_READY_SECONDS=60)"
-    networkfence(run_pass)
-    set_result(api, "Succeeded")
-    assert networkfence(run_pass).code == EXIT_OK and api.objects("pods") == []
+    assert_fencing_turns_not_yet_into_failover(api, run_pass)  # without fencing: MIN_NOT_READY_SECONDS=60
 
 
 # --- Found by the attack on issue 18 --------------------------------------------------------------------------
