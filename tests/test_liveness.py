@@ -119,18 +119,19 @@ def test_without_a_date_header_nothing_is_judged_and_the_pass_exits_4(cluster, k
 
 # --- 4. Stopped nodes never block failover -----------------------------------------------------------------
 
-def stopped(api, name: str) -> None:
-    """A stopped instance: its Node kept, with the cloud's shutdown taint, for a day; nothing left on it."""
-    fc.dead_node(api, name, down_for=86400)
+def stopped_beside_an_outage(api, live: int) -> None:
+    """`live` live nodes; six stopped instances (each Node kept with the cloud's shutdown taint for a day,
+    nothing left on it); and "dead", a real outage with a stuck pod."""
+    for i in range(live):
+        fc.live_node(api, f"w{i}")
+    for i in range(6):
+        fc.dead_node(api, f"stopped-{i}", down_for=86400)
+    fc.dead_node(api, "dead")
+    stuck(api, "dead")
 
 
 def test_stopped_nodes_with_nothing_to_release_never_trip_the_node_brake(api, run_pass):
-    for i in range(8):
-        fc.live_node(api, f"w{i}")
-    for i in range(6):
-        stopped(api, f"stopped-{i}")
-    fc.dead_node(api, "dead")
-    stuck(api, "dead")
+    stopped_beside_an_outage(api, live=8)
 
     result = run_pass()
 
@@ -140,12 +141,7 @@ def test_stopped_nodes_with_nothing_to_release_never_trip_the_node_brake(api, ru
 
 
 def test_stopped_nodes_with_nothing_to_release_never_count_toward_the_unhealthy_fraction(api, run_pass):
-    for i in range(3):
-        fc.live_node(api, f"w{i}")
-    for i in range(6):
-        stopped(api, f"stopped-{i}")
-    fc.dead_node(api, "dead")
-    stuck(api, "dead")
+    stopped_beside_an_outage(api, live=3)
 
     result = run_pass()  # 7 of 10 not Ready; of the nodes with anything on them, 1 of 4
 
