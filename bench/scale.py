@@ -149,7 +149,7 @@ def measure(api: FakeApiServer, command: list[str], env: dict) -> Measured:
         result = json.load(report)
     output = proc.stdout
     made = api.requests[before:]
-    writes = sum(1 for r in made if r.method in ("POST", "PUT", "PATCH", "DELETE") and r.query.get("dryRun") != "All")
+    writes = sum(1 for r in made if r.could_change)
     return Measured(wall, result["maxrss_kb"] / 1024, Counter((r.verb, r.resource) for r in made),
                     sum(r.response_bytes for r in made), output.decode(errors="replace"), result["code"], writes)
 

@@ -79,6 +79,11 @@ class Request:
     watch_fault: Optional["Fault"] = None
     at: float = field(default_factory=time.monotonic)  # when it arrived, on this process's monotonic clock
 
+    @property
+    def could_change(self) -> bool:
+        """A write that could change something: a server-side dry run (?dryRun=All) changes nothing."""
+        return self.method in ("POST", "PUT", "PATCH", "DELETE") and self.query.get("dryRun") != "All"
+
 
 @dataclass
 class Response:
@@ -342,9 +347,8 @@ class FakeApiServer:
         return None
 
     def mutations(self) -> list[Request]:
-        """The requests that could change something: a server-side dry run (?dryRun=All) changes nothing."""
-        return [r for r in self.requests if r.method in ("POST", "PUT", "PATCH", "DELETE")
-                and r.query.get("dryRun") != "All"]
+        """The requests that could change something (Request.could_change)."""
+        return [r for r in self.requests if r.could_change]
 
     # --- request handling ----------------------------------------------------------------
     def handle(self, req: Request, auth: str) -> Response:
