@@ -6,7 +6,7 @@ Runs one pass and exits with a code that tells the truth; see README.md.
 
 import sys
 
-from rwo_failover.cli import main
+from rwo_failover.run.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

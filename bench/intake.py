@@ -6,7 +6,7 @@
 
 The fixture API server holds --nodes nodes as the scale benchmark builds them (about 9.8 KB of JSON each)
 and plays the kubelets' status reports at --rate a minute (each node's heartbeat times move, nothing a pass
-judges). A child process runs only the reflector of continuous mode's node watch (watch.Reflector with the
+judges). A child process runs only the reflector of continuous mode's node watch (kube.reflector.Reflector with the
 NODES source, over the real client and transport), as reconcile.py does; after its first list, its own CPU
 (utime + stime, every thread) is measured over --minutes. Printed: CPU seconds a minute, and per event.
 Figures are printed, never asserted.
@@ -31,9 +31,10 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 def consume(kubeconfig: str, minutes: float) -> None:
     """The child: a node reflector as continuous mode runs it; prints its CPU over the window as JSON."""
-    from rwo_failover import config
-    from rwo_failover.client import Api, load_api_client
-    from rwo_failover.watch import NODES, Reflector
+    from rwo_failover import settings as config
+    from rwo_failover.kube import Api, load_api_client
+    from rwo_failover.kube.sources import NODES
+    from rwo_failover.kube.reflector import Reflector
 
     settings = config.load(["--interval", "15"], {"KUBECONFIG": kubeconfig})[1]
     api_client = load_api_client(settings)

@@ -49,8 +49,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from scale import load, rich_pod  # noqa: E402
 
-from rwo_failover import config  # noqa: E402
-from rwo_failover.client import USER_AGENT  # noqa: E402
+from rwo_failover import settings as config  # noqa: E402
+from rwo_failover.kube import USER_AGENT  # noqa: E402
 from rwo_failover.model import server_time  # noqa: E402
 from rwo_failover.planner.liveness import STAMP  # noqa: E402
 from rwo_testkit import fake_cluster as fc  # noqa: E402

@@ -14,7 +14,7 @@ import os
 import sys
 from typing import Any, Callable
 
-from rwo_failover import cli, runner
+from rwo_failover.run import cli, runner
 
 
 def observe_that_crashes(passes: int, real: Callable[..., Any] = runner.observe) -> Callable[..., Any]:

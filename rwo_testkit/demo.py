@@ -15,11 +15,13 @@ import sys
 import tempfile
 from typing import IO, Mapping, Optional, Sequence
 
-from rwo_failover import config, logs, plan_table
-from rwo_failover.client import Api, load_api_client
-from rwo_failover.config import Settings
-from rwo_failover.exitcodes import EXIT_CONFIG
-from rwo_failover.runner import run_pass
+from rwo_failover import settings as config
+
+from rwo_failover.run import logs, plan_table
+from rwo_failover.kube import Api, load_api_client
+from rwo_failover.settings import Settings
+from rwo_failover.run.exitcodes import EXIT_CONFIG
+from rwo_failover.run.runner import run_pass
 
 from . import fake_cluster as fc
 from .fake_apiserver import FakeApiServer

@@ -27,7 +27,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Iterator, Optional
 from urllib.parse import parse_qs, urlsplit
 
-from rwo_failover.matchers import LabelSelector, MatcherError
+from rwo_failover.model.matchers import LabelSelector, MatcherError
 
 from . import fake_watch, managed_fields
 from .fake_watch import Change, Cut, History, WatchRequest

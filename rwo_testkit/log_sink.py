@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from rwo_failover.logs import LOGGER
+from rwo_failover.run.logs import LOGGER
 
 _STANDARD = set(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
 

@@ -14,7 +14,7 @@ from typing import Iterator
 import pytest
 from hypothesis import settings as hsettings
 
-from rwo_failover.cli import main
+from rwo_failover.run.cli import main
 from rwo_testkit.fake_apiserver import TOKEN, FakeApiServer
 from rwo_testkit import log_sink
 from rwo_testkit.log_sink import plant, planted_secrets  # noqa: F401 - for the tests: from conftest import plant

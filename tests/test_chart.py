@@ -14,7 +14,8 @@ import pytest
 import yaml
 
 from conftest import ROOT
-from rwo_failover import __version__, config
+from rwo_failover import __version__
+from rwo_failover import settings as config
 from rwo_testkit import chart
 
 VALUES = yaml.safe_load((chart.CHART / "values.yaml").read_text())

@@ -10,12 +10,12 @@ import json
 
 import pytest
 
-from rwo_failover import config
-from rwo_failover.cli import main
-from rwo_failover.client import Api, load_api_client
-from rwo_failover.exitcodes import EXIT_OK
-from rwo_failover.leader import LeaderElector
-from rwo_failover.runner import run_pass
+from rwo_failover import settings as config
+from rwo_failover.run.cli import main
+from rwo_failover.kube import Api, load_api_client
+from rwo_failover.run.exitcodes import EXIT_OK
+from rwo_failover.kube.leader import LeaderElector
+from rwo_failover.run.runner import run_pass
 from rwo_testkit import chart, rbac_gate
 from rwo_testkit import fake_cluster as fc
 
@@ -35,7 +35,7 @@ def run_as_rendered(api, kubeconfig: str, values: dict) -> tuple[int, config.Set
     if settings.leader_election:  # HA: win the Lease as a replica does, then pass as the leader
         elector = LeaderElector(lambda: Api(load_api_client(settings), settings), settings.leader_election_namespace,
                                 settings.leader_election_lease_name, "replica-0", settings.leader_election_lease_seconds)
-        from rwo_failover import logs
+        from rwo_failover.run import logs
         logs.setup("json", "INFO", out)
         assert elector.step() and elector.step(), "acquired, then renewed"
         code = run_pass(Api(load_api_client(settings), settings), settings, guard=elector.write_guard)

@@ -13,8 +13,8 @@ import pytest
 
 from conftest import ROOT, SESSION_LOG
 from rwo_testkit import fake_cluster as fc
-from rwo_failover.cli import main
-from rwo_failover.exitcodes import EXIT_CONFIG, EXIT_CRASH, EXIT_FORBIDDEN, EXIT_OK, EXIT_UNAVAILABLE
+from rwo_failover.run.cli import main
+from rwo_failover.run.exitcodes import EXIT_CONFIG, EXIT_CRASH, EXIT_FORBIDDEN, EXIT_OK, EXIT_UNAVAILABLE
 
 
 def run_main(env: dict) -> tuple[int, str, str]:
@@ -127,7 +127,7 @@ def test_installed_entry_points_run(command):
 def test_an_uncaught_exception_exits_70_with_its_traceback(api, run_pass, monkeypatch):
     """A bug ends with exit 70 and a logged traceback. No input over HTTP reaches one any more (issue 18),
     so the bug is simulated: a test double of observe that raises (rwo_testkit/crashing.py)."""
-    from rwo_failover import runner
+    from rwo_failover.run import runner
     from rwo_testkit.crashing import observe_that_crashes
 
     monkeypatch.setattr(runner, "observe", observe_that_crashes(1))
@@ -161,7 +161,7 @@ def test_a_list_answer_of_the_wrong_shape_is_a_failed_read_not_a_bug(api, run_pa
 ])
 def test_boolean_flags_work_bare_and_with_a_value(argv, expected):
     """As kubectl's do: `--dry-run` alone means true, and `--dry-run=false` still works."""
-    from rwo_failover import config
+    from rwo_failover import settings as config
 
     _args, settings = config.load(argv, {})
     assert {key: getattr(settings, key) for key in expected} == expected

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from rwo_failover import config
-from rwo_failover.exitcodes import EXIT_CONFIG
-from rwo_failover.matchers import LabelSelector, MatcherError, TaintSpec
+from rwo_failover import settings as config
+from rwo_failover.run.exitcodes import EXIT_CONFIG
+from rwo_failover.model.matchers import LabelSelector, MatcherError, TaintSpec
 
 BAD_VALUES = {
     "DRY_RUN": ["", "maybe", "2"],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from rwo_failover.exitcodes import EXIT_OK
+from rwo_failover.run.exitcodes import EXIT_OK
 from rwo_testkit.demo import main
 
 

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from conftest import ROOT, SESSION_LOG, fresh_venv
-from rwo_failover import config
+from rwo_failover import settings as config
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.control_plane import free_port
 
@@ -66,7 +66,7 @@ def test_cronjob_schedule_and_job_limits():
 @pytest.mark.parametrize("which", ["cronjob", "deployment"])
 def test_the_grace_period_covers_the_rest_of_a_pass_and_the_metrics_push(which):
     """After SIGTERM no new write starts, but the pass's reads and the push still finish before SIGKILL."""
-    from rwo_failover.metrics import PUSH_TIMEOUT_SECONDS
+    from rwo_failover.run.metrics import PUSH_TIMEOUT_SECONDS
 
     grace = pod_spec(which)["terminationGracePeriodSeconds"]
     assert grace >= float(config.BY_NAME["PASS_TIMEOUT_SECONDS"].default) + PUSH_TIMEOUT_SECONDS

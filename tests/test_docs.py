@@ -7,7 +7,8 @@ import subprocess
 import sys
 
 from conftest import ROOT
-from rwo_failover import config, exitcodes
+from rwo_failover import settings as config
+from rwo_failover.run import exitcodes
 
 README = (ROOT / "README.md").read_text()
 SETTINGS_DOC = (ROOT / "docs" / "settings.md").read_text()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from rwo_failover.exitcodes import EXIT_REFUSED
+from rwo_failover.run.exitcodes import EXIT_REFUSED
 
 from rwo_testkit import fake_cluster as fc
 

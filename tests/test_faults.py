@@ -9,7 +9,7 @@ import pytest
 
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.fake_apiserver import Fault
-from rwo_failover.exitcodes import EXIT_FAILED, EXIT_FORBIDDEN, EXIT_OK, EXIT_UNAVAILABLE
+from rwo_failover.run.exitcodes import EXIT_FAILED, EXIT_FORBIDDEN, EXIT_OK, EXIT_UNAVAILABLE
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from conftest import ROOT, plant
-from rwo_failover.exitcodes import EXIT_FAILED
+from rwo_failover.run.exitcodes import EXIT_FAILED
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.fence_server import FenceServer, RawFenceServer, http_answer
 

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from conftest import plant
-from rwo_failover.exitcodes import EXIT_FAILED, EXIT_OK
+from rwo_failover.run.exitcodes import EXIT_FAILED, EXIT_OK
 from rwo_failover.model import OUT_OF_SERVICE_KEY
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.fence_server import FenceServer, Recorder

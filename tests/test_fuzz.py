@@ -24,10 +24,10 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings as hsettings, strategies as st
 
 from conftest import SESSION_LOG, SESSION_REQUESTS, plant
-from rwo_failover.cli import main
-from rwo_failover.events import NotOurs, bump_of
-from rwo_failover.exitcodes import EXIT_CRASH
-from rwo_failover.fence_webhook import judge_answer
+from rwo_failover.run.cli import main
+from rwo_failover.act.events import NotOurs, bump_of
+from rwo_failover.run.exitcodes import EXIT_CRASH
+from rwo_failover.act.fence_webhook import judge_answer
 from rwo_failover.model import (OOS_ANNOTATION, OPT_OUT_ANNOTATION, OUT_OF_SERVICE_KEY, RECOVERY_ANNOTATION,
                                 RECOVERY_LABEL, Attachment, BadObject, Claim, Fence, Lease, Node, Pod, Volume)
 from rwo_failover.planner.recovery import Record

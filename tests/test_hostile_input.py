@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from rwo_failover.exitcodes import EXIT_FAILED, EXIT_FORBIDDEN, EXIT_OK, EXIT_REFUSED
+from rwo_failover.run.exitcodes import EXIT_FAILED, EXIT_FORBIDDEN, EXIT_OK, EXIT_REFUSED
 from rwo_failover.model import RECOVERY_ANNOTATION, RECOVERY_LABEL
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.fake_apiserver import Fault
@@ -59,10 +59,10 @@ def forged_record(api, namespace: str = "tenant") -> dict:
 
 
 def test_a_forged_recovery_record_injects_no_event_and_no_failover_sample(api, kubeconfig):
-    from rwo_failover import config
-    from rwo_failover.client import Api, load_api_client
-    from rwo_failover.metrics import Metrics
-    from rwo_failover.runner import run_pass
+    from rwo_failover import settings as config
+    from rwo_failover.kube import Api, load_api_client
+    from rwo_failover.run.metrics import Metrics
+    from rwo_failover.run.runner import run_pass
 
     for i in range(3):
         fc.live_node(api, f"w{i}")

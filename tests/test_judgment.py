@@ -18,8 +18,8 @@ import time
 import pytest
 
 from conftest import ROOT, SESSION_LOG
-from rwo_failover import logs
-from rwo_failover.exitcodes import EXIT_FAILED, EXIT_OK, EXIT_REFUSED
+from rwo_failover.run import logs
+from rwo_failover.run.exitcodes import EXIT_FAILED, EXIT_OK, EXIT_REFUSED
 from rwo_failover.model import OOS_ANNOTATION, OUT_OF_SERVICE_KEY
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.fake_apiserver import Fault
@@ -435,7 +435,7 @@ def test_the_loop_exits_1_after_five_crashes_in_a_row(cluster, kubeconfig):
 
 def test_the_stop_signal_handler_takes_no_lock():
     """A handler that logs or sets a threading.Event can deadlock on a lock its own thread holds."""
-    from rwo_failover.loop import StopFlag
+    from rwo_failover.run.loop import StopFlag
 
     flag = StopFlag()
     handler = logging.getLogger(logs.LOGGER).handlers or [logging.StreamHandler(io.StringIO())]

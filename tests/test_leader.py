@@ -12,11 +12,11 @@ import time
 import pytest
 
 from conftest import ROOT, SESSION_LOG
-from rwo_failover import config
-from rwo_failover.cli import main
-from rwo_failover.client import Api, ApiError, load_api_client
-from rwo_failover.exitcodes import EXIT_CONFIG, EXIT_OK
-from rwo_failover.leader import LeaderElector
+from rwo_failover import settings as config
+from rwo_failover.run.cli import main
+from rwo_failover.kube import Api, ApiError, load_api_client
+from rwo_failover.run.exitcodes import EXIT_CONFIG, EXIT_OK
+from rwo_failover.kube.leader import LeaderElector
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.fake_apiserver import Fault
 

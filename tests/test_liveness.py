@@ -15,7 +15,7 @@ from typing import Optional
 import pytest
 
 from conftest import ROOT
-from rwo_failover.exitcodes import EXIT_OK, EXIT_REFUSED, EXIT_UNAVAILABLE
+from rwo_failover.run.exitcodes import EXIT_OK, EXIT_REFUSED, EXIT_UNAVAILABLE
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.fake_apiserver import Fault, Response
 

@@ -24,12 +24,14 @@ from typing import Optional
 from hypothesis import HealthCheck, settings as hsettings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from rwo_failover import config, logs
-from rwo_failover.client import Api, load_api_client
-from rwo_failover.exitcodes import EXIT_CRASH
-from rwo_failover.leader import LeaderElector
+from rwo_failover import settings as config
+
+from rwo_failover.run import logs
+from rwo_failover.kube import Api, load_api_client
+from rwo_failover.run.exitcodes import EXIT_CRASH
+from rwo_failover.kube.leader import LeaderElector
 from rwo_failover.model import OUT_OF_SERVICE_KEY
-from rwo_failover.runner import run_pass
+from rwo_failover.run.runner import run_pass
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.fake_apiserver import FakeApiServer, Fault, Request
 

@@ -14,9 +14,9 @@ import pytest
 import yaml
 
 from conftest import ROOT, plant
-from rwo_failover.exitcodes import EXIT_OK, EXIT_REFUSED
-from rwo_failover.health import Liveness
-from rwo_failover.metrics import Metrics, documented
+from rwo_failover.run.exitcodes import EXIT_OK, EXIT_REFUSED
+from rwo_failover.run.health import Liveness
+from rwo_failover.run.metrics import Metrics, documented
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.control_plane import free_port
 from rwo_testkit.fence_server import Recorder

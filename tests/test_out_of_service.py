@@ -12,7 +12,7 @@ import pytest
 
 from conftest import ROOT
 from rwo_testkit import fake_cluster as fc
-from rwo_failover.exitcodes import EXIT_OK, EXIT_REFUSED
+from rwo_failover.run.exitcodes import EXIT_OK, EXIT_REFUSED
 from rwo_failover.model import OOS_ANNOTATION, OUT_OF_SERVICE_KEY as OOS_KEY
 
 
@@ -253,7 +253,7 @@ def test_continuous_mode_finishes_the_pass_in_flight_on_sigterm(cluster, kubecon
     ("v1.30.2+k3s1", (1, 30)), ("1.28.0", (1, 28)), ("", None), ("devel", None),
 ])
 def test_server_versions_from_every_vendor_parse(text, expected):
-    from rwo_failover.client import parse_version
+    from rwo_failover.kube import parse_version
     assert parse_version(text) == expected
 
 

@@ -12,8 +12,8 @@ import sys
 import pytest
 
 from conftest import ROOT
-from rwo_failover import plan_table
-from rwo_failover.cli import main
+from rwo_failover.run import plan_table
+from rwo_failover.run.cli import main
 from rwo_failover.planner import NodePlan, NodeState, NodeVerdict, Plan, PodAction, Refusal, RefusalKind, Skip
 from rwo_failover.planner.types import AttachmentAction
 from rwo_testkit import fake_cluster as fc

@@ -9,7 +9,7 @@ from typing import Optional
 import pytest
 from hypothesis import Phase, find, given, settings as hsettings, strategies as st
 
-from rwo_failover import config
+from rwo_failover import settings as config
 from rwo_failover import planner as decide
 from rwo_failover.model import MULTI_ATTACH_MODES, Attachment, Claim, Lease, Node, Pod, Snapshot, Taint, Volume
 

@@ -1,7 +1,7 @@
 """rbac.yaml grants exactly what the code uses: no missing verb, and no unused grant.
 
 Two independent sources of "what the code uses": a static scan of every API call in
-rwo_failover/client.py, and the fixture's request log of the whole test suite (our
+rwo_failover/kube/ (the API access layer), and the fixture's request log of the whole test suite (our
 User-Agent only), gathered by conftest and judged by the last test to run.
 """
 
@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from conftest import ROOT, SESSION_REQUESTS
-from rwo_failover.client import USER_AGENT
+from rwo_failover.kube import USER_AGENT
 from rwo_testkit.fake_apiserver import KINDS
 
 CLUSTER = "*"  # a ClusterRole grant: every namespace, and cluster-scoped objects
@@ -27,7 +27,7 @@ def group_of(resource: str) -> str:
 
 RBAC_FILES = ("rbac.yaml", "deploy/ha/leader-election-rbac.yaml", "deploy/components/networkfence/rbac.yaml")
 ELECTION_NAMESPACE = "rwo-failover"  # LEADER_ELECTION_NAMESPACE and RECOVERY_NAMESPACE, by default
-OWN_NAMESPACE = {"ELECTION_LEASES": "leases", "RECOVERY_RECORDS": "configmaps"}  # client.py's names for them
+OWN_NAMESPACE = {"ELECTION_LEASES": "leases", "RECOVERY_RECORDS": "configmaps"}  # kube/api.py's names for them
 
 
 def granted() -> set[tuple[str, str, str, str]]:
@@ -50,10 +50,10 @@ def granted() -> set[tuple[str, str, str, str]]:
 
 def used_in_code() -> set[tuple[str, str, str, str]]:
     """Every self.call("verb", "resource[ in namespace]", ...), self.list_all("resource", ...) and
-    self.watch("resource", ...) in client.py."""
-    tree = ast.parse((ROOT / "rwo_failover" / "client.py").read_text())
+    self.watch("resource", ...) in the API access layer (rwo_failover/kube/), the only place that calls."""
+    trees = [ast.parse(path.read_text()) for path in sorted((ROOT / "rwo_failover" / "kube").glob("*.py"))]
     used = set()
-    for node in ast.walk(tree):
+    for node in (node for tree in trees for node in ast.walk(tree)):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
             continue
         args = [a.value if isinstance(a, ast.Constant) else a for a in node.args]

@@ -6,7 +6,7 @@ import pytest
 
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.fake_apiserver import Response
-from rwo_failover.exitcodes import EXIT_OK, EXIT_REFUSED
+from rwo_failover.run.exitcodes import EXIT_OK, EXIT_REFUSED
 from rwo_failover.planner import NodePlan, NodeState, NodeVerdict, PodAction
 from rwo_failover.planner.caps import cap_pods
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rwo_testkit import fake_cluster as fc
-from rwo_failover.exitcodes import EXIT_OK
+from rwo_failover.run.exitcodes import EXIT_OK
 
 
 def healthy_cluster(api, count: int = 3) -> None:

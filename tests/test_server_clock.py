@@ -8,7 +8,7 @@ from email.utils import format_datetime
 
 import pytest
 
-from rwo_failover.clock import ServerClock, ServerClockUnknown, SharedServerClock
+from rwo_failover.kube.clock import ServerClock, ServerClockUnknown, SharedServerClock
 
 SERVER_AT_ZERO = 1_800_000_000.0  # the server's time when this process's monotonic clock reads 0
 

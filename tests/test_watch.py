@@ -17,12 +17,13 @@ from kubernetes import watch as k8s_watch
 from kubernetes.client.exceptions import ApiException
 
 from conftest import ROOT
-from rwo_failover import config
-from rwo_failover.client import Api, load_api_client
-from rwo_failover.exitcodes import EXIT_OK
-from rwo_failover.metrics import Metrics
+from rwo_failover import settings as config
+from rwo_failover.kube import Api, load_api_client
+from rwo_failover.run.exitcodes import EXIT_OK
+from rwo_failover.run.metrics import Metrics
 from rwo_failover.model import RECOVERY_LABEL, Unreadable
-from rwo_failover.watch import NODES, RECOVERY_RECORDS, Reflector
+from rwo_failover.kube.sources import NODES, RECOVERY_RECORDS
+from rwo_failover.kube.reflector import Reflector
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.control_plane import free_port
 from rwo_testkit.fake_apiserver import Fault
@@ -445,7 +446,7 @@ def test_a_standby_keeps_no_watch_and_lists_once_it_leads(api, kubeconfig):
 
 
 def test_a_stuck_watch_thread_fails_healthz(api, kubeconfig):
-    from rwo_failover.watch import WatchedCluster
+    from rwo_failover.kube.cache import WatchedCluster
 
     settings = settings_for(kubeconfig)
     cluster = WatchedCluster(lambda: Api(load_api_client(settings), settings), settings, Changes())

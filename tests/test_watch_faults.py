@@ -9,8 +9,8 @@ import signal
 import threading
 import time
 
-from rwo_failover.client import Api, load_api_client
-from rwo_failover.watch import WatchedCluster
+from rwo_failover.kube import Api, load_api_client
+from rwo_failover.kube.cache import WatchedCluster
 from rwo_testkit.fake_apiserver import Response
 
 from test_watch import break_node, live_nodes, loop, settings_for, stop, wait_until, watches

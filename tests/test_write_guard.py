@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from rwo_failover import config
-from rwo_failover.client import Api, load_api_client
-from rwo_failover.outcome import Outcome
-from rwo_failover.writer import Result, Writer
+from rwo_failover import settings as config
+from rwo_failover.kube import Api, load_api_client
+from rwo_failover.act.outcome import Outcome
+from rwo_failover.act.writer import Result, Writer
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.fake_apiserver import Fault
 

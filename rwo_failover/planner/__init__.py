@@ -1,10 +1,12 @@
 """Decide: a pure function from a cluster snapshot and the settings to a plan.
 
 Every rule about what may be touched lives in this package, one module per rule family:
-`nodes` (judgment and brakes), `pods` (selection), `attachments` (orphans included) and
-`taint` (the out-of-service taint). Nothing here does I/O or reads a clock, which
-import-linter checks; observe and act call the same functions, so the live re-check
-before acting uses the same rules as the plan.
+`liveness` and `nodes` (judgment and brakes), `pods` (selection), `attachments` (orphans included),
+`taint` (the out-of-service taint), `fencing`, `recovery`, `caps` (the pod cap) and `types` (the Plan).
+Observe and act call the same functions, so the live re-check before acting uses the same rules as the plan.
+
+May use: the object model and settings, and nothing that does I/O or reads a clock (no kubernetes client,
+no sockets, threads, time, logging or os), which import-linter checks.
 """
 
 from __future__ import annotations
@@ -13,20 +15,39 @@ import dataclasses
 from datetime import datetime, timezone
 from typing import Iterable, Optional
 
-from ..config import Settings
 from ..model import Node, Snapshot
+from ..settings import Settings
 from .attachments import attachments_for
 from .caps import cap_pods
 from .fencing import fence_step, unfence_step, unfence_steps
-from .recovery import judge_all
 from .liveness import judge_liveness, lease_expires_at, lease_fresh
-from .nodes import (judge_nodes, judge_ours, judge_tainted_node, nodes_brake, nodes_to_inspect, not_ready_count,
-                    shutdown_taint, tainted_nodes, unhealthy_brake)
-from .unreadable import unreadable_on
+from .nodes import (
+    judge_nodes,
+    judge_ours,
+    judge_tainted_node,
+    nodes_brake,
+    nodes_to_inspect,
+    not_ready_count,
+    shutdown_taint,
+    tainted_nodes,
+    unhealthy_brake,
+)
 from .pods import exclusive_claims, pod_exclusion, select_pods, stuck_states
+from .recovery import judge_all
 from .taint import recovered, recovered_at, taint_blocker, undo_blocker, untaint, wants_out_of_service
-from .types import (AttachmentAction, NodePlan, NodeState, NodeVerdict, Plan, PodAction, Refusal, RefusalKind, Skip,
-                    UnsafePlan)
+from .types import (
+    AttachmentAction,
+    NodePlan,
+    NodeState,
+    NodeVerdict,
+    Plan,
+    PodAction,
+    Refusal,
+    RefusalKind,
+    Skip,
+    UnsafePlan,
+)
+from .unreadable import unreadable_on
 
 __all__ = ["AttachmentAction", "NodePlan", "NodeState", "NodeVerdict", "Plan", "PodAction", "Refusal",
            "RefusalKind", "Skip", "UnsafePlan", "exclusive_claims", "judge_liveness", "judge_nodes", "judge_ours",

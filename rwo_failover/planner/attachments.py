@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from ..config import Settings
 from ..model import Attachment, Claim, Pod, Snapshot
+from ..settings import Settings
 from .pods import completed
 from .types import AttachmentAction, Skip
 

@@ -14,8 +14,8 @@ import ipaddress
 from datetime import datetime
 from typing import Optional
 
-from ..config import Settings
 from ..model import Fence, Lease, Node, Snapshot
+from ..settings import Settings
 from .nodes import shutdown_taint
 from .taint import recovered
 from .types import Skip

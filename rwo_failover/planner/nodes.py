@@ -6,9 +6,9 @@ import dataclasses
 from datetime import datetime
 from typing import AbstractSet, Iterable, Optional, Sequence
 
-from ..config import Settings
-from ..matchers import TaintSpec, any_taint_matches
 from ..model import DEFAULT_LEASE_SECONDS, Lease, Node, Snapshot
+from ..model.matchers import TaintSpec, any_taint_matches
+from ..settings import Settings
 from .liveness import judge_liveness
 from .types import NodePlan, NodeState, NodeVerdict, Refusal, RefusalKind
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from ..config import Settings
 from ..model import Claim, Pod, Snapshot, Volume
+from ..settings import Settings
 from .types import Skip
 
 Selected = list[tuple[Pod, list[Claim]]]

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Optional
 
-from ..config import Settings
 from ..model import BadObject, Claim, Pod, RecoveryEntry, Snapshot, int_at, is_name, parse_time, text_at
+from ..settings import Settings
 from .liveness import age
 
 MAX_RECORD_BYTES = 4096  # ours are ~400 bytes; anything bigger was not written by us

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Optional, Sequence
 
-from ..config import Settings
 from ..model import Lease, Node, Pod, Snapshot
+from ..settings import Settings
 from .liveness import age, lease_fresh, ready_since
 from .pods import protection
 from .types import NodeState, NodeVerdict, Skip

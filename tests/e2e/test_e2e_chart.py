@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from rwo_failover.exitcodes import EXIT_REFUSED
+from rwo_failover.run.exitcodes import EXIT_REFUSED
 from rwo_testkit.e2e import CLOUD_TAINT, PASS_ENV, REPO, wait_for
 
 pytestmark = pytest.mark.e2e

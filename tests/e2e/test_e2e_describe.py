@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from rwo_failover.exitcodes import EXIT_OK, EXIT_REFUSED
+from rwo_failover.run.exitcodes import EXIT_OK, EXIT_REFUSED
 from rwo_testkit.e2e import CLOUD_TAINT, outage, wait_for
 
 pytestmark = pytest.mark.e2e

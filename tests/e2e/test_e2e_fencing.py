@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from rwo_failover.exitcodes import EXIT_OK
+from rwo_failover.run.exitcodes import EXIT_OK
 from rwo_testkit import log_sink
 from rwo_testkit.e2e import OOS_KEY, REPO, outage, record, wait_for
 from rwo_testkit.fence_server import FenceServer

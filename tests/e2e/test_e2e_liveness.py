@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from rwo_failover.exitcodes import EXIT_OK, EXIT_REFUSED
+from rwo_failover.run.exitcodes import EXIT_OK, EXIT_REFUSED
 from rwo_testkit.control_plane import NODE_MONITOR_GRACE_SECONDS
 from rwo_testkit.e2e import CLOUD_TAINT, OOS_KEY, outage, record, wait_for
 

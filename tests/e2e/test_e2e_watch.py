@@ -12,8 +12,8 @@ import sys
 import pytest
 from kubernetes import watch as k8s_watch
 
-from rwo_failover import config
-from rwo_failover.client import Api, load_api_client
+from rwo_failover import settings as config
+from rwo_failover.kube import Api, load_api_client
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.e2e import PASS_ENV, REPO, outage, record, wait_for
 from rwo_testkit.fake_apiserver import FakeApiServer

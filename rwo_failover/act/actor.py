@@ -1,0 +1,247 @@
+"""Act: carry out a plan, node by node, after re-checking each node live.
+
+Order per node, because the attach-detach controller re-creates a VolumeAttachment
+whose pod still exists: add the out-of-service taint, force-delete the pods (with a
+UID precondition), then delete the VolumeAttachments whose pods are all gone, then
+record Events. Each of these writes, and the fencing before them, waits for its own
+live re-check (recheck.py). Every write goes through `writer.Writer`; this module
+holds only the order of operations.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import Callable, Mapping, Optional
+
+from ..kube import Api
+from ..model import Unreadable
+from ..planner import AttachmentAction, NodePlan, NodeState, NodeVerdict, Plan, PodAction, recovered, shutdown_taint
+from ..settings import Settings
+from .events import EventRecorder
+from .fencing import Fencer
+from .node_taint import LANDED, Build, add_patch, drop_annotation_patch, read_modify_write, remove_patch
+from .outcome import Outcome
+from .recheck import Rechecker
+from .recovery import RecoveryMetrics, RecoveryTracker
+from .writer import Guard, Result, Writer
+
+log = logging.getLogger("rwo_failover")
+
+
+class Actor:
+    def __init__(self, api: Api, settings: Settings, now: Callable[[], datetime],
+                 metrics: Optional[RecoveryMetrics] = None, guard: Optional[Guard] = None,
+                 node_uids: Optional[Mapping[str, str]] = None) -> None:
+        self.api, self.settings, self.now = api, settings, now
+        # Each node's uid, for its Events: from the snapshot, then from the live re-checks (a node deleted and
+        # re-registered under the same name is another object).
+        self.node_uids = dict(node_uids or {})
+        self.outcome = Outcome()
+        self.writer = Writer(api, settings.dry_run, self.outcome, guard)
+        self.events = EventRecorder(self.writer, now)
+        self.live = Rechecker(api, settings, self.writer, self.outcome, now,
+                              lambda verdict: self.warn_split_brain((verdict,)))
+        self.fencer = Fencer(api, settings, self.writer, self.events, self.outcome, api.sleep, self.live.read_live,
+                             now)
+        self.recovery = RecoveryTracker(self.writer, self.events, metrics, now, settings.recovery_namespace)
+
+    def warn_split_brain(self, verdicts: tuple[NodeVerdict, ...]) -> None:
+        for verdict in verdicts:
+            self.outcome.split_brain.append(verdict.node)
+            log.error("refusing node: tainted for shutdown but alive", extra={"node": verdict.node,
+                      "taint": verdict.taint, "reason": verdict.reason})
+            self.events.repeated(verdict.node, self.node_uids.get(verdict.node, ""), "ShutdownTaintOnLiveNode",
+                                 f"{verdict.reason}; rwo-failover will not touch this node. "
+                                 f"Check the taint {verdict.taint}.")
+
+    def warn_unjudged(self, plan: Plan) -> None:
+        """A node that cannot be judged on the server's clock (no stamp, clocks that disagree) is never failed
+        over: one Warning on it says why, however many passes see it, where a human looks first."""
+        for verdict in (v for v in plan.verdicts if v.unjudged):
+            self.events.repeated(verdict.node, self.node_uids.get(verdict.node, ""), "NodeNotJudged",
+                                 f"{verdict.unjudged}; rwo-failover will not act on this node until it can be judged")
+
+    def warn_unreadable(self, unreadable: tuple[Unreadable, ...], plan: Plan) -> None:
+        """What could not be read and keeps a node from being judged or acted on: one Warning on that node,
+        however many passes see it. Other unreadable objects are skip lines only."""
+        why: dict[str, list[str]] = {}
+        for item in unreadable:
+            node = item.node or (item.name if item.kind in ("node", "lease", "networkfence") else "")
+            if node and node != "(no name)":
+                why.setdefault(node, []).append(f"{item.kind} {item.name} cannot be read ({item.reason})")
+        for node_plan in plan.nodes:
+            if node_plan.blocked and node_plan.verdict.node not in why:
+                why[node_plan.verdict.node] = [node_plan.blocked]
+        for node, reasons in sorted(why.items()):
+            self.events.repeated(node, self.node_uids.get(node, ""), "UnreadableObject",
+                                 f"{'; '.join(reasons)}; rwo-failover will not act on this node because of it")
+
+    def record_refusal(self, plan: Plan) -> None:
+        # One Event per down node that has work, capped, so a mass outage does not become an Event storm;
+        # with the unhealthy-fraction brake no node was planned, so every down node is named (capped).
+        busy = [n.verdict for n in plan.busy_nodes] or [v for v in plan.verdicts if v.state is NodeState.DOWN]
+        for verdict in busy[: self.settings.max_nodes_per_pass]:
+            self.events.repeated(verdict.node, self.node_uids.get(verdict.node, ""), "FailoverRefused",
+                                 f"{plan.refusal}; nothing was deleted")
+
+    def execute(self, plan: Plan) -> Outcome:
+        plan.raise_if_unsafe()
+        for node_plan in plan.nodes:
+            if node_plan.has_work:
+                self._act_on_node(node_plan)
+        for name in plan.untaint:
+            self._remove_taint(name)
+        for name in plan.drop_annotation:
+            self._drop_annotation(name)
+        for name, step in plan.unfence:
+            self.fencer.unfence(name, step)
+        for verdict in plan.recovery:
+            self.recovery.settle(verdict)
+        return self.outcome
+
+    def _act_on_node(self, node_plan: NodePlan) -> None:
+        name, verdict = node_plan.verdict.node, node_plan.verdict
+        live = self.live.confirm_down(node_plan)
+        if live is not None:
+            self.node_uids[name] = live[0].uid
+        if live is None or not self.fencer.ensure(node_plan, live[0]):
+            return  # not down any more, or fencing not confirmed: no pod, no attachment, no taint
+        if node_plan.add_taint and (live := self.live.confirm_down(node_plan)) is not None:
+            # First, so the attach-detach controller force-detaches the moment each pod is gone.
+            self._add_taint(node_plan, live[1])
+        held: list[str] = []
+        gone = {p.key for p in node_plan.pods if self.live.confirm_down(node_plan) and
+                self._delete_pod(node_plan, p, held)}
+        released = [a for a in node_plan.attachments if self._releasable(a, gone) and
+                    self.live.confirm_down(node_plan) and self._release(node_plan, a)]
+        uid = self.node_uids.get(name, "")
+        if held:  # comes back every pass until a human acts: one Warning, bumped, never an Event per pass
+            self.events.repeated(name, uid, "PodsHeldByFinalizers", f"{'; '.join(held)}; their volumes stay "
+                                 "attached until the finalizers are removed")
+        if gone or released:  # only what happened: a pass that released nothing says nothing here
+            self.events.node(name, uid, "Normal", "RWOVolumesReleased",
+                             f"node proven down ({verdict.reason}, taint {verdict.taint}); force-deleted "
+                             f"{', '.join(sorted(gone)) or 'no pods'}; deleted "
+                             f"{', '.join(a.name for a in released) or 'no VolumeAttachments'}")
+
+    def _add_taint(self, node_plan: NodePlan, raw: dict) -> None:
+        name, stamp = node_plan.verdict.node, self.events.stamp()
+
+        def build(reread: bool) -> Build:
+            nonlocal raw
+            if reread:  # after a 409 someone changed the node: judge it again from scratch
+                checked = self.live.confirm_down(node_plan)
+                if checked is None:
+                    return None
+                live, raw = checked
+                if live.our_taint is not None and live.oos_added_at == stamp:
+                    return LANDED  # our own patch, whose answer was lost: it is there
+            patch = add_patch(raw, stamp)
+            if patch is None:
+                log.info("out-of-service taint already present; not ours to manage", extra={"node": name})
+                return None
+            return raw, patch
+
+        with self.live.on_every_retry(node_plan):
+            added = read_modify_write(self.writer, name, "add the out-of-service taint", build)
+        if added:
+            self.outcome.taints_added.append(name)
+            log.info("added the out-of-service taint", extra={"node": name})
+            self.events.node(name, self.node_uids.get(name, ""), "Normal", "OutOfServiceTaintAdded",
+                             "node proven down; added node.kubernetes.io/out-of-service=nodeshutdown:NoExecute so "
+                             "Kubernetes force-detaches its volumes; rwo-failover removes it once the node is back")
+
+    def _remove_taint(self, name: str) -> None:
+        """Take our out-of-service taint (and annotation) off a node that is back, and only ours."""
+        added_at = ""
+
+        def build(reread: bool) -> Build:
+            nonlocal added_at
+            live = self.live.read_live(name, "re-check of a recovered node")
+            if live is None:
+                return None
+            node, lease, raw = live
+            self.node_uids[name] = node.uid
+            ours = node.our_taint
+            if reread and ours is None and not node.oos_added_at and added_at:
+                return LANDED  # our removal landed and its answer was lost: the retry got 409, and both are gone
+            blocker = "not ours" if ours is None else \
+                "another shutdown taint" if shutdown_taint(node, self.settings.shutdown_taints) else \
+                recovered(node, lease, self.settings, self.now())
+            if blocker:
+                log.info("out-of-service taint left in place", extra={"node": name, "reason": blocker})
+                return None
+            added_at = node.oos_added_at or ""
+            return raw, remove_patch(raw, ours)
+
+        if read_modify_write(self.writer, name, "remove our out-of-service taint", build):
+            self.outcome.taints_removed.append(name)
+            log.info("removed our out-of-service taint from a recovered node", extra={"node": name})
+            self.events.node(name, self.node_uids.get(name, ""), "Normal", "OutOfServiceTaintRemoved",
+                             f"node Ready for {self.settings.recovery_seconds}s or more with a fresh Lease; "
+                             f"removed the node.kubernetes.io/out-of-service taint rwo-failover added at {added_at}")
+
+    def _drop_annotation(self, name: str) -> None:
+        """Our annotation outlived our taint (a human removed the taint): drop it, so a later out-of-service
+        taint of theirs is never taken for ours."""
+        def build(_reread: bool) -> Build:
+            live = self.live.read_live(name, "re-check of a node with our annotation")
+            if live is None or live[0].our_taint is not None or not live[0].oos_added_at:
+                return None
+            return live[2], drop_annotation_patch()
+
+        if read_modify_write(self.writer, name, "drop our annotation, whose taint is gone", build):
+            log.info("dropped our out-of-service annotation: its taint is gone", extra={"node": name})
+
+    def _delete_pod(self, node_plan: NodePlan, action: PodAction, held: list[str]) -> bool:
+        """True when the pod we inspected is gone (or would be, in a dry run). Its recovery record is written first
+        (write-ahead, see recovery.py), so nothing that befalls the delete can lose it."""
+        fields = {"pod": action.key, "uid": action.uid, "node": action.node, "reason": action.reason,
+                  "claims": list(action.claims)}
+        self.recovery.mark(action, node_plan.verdict.not_ready_since)
+        with self.live.on_every_retry(node_plan):
+            result = self.writer.delete_pod(action.namespace, action.name, action.uid, fields)
+        if result is Result.WOULD:
+            return True
+        if result is Result.CONFLICT:
+            log.warning("pod was replaced since it was inspected (UID differs); left alone", extra=fields)
+        if result is Result.HELD:
+            # Still there: the attach-detach controller would re-create any attachment we delete now.
+            finalizers = ", ".join(self.writer.held_by)
+            held.append(f"pod {action.key} is held by finalizers {finalizers}")
+            self.writer.fail(f"pod {action.key} is held by finalizers {finalizers}; its volumes stay "
+                             "attached until they are removed")
+            return False
+        if result not in (Result.DONE, Result.GONE):
+            return False
+        log.info("force-deleted pod" if result is Result.DONE else "pod already gone", extra=fields)
+        self.events.pod(action.namespace, action.name, action.uid, "ForceDeletedFromDeadNode",
+                        f"{action.reason}; force-deleted by rwo-failover to release {', '.join(action.claims)}")
+        return True
+
+    @staticmethod
+    def _fields(action: AttachmentAction) -> dict:
+        return {"volumeattachment": action.name, "node": action.node, "pv": action.volume, "claim": action.claim}
+
+    def _releasable(self, action: AttachmentAction, gone: set[str]) -> bool:
+        waiting = sorted(set(action.after_pods) - gone)
+        if waiting:
+            self.outcome.attachments_held.append(action.name)
+            log.warning("VolumeAttachment kept: its pod is not gone, and the controller would re-create it",
+                        extra=dict(self._fields(action), waiting_for=waiting))
+        return not waiting
+
+    def _release(self, node_plan: NodePlan, action: AttachmentAction) -> bool:
+        fields = self._fields(action)
+        with self.live.on_every_retry(node_plan):
+            result = self.writer.delete_attachment(action.name, fields)
+        if result is Result.WOULD:
+            return True
+        if result not in (Result.DONE, Result.GONE):
+            return False
+        log.info("deleted VolumeAttachment" if result is Result.DONE else "VolumeAttachment already gone",
+                 extra=fields)
+        self.events.claim(action.claim, action.claim_uid, "VolumeReleasedFromDeadNode",
+                          f"deleted VolumeAttachment {action.name} of PV {action.volume} on dead node {action.node}")
+        return True

@@ -1,0 +1,203 @@
+"""FENCING=webhook: ask an outside fencer (a BMC/IPMI bridge, a cloud's "instance stopped" check, a runbook
+service) to fence a node, and believe only a clear yes.
+
+POST JSON {node, uid, providerID, addresses, taint, reason} to FENCE_WEBHOOK_URL. Only a 2xx answer to that
+POST whose JSON body is {"fenced": true, "node": <the node asked about>, "uid": <its uid>} means fenced;
+anything else, a timeout included, means not fenced. A redirect is never followed (a 3xx is a failed fence,
+named): so the request, and its token, go to the configured host only. TLS is always verified
+(FENCE_WEBHOOK_CA_FILE, or the system's CAs); the bearer token is read from FENCE_WEBHOOK_TOKEN_FILE at each
+call (so a rotated token is picked up) and never logged. Connection errors, timeouts and 5xx/429 are retried
+within API_MAX_ATTEMPTS and the pass deadline, as API calls are, and never once the Writer's guard says no
+write may start.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.client
+import io
+import json
+import logging
+import socket
+import ssl
+import urllib.error
+import urllib.request
+from typing import Any, Callable, Optional
+
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+
+from ..kube import WriteStopped
+from ..settings import Settings, TokenError, read_bearer_token
+from ..settings.urls import without_userinfo
+
+log = logging.getLogger("rwo_failover")
+MAX_ANSWER_BYTES = 65536
+PAST_DEADLINE = "no complete answer before the pass deadline (PASS_TIMEOUT_SECONDS)"
+
+
+class _Retryable(Exception):
+    """A timeout, a refused connection, or a 5xx/429: worth another attempt. `unanswered` when the request may
+    have reached the fencer and no answer came (a timeout, a reset, an answer cut short): it may have fenced."""
+
+    def __init__(self, message: str, unanswered: bool = True) -> None:
+        super().__init__(message)
+        self.unanswered = unanswered
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """A 3xx comes back as an HTTPError: it is never followed, so nothing, the token included, is ever sent
+    anywhere but FENCE_WEBHOOK_URL."""
+
+    def redirect_request(self, *args: object, **kwargs: object) -> None:
+        return None
+
+
+def judge_answer(status: int, body: bytes, asked: dict) -> tuple[bool, str]:
+    """(True, "") only for a 2xx JSON answer {"fenced": true, "node": ..., "uid": ...} naming the node and uid
+    that were asked about; (False, why) for anything else, whatever it holds."""
+    if not 200 <= status <= 299:
+        return False, f"HTTP {status} from the fence webhook"
+    try:
+        answer = json.loads(body or b"{}")
+    except (ValueError, RecursionError):
+        return False, f"HTTP {status}, but the body is not JSON"
+    if not isinstance(answer, dict) or answer.get("fenced") is not True:
+        return False, f"HTTP {status}, but the answer is not {{\"fenced\": true}} with the node and uid asked about"
+    if answer.get("node") != asked.get("node") or answer.get("uid") != asked.get("uid"):
+        return False, (f"HTTP {status} fenced, but the answer does not name node {asked.get('node')!r} with uid "
+                       f"{asked.get('uid')!r}, as asked")
+    return True, ""
+
+def _context(ca_file: Optional[str]) -> ssl.SSLContext:
+    return ssl.create_default_context(cafile=ca_file) if ca_file else ssl.create_default_context()
+
+
+def _headers(token_file: Optional[str]) -> dict[str, str]:
+    """The request's headers; TokenError when the token file (checked at start-up) no longer holds a token
+    that can be sent: a rotation caught mid-write, say."""
+    headers = {"Content-Type": "application/json", "Accept": "application/json", "User-Agent": "rwo-failover"}
+    if token_file:
+        headers["Authorization"] = f"Bearer {read_bearer_token(token_file)}"
+    return headers
+
+
+class _DeadlineReader(io.RawIOBase):
+    """The answer's bytes, each socket read given no more than what is left of the pass: http.client's timeout
+    bounds each read, so an answer trickled a byte at a time would otherwise outlive any deadline."""
+
+    def __init__(self, sock: socket.socket, plain: io.BufferedReader, per_read: float,
+                 remaining: Callable[[], float]) -> None:
+        super().__init__()
+        self.sock, self.plain, self.per_read, self.remaining = sock, plain, per_read, remaining
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        left = self.remaining()
+        if left > 0:
+            self.sock.settimeout(min(self.per_read, left))
+            try:
+                return self.sock.recv_into(buffer)
+            except TimeoutError:
+                if self.remaining() > 0:
+                    raise
+        raise TimeoutError(PAST_DEADLINE)
+
+    def close(self) -> None:
+        self.plain.close()  # it holds the socket's reference that http.client counts on to close it
+        super().close()
+
+
+class _DeadlineResponse(http.client.HTTPResponse):
+    def __init__(self, sock: socket.socket, *args: Any, per_read: float, remaining: Callable[[], float],
+                 **kwargs: Any) -> None:
+        super().__init__(sock, *args, **kwargs)
+        self.fp = io.BufferedReader(_DeadlineReader(sock, self.fp, per_read, remaining))
+
+
+class _DeadlineHTTPS(urllib.request.HTTPSHandler):
+    """HTTPS whose answers end with the pass: a connection class per attempt, its responses read through
+    _DeadlineReader. (No HTTP library here bounds an answer's total time: urllib3, requests and httpx time
+    each read, as http.client does; this is the smallest change to the one urllib already uses.)"""
+
+    def __init__(self, context: ssl.SSLContext, per_read: float, remaining: Callable[[], float]) -> None:
+        super().__init__(context=context)
+        self.per_read, self.remaining = per_read, remaining
+
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        class Connection(http.client.HTTPSConnection):
+            response_class = functools.partial(_DeadlineResponse, per_read=self.per_read, remaining=self.remaining)
+        return self.do_open(Connection, req, context=self._context)
+
+
+def _opener(ca_file: Optional[str], per_read: float, remaining: Callable[[], float]) -> urllib.request.OpenerDirector:
+    return urllib.request.build_opener(_DeadlineHTTPS(_context(ca_file), per_read, remaining), _NoRedirects())
+
+
+def _attempt(url: str, payload: bytes, asked: dict, settings: Settings,
+             remaining: Callable[[], float]) -> tuple[bool, str]:
+    request = urllib.request.Request(url, data=payload, headers=_headers(settings.fence_webhook_token_file),
+                                     method="POST")
+    timeout = max(0.05, min(settings.request_timeout_seconds, remaining()))
+    try:
+        with _opener(settings.fence_webhook_ca_file, timeout, remaining).open(request, timeout=timeout) as ans:
+            body = ans.read(MAX_ANSWER_BYTES)
+            status = ans.status
+    except urllib.error.HTTPError as err:
+        if err.code == 429 or err.code >= 500:
+            raise _Retryable(f"HTTP {err.code}", unanswered=False) from None
+        if 300 <= err.code <= 399:
+            where = without_userinfo(str(err.headers.get("Location") or "nowhere"))[:200]
+            return False, f"HTTP {err.code} from the fence webhook, a redirect to {where}: redirects are never followed"
+        return False, f"HTTP {err.code} from the fence webhook"
+    except ssl.SSLError as err:
+        return False, f"TLS verification of the fence webhook failed: {err.reason or err}"
+    except urllib.error.URLError as err:
+        if isinstance(err.reason, ssl.SSLError):
+            return False, f"TLS verification of the fence webhook failed: {err.reason.reason or err.reason}"
+        raise _Retryable(f"cannot reach the fence webhook: {err.reason}",
+                         unanswered=not isinstance(err.reason, ConnectionRefusedError)) from None
+    except (TimeoutError, OSError) as err:
+        raise _Retryable(f"fence webhook: {type(err).__name__}: {err}") from None
+    except http.client.IncompleteRead:  # http.client says so of a chunked body it cannot read, too
+        raise _Retryable("the fence webhook's answer was cut short, or its chunked body is broken") from None
+    except (http.client.HTTPException, ValueError) as err:
+        # A bad status line, a broken chunked body, a header too long or too many: an answer, but not HTTP.
+        # Only its kind is named: its bytes are the fencer's, and an Event is no place for them.
+        return False, f"the fence webhook's answer is not valid HTTP ({type(err).__name__})"
+    return judge_answer(status, body, asked)
+
+
+def fence(payload: dict, settings: Settings, remaining: Callable[[], float], sleep: Callable[[float], None],
+          stopped: Callable[[], Optional[str]]) -> tuple[bool, str]:
+    """(True, "") when the webhook confirmed; (False, why) otherwise. Never raises for the answer.
+
+    `stopped` (the Writer's guard: a stop signal, lost leadership, the pass deadline) is asked before every
+    attempt, retries included, as Api.call asks it before every attempt of a write: once it names a reason,
+    WriteStopped says how many attempts were sent and whether one got no answer, for the Writer to judge."""
+    body = json.dumps(payload).encode()
+    attempts, unanswered = 0, False
+
+    def attempt() -> tuple[bool, str]:
+        nonlocal attempts, unanswered
+        reason = stopped()
+        if reason:
+            raise WriteStopped(reason, attempts, unanswered)
+        attempts += 1
+        try:
+            return _attempt(settings.fence_webhook_url, body, payload, settings, remaining)
+        except _Retryable as err:
+            unanswered = unanswered or err.unanswered
+            raise
+
+    retrying = Retrying(stop=stop_after_attempt(settings.api_max_attempts) |
+                        (lambda state: remaining() - state.upcoming_sleep <= 0),
+                        wait=wait_exponential_jitter(multiplier=0.2, max=5.0, jitter=0.2),
+                        retry=retry_if_exception(lambda err: isinstance(err, _Retryable)), sleep=sleep, reraise=True)
+    try:
+        return retrying(attempt)
+    except _Retryable as err:
+        return False, f"{err} (after {retrying.statistics.get('attempt_number', 1)} attempt(s))"
+    except TokenError as err:
+        return False, f"FENCE_WEBHOOK_TOKEN_FILE {settings.fence_webhook_token_file} cannot be sent: {err}"

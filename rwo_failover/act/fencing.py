@@ -1,0 +1,196 @@
+"""Carrying out fencing steps: NetworkFence objects (csi-addons) or the fence webhook, through the writer.
+
+The rules (when to fence, when to unfence) are in planner/fencing.py; this module does what they decide, and
+before each unfencing step it reads the node, its Lease and the fence again, live, and judges them with the
+same rule: the plan's snapshot may be seconds old, and an unfence of a node that died again meanwhile would
+hand its storage back to a node that may still write.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import Callable, Optional
+
+from ..kube import Api, ApiError
+from ..model import FENCE_ASKED_ANNOTATION, FENCE_LABEL, BadObject, Fence, Lease, Node, fence_asked
+from ..planner import unfence_step
+from ..planner.fencing import FAILED, PENDING, RECREATE, REQUEST, UNFENCE, cidrs, judge_fence
+from ..planner.types import NodePlan
+from ..settings import Settings
+from . import fence_webhook
+from .events import EventRecorder
+from .outcome import Outcome
+from .writer import Result, Writer
+
+log = logging.getLogger("rwo_failover")
+NETWORK_FENCE_API = "csiaddons.openshift.io/v1alpha1"
+# The node, its Lease and its raw JSON, read now; None once the failure to read them is recorded.
+ReadLive = Callable[[str, str], Optional[tuple[Node, Optional[Lease], dict]]]
+# While a pass waits for a NetworkFence's answer it reads the fence this often, and stops waiting once only this
+# share of the pass deadline is left for acting: fencing then costs the controller's few seconds, never a
+# CronJob interval.
+ANSWER_POLL_SECONDS = 1.0
+KEEP_FOR_ACTING = 1 / 3
+
+
+class Fencer:
+    def __init__(self, api: Api, settings: Settings, writer: Writer, events: EventRecorder, outcome: Outcome,
+                 sleep: Callable[[float], None], read_live: ReadLive, now: Callable[[], datetime]) -> None:
+        self.api, self.settings, self.writer, self.events = api, settings, writer, events
+        self.outcome, self.sleep, self.read_live, self.now = outcome, sleep, read_live, now
+
+    def ensure(self, node_plan: NodePlan, node: Node) -> bool:
+        """True when the node is confirmed fenced now, so its pods, attachments and taint may be touched."""
+        step = node_plan.fence
+        if step is None:  # fenced when the plan looked: judged again now, on the node as just read
+            return self.settings.fencing != "networkfence" or self._still_fenced(node)
+        if step == PENDING:
+            return self._await_answer(node, node_plan.fence_reason)
+        if step == REQUEST:
+            return self._webhook(node_plan, node) if self.settings.fencing == "webhook" else self._request(node)
+        if step == RECREATE:
+            return self._recreate(node)
+        assert step == FAILED, step
+        self._refuse(node, node_plan.fence_reason)
+        return False
+
+    def _refuse(self, node: Node, why: str) -> None:
+        """Fencing not confirmed: a failure of the pass, and one Warning however many passes see it."""
+        self.writer.fail(f"fencing of node {node.name} not confirmed: {why}; nothing on it was touched")
+        self.events.repeated(node.name, node.uid, "FencingFailed",
+                             f"{why}; rwo-failover touched nothing on this node")
+
+    def _webhook(self, node_plan: NodePlan, node: Node) -> bool:
+        payload = {"node": node.name, "uid": node.uid, "providerID": node.provider_id,
+                   "addresses": list(node.internal_ips), "taint": node_plan.verdict.taint,
+                   "reason": node_plan.verdict.reason}
+        result, why = self.writer.call_fence_webhook(node.name, lambda stopped: fence_webhook.fence(
+            payload, self.settings, self.api.remaining, self.sleep, stopped))
+        if result in (Result.DONE, Result.WOULD):
+            self.outcome.fenced.append(node.name)
+            log.info("fence webhook confirmed the node fenced", extra={"node": node.name})
+            return True
+        if result is Result.FAILED:
+            self.events.repeated(node.name, node.uid, "FencingFailed",
+                                 f"fence webhook did not confirm: {why}; rwo-failover touched nothing on this node")
+        return False
+
+    def _request(self, node: Node) -> bool:
+        """Create our NetworkFence; the answer comes in a later pass."""
+        wanted = list(cidrs(node)[0])  # the planner refused a node without usable addresses
+        body = {"apiVersion": NETWORK_FENCE_API, "kind": "NetworkFence",
+                "metadata": {"name": node.name, "labels": {FENCE_LABEL: "rwo-failover"}},
+                "spec": {"fenceState": "Fenced", "networkFenceClassName": self.settings.network_fence_class,
+                         "cidrs": wanted}}
+        result = self.writer.create_networkfence(node.name, body)
+        # CONFLICT: someone created one since we looked; the next pass judges whose it is, and never trusts
+        # (nor touches) one that is not ours.
+        if result is Result.WOULD:
+            return True
+        if result is not Result.DONE:
+            self.outcome.fencing_pending.append(node.name)
+            return False
+        log.info("asked for fencing; nothing on the node is touched until the NetworkFence answers Succeeded",
+                 extra={"node": node.name, "cidrs": wanted})
+        self.events.node(node.name, node.uid, "Normal", "FencingRequested",
+                         f"created NetworkFence {node.name} for {', '.join(wanted)}")
+        return self._await_answer(node, "asked; no answer yet")
+
+    def _still_fenced(self, node: Node) -> bool:
+        """Our fence, read now, still fences this node as read now (its addresses may have changed since the
+        plan): True only when it does; otherwise the refusal is recorded, and nothing on the node is touched."""
+        wanted, why = cidrs(node)
+        found = self._read_fence(node.name, "before acting on its answer") if not why else None
+        if found is not None:
+            step, why = judge_fence(node, found[0], wanted)
+            if step is None:
+                return True
+        if why:
+            self._refuse(node, why)
+        return False
+
+    def _await_answer(self, node: Node, why: str) -> bool:
+        """Wait within this pass for our fence's answer, reading it live and judging it by the plan's rule, so a
+        CronJob pass acts on the answer instead of leaving it to the next pass. True once it answered fenced;
+        False (pending, or failed and recorded) otherwise."""
+        wanted = cidrs(node)[0]
+        reserve = self.settings.pass_timeout_seconds * KEEP_FOR_ACTING
+        for _ in range(int(max(0.0, self.api.remaining() - reserve) / ANSWER_POLL_SECONDS)):
+            self.sleep(ANSWER_POLL_SECONDS)
+            found = self._read_fence(node.name, "waiting for its answer")
+            if found is None:
+                return False
+            step, why = judge_fence(node, found[0], wanted)
+            if step is None:
+                log.info("NetworkFence answered Succeeded; acting in this pass", extra={"node": node.name})
+                return True
+            if step == FAILED:
+                self._refuse(node, why)
+                return False
+            if step != PENDING:
+                break
+        self.outcome.fencing_pending.append(node.name)
+        log.info("fencing pending; nothing on the node is touched until it is confirmed",
+                 extra={"node": node.name, "reason": why})
+        return False
+
+    def _recreate(self, node: Node) -> bool:
+        """Our fence is Unfenced from an earlier recovery and the node is down again. Setting it back to Fenced
+        would leave the unfencing's Succeeded in place until the controller answers, and a controller that sets
+        no observedGeneration gives no way to tell the two apart: delete it, and create a new one next pass."""
+        if self.writer.dry_run:
+            return True
+        self.outcome.fencing_pending.append(node.name)
+        if self.writer.delete_networkfence(node.name) in (Result.DONE, Result.GONE):
+            log.info("our Unfenced NetworkFence deleted; a new one is created next pass", extra={"node": node.name})
+        return False
+
+    def unfence(self, name: str, planned: str) -> bool:
+        """Carry out `planned` (UNFENCE or DELETE) if a live re-read still calls for it. True when the fence is
+        gone (unfenced and deleted), so our taint may come off."""
+        live = self.read_live(name, "re-check before unfencing")
+        fence = self._read_fence(name)
+        if live is None or fence is None:
+            return False
+        node, lease, _raw = live
+        step, why = unfence_step(node, lease, fence[0], self.settings, self.now())
+        if step != planned:
+            log.info("not unfencing: the live re-read no longer calls for it",
+                     extra={"node": name, "planned": planned, "now": step or "", "reason": why or ""})
+            return False
+        version = fence[1]
+        if step == UNFENCE:
+            patch = {"metadata": {"resourceVersion": version, "annotations": {
+                FENCE_ASKED_ANNOTATION: fence_asked(fence[0].generation + 1, fence[0].status)}},
+                "spec": {"fenceState": "Unfenced"}}
+            if self.writer.patch_networkfence(name, patch, "unfence") is Result.DONE:
+                log.info("node is back: asked to unfence", extra={"node": name})
+            return False
+        if self.writer.delete_networkfence(name, version) in (Result.DONE, Result.GONE):
+            self.outcome.unfenced.append(name)
+            self.events.node(name, node.uid, "Normal", "NodeUnfenced",
+                             f"NetworkFence {name} answered Unfenced; deleted it")
+            return True
+        return False
+
+    def _read_fence(self, name: str, purpose: str = "before unfencing") -> Optional[tuple[Fence, str]]:
+        """Our fence read now, with its resourceVersion (each step is preconditioned on it); None once the
+        failure is recorded, or when it is gone."""
+        try:
+            raw = self.api.read_networkfence(name)
+            if raw is None:
+                log.info(f"NetworkFence gone {purpose}; nothing to do", extra={"node": name})
+                return None
+            fence = Fence.from_json(raw)
+            version = str((raw.get("metadata") or {}).get("resourceVersion") or "")
+        except ApiError as err:
+            self.writer.fail(f"re-reading NetworkFence {name} {purpose} failed: {err}", err)
+            return None
+        except (BadObject, AttributeError) as err:
+            self.writer.fail(f"NetworkFence {name} cannot be read {purpose}: {err}")
+            return None
+        if not fence.ours:
+            self.writer.fail(f"NetworkFence {name} is no longer ours; not touching it")
+            return None
+        return fence, version

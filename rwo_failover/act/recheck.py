@@ -1,0 +1,94 @@
+"""The live re-check: before every destructive write on a node, its node and Lease are read again and judged
+with the plan's own rules, and against the Lease the plan saw, so a renewal the pass watched happen is a
+sign of life. Once a node fails a re-check, nothing more is written on it in this pass."""
+
+from __future__ import annotations
+
+import logging
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Callable, Iterator, Optional
+
+from ..kube import Api, ApiError
+from ..model import BadObject, Lease, Node
+from ..planner import NodePlan, NodeState, NodeVerdict, judge_ours, judge_tainted_node, shutdown_taint
+from ..settings import Settings
+from .outcome import Outcome
+from .writer import Writer
+
+log = logging.getLogger("rwo_failover")
+Live = tuple[Node, Optional[Lease], dict]
+
+
+class Rechecker:
+    def __init__(self, api: Api, settings: Settings, writer: Writer, outcome: Outcome, now: Callable[[], datetime],
+                 on_split_brain: Callable[[NodeVerdict], None]) -> None:
+        self.api, self.settings, self.writer, self.outcome, self.now = api, settings, writer, outcome, now
+        self.on_split_brain = on_split_brain
+        self.lost: set[str] = set()  # nodes that failed a re-check in this pass: nothing more is written there
+
+    def read_live(self, name: str, purpose: str) -> Optional[Live]:
+        """The node (also raw, for its resourceVersion) and its Lease, read now; None after recording why not."""
+        try:
+            raw = self.api.read_node(name)
+            lease_raw = self.api.read_lease(name) if raw else None
+            if raw is None:
+                self.writer.fail(f"node {name} disappeared before the {purpose}; skipped")
+                return None
+            if not isinstance(raw, dict) or not isinstance(lease_raw, (dict, type(None))):
+                raise BadObject("not a JSON object")
+            return Node.from_json(raw), (Lease.from_json(lease_raw) if lease_raw else None), raw
+        except ApiError as err:
+            self.writer.fail(f"{purpose} of node {name} failed: {err}", err)
+        except BadObject as err:
+            self.writer.fail(f"{purpose} of node {name}: the node or its Lease cannot be read ({err}); skipped")
+        return None
+
+    def judge(self, name: str, seen: Optional[str] = None,
+              status_seen: Optional[datetime] = None) -> Optional[tuple[NodeVerdict, Node, dict]]:
+        """Judge the node again, live, with the plan's rule; the verdict, the node, and its raw JSON."""
+        live = self.read_live(name, "re-check")
+        if live is None:
+            return None
+        node, lease, raw = live
+        taint = shutdown_taint(node, self.settings.shutdown_taints)
+        if taint is not None:
+            verdict = judge_tainted_node(node, lease, taint, self.settings, self.now(), seen, status_seen)
+        elif node.our_taint is not None:
+            verdict = judge_ours(node, lease, self.settings, self.now(), seen, status_seen)
+        else:
+            verdict = NodeVerdict(name, NodeState.NOT_YET, "", "shutdown taint removed since the pass began")
+        return verdict, node, raw
+
+    @contextmanager
+    def on_every_retry(self, node_plan: NodePlan) -> Iterator[None]:
+        """Within: a destructive write whose answer was lost is resent only after the node passes another live
+        re-check (a kubelet may come back while the attempt went unanswered)."""
+        def guard() -> Optional[str]:
+            if self.confirm_down(node_plan) is None:
+                return "the node is no longer proven down on the live re-check before a retry"
+            return None
+        self.api.retry_guard = guard
+        try:
+            yield
+        finally:
+            self.api.retry_guard = None
+
+    def confirm_down(self, node_plan: NodePlan) -> Optional[tuple[Node, dict]]:
+        """The node and its raw JSON when it is still proven down now, live; None (after saying why, once) when
+        it is not, or cannot be read: then nothing more is written on it in this pass."""
+        name = node_plan.verdict.node
+        if name in self.lost:
+            return None
+        checked = self.judge(name, node_plan.lease_seen, node_plan.status_seen)
+        if checked is not None and checked[0].state is NodeState.DOWN:
+            return checked[1], checked[2]
+        self.lost.add(name)
+        if checked is not None:
+            verdict = checked[0]
+            self.outcome.nodes_not_down_on_recheck.append(name)
+            log.warning("node no longer proven down on live re-check; nothing more is written on it",
+                        extra={"node": name, "state": verdict.state.value, "reason": verdict.reason})
+            if verdict.state is NodeState.SPLIT_BRAIN:
+                self.on_split_brain(verdict)
+        return None

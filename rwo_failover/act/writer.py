@@ -1,0 +1,221 @@
+"""The one writer: every change a pass makes to the cluster goes through `Writer`.
+
+It is the only place that checks dry-run (and logs what it would do instead), that
+refuses a new write once the pass deadline has passed or its guard names a reason
+(a stop signal, leadership lost), and that records each write's outcome. The guard
+is asked before every attempt, retries included. Reads stay with `client.Api`; act
+decides what to write and when.
+"""
+
+from __future__ import annotations
+
+import logging
+from enum import Enum
+from typing import Callable, Optional
+
+from ..kube import Api, ApiError, Forbidden, Unavailable, WriteStopped
+from ..model import BadObject, obj_at, texts_at
+from .outcome import Outcome
+
+log = logging.getLogger("rwo_failover")
+# Why no write may start now (a stop signal, leadership lost); None while writes may go on.
+Guard = Callable[[], Optional[str]]
+
+
+class Result(str, Enum):
+    DONE = "done"                    # the write landed
+    GONE = "gone"                    # a delete found nothing (404): someone else finished it
+    HELD = "held"                    # a delete was accepted, but finalizers keep the object
+    CONFLICT = "conflict"            # 409: a precondition (UID or resourceVersion) no longer holds
+    FAILED = "failed"                # an error, recorded in the outcome
+    UNCONFIRMED = "unconfirmed"      # sent, but no answer came (reset, timeout): it may have landed
+    WOULD = "would"                  # dry-run: logged, not made
+    NOT_ATTEMPTED = "not-attempted"  # the pass deadline had passed; recorded in the outcome
+
+
+class Writer:
+    def __init__(self, api: Api, dry_run: bool, outcome: Outcome, guard: Optional[Guard] = None) -> None:
+        self.api, self.dry_run, self.outcome, self.guard = api, dry_run, outcome, guard
+        self.body: Optional[dict] = None  # the response body of the last write that landed
+        self.held_by: tuple[str, ...] = ()  # the finalizers the last pod delete's answer named
+        api.write_guard = self.stopped
+
+    def stopped(self) -> Optional[str]:
+        """Why no write may start now; None while writes may go on."""
+        if self.api.remaining() <= 0:
+            return "the pass deadline (PASS_TIMEOUT_SECONDS) has passed"
+        return self.guard() if self.guard else None
+
+    def delete_pod(self, namespace: str, name: str, uid: str, fields: dict) -> Result:
+        """Force-delete (grace 0) the pod with this UID; 409 when it was replaced since it was read. HELD, with
+        `held_by`, when finalizers keep it; UNCONFIRMED when the answer cannot say whether any do."""
+        key = f"{namespace}/{name}"
+        what = f"force-delete of pod {key}"
+        result = self._landed(self._write(what, "would force-delete pod", fields,
+                                          lambda: self.api.delete_pod(namespace, name, uid), conflict_ok=True))
+        if result is Result.DONE:
+            result = self._finalizers(what, fields)
+        if result is Result.DONE:
+            self.outcome.pods_deleted.append(key)
+        elif result is Result.GONE:
+            self.outcome.pods_gone.append(key)
+        elif result is Result.CONFLICT:
+            self.outcome.pods_replaced.append(key)
+        return result
+
+    def delete_attachment(self, name: str, fields: dict) -> Result:
+        result = self._landed(self._write(f"delete of VolumeAttachment {name}", "would delete VolumeAttachment",
+                                          fields, lambda: self.api.delete_attachment(name)))
+        if result is Result.DONE:
+            self.outcome.attachments_deleted.append(name)
+        elif result is Result.GONE:
+            self.outcome.attachments_gone.append(name)
+        return result
+
+    def _finalizers(self, what: str, fields: dict) -> Result:
+        """A delete landed: HELD when its answer names finalizers (kept in `held_by`), DONE when it names none,
+        UNCONFIRMED when its metadata or finalizers are of another shape: the pod may still be there."""
+        try:
+            self.held_by = texts_at(obj_at(self.body or {}, "metadata"), "finalizers")
+        except BadObject as err:
+            self.outcome.unconfirmed.append(what)
+            log.error("unconfirmed: the delete landed, but its answer cannot say whether finalizers hold the pod",
+                      extra=dict(fields, write=what, error=str(err)))
+            return Result.UNCONFIRMED
+        return Result.HELD if self.held_by else Result.DONE
+
+    def _landed(self, result: Result) -> Result:
+        """A delete that found nothing (404), or another object under the name (409: the UID precondition), after
+        an attempt whose answer was lost: that attempt landed (or someone finished the same delete in between);
+        either way the object we inspected is gone as we asked, so it counts as done."""
+        if result in (Result.GONE, Result.CONFLICT) and self.api.call_unanswered:
+            log.info("the delete landed; its answer was lost, and the retry found the object gone")
+            return Result.DONE
+        return result
+
+    def patch_node(self, name: str, patch: dict, purpose: str) -> Result:
+        """A resourceVersion-preconditioned merge patch to `purpose` ("add the ... taint");
+        CONFLICT tells the caller to read again."""
+        return self._write(f"patching node {name} to {purpose}", f"would {purpose}", {"node": name},
+                           lambda: self.api.patch_node(name, patch), conflict_ok=True)
+
+    def create_event(self, namespace: str, event: dict, repeat: bool = False) -> Result:
+        """Events have deterministic names (events.build_event), so a retry after a lost answer gets 409:
+        the Event is there, and counts as done. With `repeat`, a 409 is returned as CONFLICT: the caller
+        bumps the existing Event instead."""
+        involved = event.get("involvedObject") or {}
+        what = f"recording {event.get('reason')} Event on {involved.get('kind')} {involved.get('name')}"
+        result = self._write(what, "would record Event", {"reason": event.get("reason")},
+                             lambda: self.api.create_event(namespace, event), conflict_ok=True, quiet_dry_run=True)
+        if result is Result.CONFLICT and not repeat:
+            result = Result.DONE
+        if result is Result.DONE:
+            self.outcome.events += 1
+        return result
+
+    def patch_event(self, namespace: str, name: str, patch: dict) -> Result:
+        result = self._write(f"bumping Event {namespace}/{name}", "would bump a repeated Event", {"event": name},
+                             lambda: self.api.patch_event(namespace, name, patch), conflict_ok=True)
+        if result is Result.DONE:
+            self.outcome.events += 1
+        return result
+
+    def create_recovery_record(self, namespace: str, body: dict) -> Result:
+        """CONFLICT when a record of that name exists (an earlier freeing of the same claim)."""
+        name = body["metadata"]["name"]
+        return self._write(f"creating recovery record {namespace}/{name}", "would record the pod we freed",
+                           {"record": name}, lambda: self.api.create_recovery_record(namespace, body),
+                           conflict_ok=True)
+
+    def patch_recovery_record(self, namespace: str, name: str, patch: dict) -> Result:
+        return self._write(f"replacing recovery record {namespace}/{name}", "would record the pod we freed",
+                           {"record": name}, lambda: self.api.patch_recovery_record(namespace, name, patch))
+
+    def delete_recovery_record(self, namespace: str, name: str) -> Result:
+        return self._write(f"deleting recovery record {namespace}/{name}", "would settle the recovery record",
+                           {"record": name}, lambda: self.api.delete_recovery_record(namespace, name))
+
+    def create_networkfence(self, name: str, body: dict) -> Result:
+        return self._write(f"creating NetworkFence {name}", "would create NetworkFence", {"networkfence": name},
+                           lambda: self.api.create_networkfence(body), conflict_ok=True)
+
+    def patch_networkfence(self, name: str, patch: dict, purpose: str) -> Result:
+        return self._write(f"patching NetworkFence {name} to {purpose}", f"would {purpose}", {"networkfence": name},
+                           lambda: self.api.patch_networkfence(name, patch), conflict_ok=True)
+
+    def delete_networkfence(self, name: str, resource_version: str = "") -> Result:
+        """With `resource_version`, CONFLICT when the fence changed since it was read."""
+        return self._write(f"deleting NetworkFence {name}", "would delete NetworkFence", {"networkfence": name},
+                           lambda: self.api.delete_networkfence(name, resource_version), conflict_ok=True)
+
+    def call_fence_webhook(self, node: str, call: Callable[[Guard], tuple[bool, str]]) -> tuple[Result, str]:
+        """The webhook is a write too: dry-run logs it, the deadline and the guard refuse it, and `call` gets
+        `stopped` to ask before every attempt, retries included (it raises WriteStopped, as Api.call does).
+        (DONE, "") when it answered fenced; (FAILED, why) otherwise, recorded as a failure; UNCONFIRMED when
+        stopped after an attempt that got no answer (the fencer may have fenced)."""
+        what = f"fence webhook for node {node}"
+        if self.dry_run:
+            log.info("dry-run: would call the fence webhook", extra={"node": node})
+            return Result.WOULD, ""
+        stopped = self.stopped()
+        if stopped:
+            self._not_attempted(what, stopped, {"node": node})
+            return Result.NOT_ATTEMPTED, stopped
+        try:
+            fenced, why = call(self.stopped)
+        except WriteStopped as err:
+            return self._stopped_mid_call(what, err, {"node": node}), str(err)
+        if fenced:
+            return Result.DONE, ""
+        self.fail(f"fence webhook did not confirm node {node} fenced: {why}")
+        return Result.FAILED, why
+
+    def _not_attempted(self, what: str, why: str, fields: dict) -> None:
+        self.outcome.not_attempted.append(f"{what} ({why})")
+        log.error(f"not attempted: {why}", extra=dict(fields, write=what))
+
+    def _stopped_mid_call(self, what: str, err: WriteStopped, fields: dict) -> Result:
+        """The guard stopped the retries of a write already sent: what the earlier attempts leave behind."""
+        if err.unanswered:
+            self.outcome.unconfirmed.append(what)
+            log.error("unconfirmed: an attempt got no answer, and no retry may be sent",
+                      extra=dict(fields, write=what, reason=str(err)))
+            return Result.UNCONFIRMED
+        if err.attempts:
+            self.fail(f"{what} failed, and no retry may be sent: {err}")
+            return Result.FAILED
+        self._not_attempted(what, str(err), fields)
+        return Result.NOT_ATTEMPTED
+
+    def fail(self, message: str, err: Optional[ApiError] = None) -> None:
+        """Record a failure that is not a write error (a finalizer, a node that keeps changing)."""
+        (self.outcome.forbidden if isinstance(err, Forbidden) else self.outcome.failures).append(message)
+        log.error(message)
+
+    def _write(self, what: str, would: str, fields: dict, call: Callable[[], Optional[dict]],
+               conflict_ok: bool = False, quiet_dry_run: bool = False) -> Result:
+        if self.dry_run:
+            log.log(logging.DEBUG if quiet_dry_run else logging.INFO, f"dry-run: {would}", extra=fields)
+            return Result.WOULD
+        stopped = self.stopped()
+        if stopped:
+            self._not_attempted(what, stopped, fields)
+            return Result.NOT_ATTEMPTED
+        try:
+            self.body = call()
+        except WriteStopped as err:
+            return self._stopped_mid_call(what, err, fields)
+        except Unavailable as err:
+            if err.answered:
+                self.fail(f"{what} failed: {err}", err)
+                return Result.FAILED
+            self.outcome.unconfirmed.append(what)
+            log.error("unconfirmed: the write was sent but no answer came; the next pass finds out",
+                      extra=dict(fields, write=what, error=str(err)))
+            return Result.UNCONFIRMED
+        except ApiError as err:
+            if err.status == 409 and conflict_ok:
+                return Result.CONFLICT
+            self.fail(f"{what} failed: {err}", err)
+            return Result.FAILED
+        return Result.DONE if self.body is not None else Result.GONE

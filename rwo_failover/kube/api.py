@@ -1,0 +1,181 @@
+"""The calls a pass makes, each naming its RBAC verb and resource (tests/test_rbac.py checks them)."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Callable, Iterator, Optional, TypeVar
+
+from kubernetes import watch as k8s_watch
+
+from ..model import BadObject, parse_time
+from .errors import Unavailable
+from .lists import Lister
+
+LEASE_NAMESPACE = "kube-node-lease"
+NETWORK_FENCES = "/apis/csiaddons.openshift.io/v1alpha1/networkfences"
+ELECTION_LEASES = "leases (leader election)"  # named apart: their RBAC is another Role, in another namespace
+RECOVERY_RECORDS = "configmaps (recovery records)"  # a Role in RECOVERY_NAMESPACE only, where tenants cannot write
+
+# PVCs and VolumeAttachments are ~1 KB against ~9 KB for a node or ~5 KB for a pod, so their pages can be
+# ten times longer for the same memory per page, and a big cluster's lists take ten times fewer requests.
+SMALL_OBJECT_PAGE_FACTOR = 10
+T = TypeVar("T")
+
+
+def parse_version(git_version: str) -> Optional[tuple[int, int]]:
+    """'v1.29.3-eks-abc' -> (1, 29); None when it does not start with major.minor."""
+    found = re.match(r"v?(\d+)\.(\d+)", git_version.strip())
+    return (int(found[1]), int(found[2])) if found else None
+
+
+class Api(Lister):
+    """The calls a pass makes, each retried within bounds and charged to one deadline (transport.Transport)."""
+
+    def list_nodes(self, convert: Callable[[dict], T], consistent: bool = False) -> list[T]:
+        return self.list_all("nodes", "/api/v1/nodes", convert, consistent=consistent)
+
+    def watch_nodes(self, version: str, timeout_seconds: int, watcher: k8s_watch.Watch) -> Iterator[dict]:
+        return self.watch("nodes", "/api/v1/nodes", version, timeout_seconds, watcher)
+
+    def read_node(self, name: str) -> Optional[dict]:
+        return self.call("get", "nodes", "GET", f"/api/v1/nodes/{name}")
+
+    def read_lease(self, node: str) -> Optional[dict]:
+        return self.call("get", f"leases in {LEASE_NAMESPACE}", "GET",
+                         f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases/{node}")
+
+    def list_pods_on(self, node: str, convert: Callable[[dict], T]) -> list[T]:
+        return self.list_all("pods", "/api/v1/pods", convert, query=[("fieldSelector", f"spec.nodeName={node}")])
+
+    def read_claim(self, namespace: str, name: str) -> Optional[dict]:
+        return self.call("get", "persistentvolumeclaims", "GET",
+                         f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/{name}")
+
+    def list_claims(self, convert: Callable[[dict], T]) -> list[T]:
+        return self.list_all("persistentvolumeclaims", "/api/v1/persistentvolumeclaims", convert,
+                             page_factor=SMALL_OBJECT_PAGE_FACTOR)
+
+    def list_pods_in(self, namespace: str, convert: Callable[[dict], T]) -> list[T]:
+        return self.list_all("pods", f"/api/v1/namespaces/{namespace}/pods", convert)
+
+    def read_pod(self, namespace: str, name: str) -> Optional[dict]:
+        return self.call("get", "pods", "GET", f"/api/v1/namespaces/{namespace}/pods/{name}")
+
+    def read_volume(self, name: str) -> Optional[dict]:
+        return self.call("get", "persistentvolumes", "GET", f"/api/v1/persistentvolumes/{name}")
+
+    def list_volumes(self, convert: Callable[[dict], T]) -> list[T]:
+        return self.list_all("persistentvolumes", "/api/v1/persistentvolumes", convert,
+                             page_factor=SMALL_OBJECT_PAGE_FACTOR)
+
+    def list_attachments(self, convert: Callable[[dict], T]) -> list[T]:
+        return self.list_all("volumeattachments", "/apis/storage.k8s.io/v1/volumeattachments", convert,
+                             page_factor=SMALL_OBJECT_PAGE_FACTOR)
+
+    def delete_pod(self, namespace: str, name: str, uid: str) -> Optional[dict]:
+        body = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0, "preconditions": {"uid": uid}}
+        return self.call("delete", "pods", "DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}",
+                         [("gracePeriodSeconds", 0)], body)
+
+    def delete_attachment(self, name: str) -> Optional[dict]:
+        return self.call("delete", "volumeattachments", "DELETE", f"/apis/storage.k8s.io/v1/volumeattachments/{name}")
+
+    def patch_node(self, name: str, patch: dict) -> Optional[dict]:
+        """A JSON merge patch; put metadata.resourceVersion in it to make it fail (409) on a stale read."""
+        return self.call("patch", "nodes", "PATCH", f"/api/v1/nodes/{name}", body=patch,
+                         content_type="application/merge-patch+json")
+
+    def server_stamp(self) -> tuple[datetime, Optional[datetime]]:
+        """The API server's own time, and the Date header of the same answer: a server-side dry-run create of an
+        Event (stored nowhere; `create events` is already ours) comes back stamped by the server's clock, the
+        clock that stamps every Lease and node status we judge."""
+        event = {"metadata": {"generateName": "rwo-failover-clock-"}, "type": "Normal", "reason": "ClockCheck",
+                 "involvedObject": {"apiVersion": "v1", "kind": "Node", "name": "rwo-failover-clock-check"},
+                 "message": "a dry run: stored nowhere", "source": {"component": "rwo-failover"}}
+        found = self.call("create", "events", "POST", "/api/v1/namespaces/default/events", [("dryRun", "All")],
+                          dict(event, apiVersion="v1", kind="Event"))
+        meta = found.get("metadata") if isinstance(found, dict) else None
+        try:
+            stamp = parse_time(meta.get("creationTimestamp") if isinstance(meta, dict) else None)
+        except BadObject:
+            stamp = None
+        if stamp is None:
+            raise Unavailable("create events (a server-side dry run, to read the API server's own time): the "
+                              "answer carries no creationTimestamp")
+        return stamp, self.server_clock.last_date
+
+    def server_version(self) -> Optional[tuple[int, int]]:
+        """(major, minor) from /version, a non-resource URL every authenticated client may read."""
+        found = self.call("get", "/version", "GET", "/version") or {}
+        return parse_version(str(found.get("gitVersion", "")))
+
+    # Fencing with FENCING=networkfence; RBAC in the optional deploy/components/networkfence.
+    def list_networkfences(self, convert: Callable[[dict], T], consistent: bool = False) -> list[T]:
+        return self.list_all("networkfences", NETWORK_FENCES, convert, consistent=consistent)
+
+    def watch_networkfences(self, version: str, timeout_seconds: int, watcher: k8s_watch.Watch) -> Iterator[dict]:
+        return self.watch("networkfences", NETWORK_FENCES, version, timeout_seconds, watcher)
+
+    def read_networkfence(self, name: str) -> Optional[dict]:
+        return self.call("get", "networkfences", "GET", f"{NETWORK_FENCES}/{name}")
+
+    def create_networkfence(self, body: dict) -> Optional[dict]:
+        return self.call("create", "networkfences", "POST", NETWORK_FENCES, body=body)
+
+    def patch_networkfence(self, name: str, patch: dict) -> Optional[dict]:
+        return self.call("patch", "networkfences", "PATCH", f"{NETWORK_FENCES}/{name}", body=patch,
+                         content_type="application/merge-patch+json")
+
+    def delete_networkfence(self, name: str, resource_version: str = "") -> Optional[dict]:
+        """With `resource_version`, preconditioned on it: 409 when the fence changed since it was read."""
+        body = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"resourceVersion": resource_version}} \
+            if resource_version else None
+        return self.call("delete", "networkfences", "DELETE", f"{NETWORK_FENCES}/{name}", body=body)
+
+    # Recovery records: ConfigMaps in RECOVERY_NAMESPACE (a Role there; tenants cannot write them).
+    def list_recovery_records(self, namespace: str, label: str, convert: Callable[[dict], T],
+                              consistent: bool = False) -> list[T]:
+        return self.list_all(RECOVERY_RECORDS, f"/api/v1/namespaces/{namespace}/configmaps", convert,
+                             page_factor=SMALL_OBJECT_PAGE_FACTOR, query=[("labelSelector", label)],
+                             consistent=consistent)
+
+    def watch_recovery_records(self, namespace: str, label: str, version: str, timeout_seconds: int,
+                               watcher: k8s_watch.Watch) -> Iterator[dict]:
+        return self.watch(RECOVERY_RECORDS, f"/api/v1/namespaces/{namespace}/configmaps", version, timeout_seconds,
+                          watcher, [("labelSelector", label)])
+
+    def create_recovery_record(self, namespace: str, body: dict) -> Optional[dict]:
+        return self.call("create", RECOVERY_RECORDS, "POST", f"/api/v1/namespaces/{namespace}/configmaps", body=body)
+
+    def patch_recovery_record(self, namespace: str, name: str, patch: dict) -> Optional[dict]:
+        return self.call("patch", RECOVERY_RECORDS, "PATCH", f"/api/v1/namespaces/{namespace}/configmaps/{name}",
+                         body=patch, content_type="application/merge-patch+json")
+
+    def delete_recovery_record(self, namespace: str, name: str) -> Optional[dict]:
+        return self.call("delete", RECOVERY_RECORDS, "DELETE", f"/api/v1/namespaces/{namespace}/configmaps/{name}")
+
+    # Leader election (continuous mode with LEADER_ELECTION=true); RBAC in deploy/ha, one namespace only.
+    def read_namespaced_lease(self, namespace: str, name: str) -> Optional[dict]:
+        return self.call("get", ELECTION_LEASES, "GET",
+                         f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}")
+
+    def create_namespaced_lease(self, namespace: str, body: dict) -> Optional[dict]:
+        return self.call("create", ELECTION_LEASES, "POST",
+                         f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases", body=body)
+
+    def update_namespaced_lease(self, namespace: str, name: str, body: dict) -> Optional[dict]:
+        """A PUT carrying metadata.resourceVersion: 409 when someone else wrote since our read."""
+        return self.call("update", ELECTION_LEASES, "PUT",
+                         f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}", body=body)
+
+    def read_event(self, namespace: str, name: str) -> Optional[dict]:
+        return self.call("get", "events", "GET", f"/api/v1/namespaces/{namespace}/events/{name}")
+
+    def patch_event(self, namespace: str, name: str, patch: dict) -> Optional[dict]:
+        return self.call("patch", "events", "PATCH", f"/api/v1/namespaces/{namespace}/events/{name}", body=patch,
+                         content_type="application/merge-patch+json")
+
+    def create_event(self, namespace: str, event: dict) -> Optional[dict]:
+        return self.call("create", "events", "POST", f"/api/v1/namespaces/{namespace}/events",
+                         body=dict(event, apiVersion="v1", kind="Event"))

@@ -1,0 +1,101 @@
+"""Lists and watches over one Transport: pages converted as they arrive, restarts after an expired continue
+token, and the raw event stream of a watch (kubernetes.watch.Watch does the streaming)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, Iterator, Optional, TypeVar
+
+import urllib3
+from kubernetes import watch as k8s_watch
+
+from .errors import ApiError
+from .transport import Transport
+
+log = logging.getLogger("rwo_failover")
+MAX_LIST_RESTARTS = 3
+T = TypeVar("T")
+
+
+def _page(body: Any, what: str) -> tuple[list, Optional[str], str]:
+    """A list page's items, continue token and resourceVersion; a page of another shape (a proxy's, say) is
+    a failed read."""
+    meta = body.get("metadata") if isinstance(body, dict) else None
+    items = body.get("items") if isinstance(body, dict) else None
+    token = meta.get("continue") if isinstance(meta, dict) else None
+    version = meta.get("resourceVersion") if isinstance(meta, dict) else None
+    if not isinstance(body, dict) or not isinstance(items, (list, type(None))) or \
+            not isinstance(meta, (dict, type(None))) or not isinstance(token, (str, type(None))) or \
+            not isinstance(version, (str, type(None))):
+        raise ApiError(f"list {what}: the answer is not a list of the expected shape")
+    return items or [], token, version or ""
+
+
+class Lister(Transport):
+    """A Transport that also lists (paginated) and watches."""
+
+    def list_all(self, what: str, path: str, convert: Callable[[dict], T], page_factor: int = 1,
+                 query: Optional[list] = None, consistent: bool = False) -> list[T]:
+        """Every item of a paginated list, each converted as its page arrives (so only slim objects are kept).
+
+        When a continue token expires (410) the list restarts, at most MAX_LIST_RESTARTS times, and what the
+        failed attempt had gathered is discarded: a restarted list never holds an object twice. The first
+        page's resourceVersion (the list's snapshot) is left in `listed_version`. `consistent` reads the
+        latest state (no resourceVersion) instead of whatever the API server's watch cache holds ("0").
+        """
+        for restart in range(MAX_LIST_RESTARTS + 1):
+            items: list[T] = []
+            try:
+                pages = self._pages(what, path, self.settings.page_size * page_factor, query or [], consistent)
+                for page in pages:
+                    items.extend(convert(obj) for obj in page)
+                return items
+            except ApiError as err:
+                if err.status != 410 or restart == MAX_LIST_RESTARTS:
+                    raise
+                log.warning("list continue token expired; restarting the list", extra={"resource": what})
+        raise AssertionError("unreachable")
+
+    def _pages(self, what: str, path: str, limit: int, query: list, consistent: bool = False) -> Iterator[list[dict]]:
+        token = None
+        while True:
+            # resourceVersion=0 lets the API server answer the first page from its watch cache instead of
+            # etcd; a slightly stale list is fine because every node is re-read live before we act.
+            position = [("continue", token)] if token else [] if consistent else [("resourceVersion", "0")]
+            body = self.call("list", what, "GET", path, query + [("limit", limit)] + position)
+            if body is None:
+                return
+            first = not token
+            items, token, version = _page(body, what)
+            if first:  # the list's snapshot: where a watch of it starts
+                self.listed_version = version
+            yield items
+            if not token:
+                return
+
+    def watch(self, what: str, path: str, version: str, timeout_seconds: int, watcher: k8s_watch.Watch,
+              query: Optional[list] = None) -> Iterator[dict]:
+        """The events of one watch from `version`, with bookmarks, until the server ends it after
+        `timeout_seconds`: dicts with "type" and "raw_object". An ERROR event raises ApiException (410 when
+        the version is too old); a broken or silent stream raises urllib3's errors. Only opening is retried.
+
+        kubernetes.watch.Watch does the streaming. It is given no model type (the opener has no return
+        annotation or docstring), so it parses each line with json.loads and builds no model objects; and
+        `timeout_seconds` turns off its own resume-after-410, so a 410 reaches the caller, which relists.
+        `watcher.stop()`, from another thread, ends the stream at once.
+        """
+        def opener(**kwargs: Any):  # noqa: ANN202 - no annotation on purpose: Watch reads it as the model type
+            params = list(query or []) + [("watch", "1"), ("allowWatchBookmarks", "true"),
+                                          ("resourceVersion", kwargs["resource_version"]),
+                                          ("timeoutSeconds", kwargs["timeout_seconds"])]
+            response = self.call("watch", what, "GET", path, params, stream=True)
+            if response is None:
+                raise ApiError(f"watch {what}: not found (is its API installed?)", 404)
+            # Kept on the watcher, so another thread can cut a read that waits for the next event; a watch
+            # cancelled while it was opening is cut at once (watch.Reflector._interrupt).
+            watcher.response = response  # type: ignore[attr-defined]
+            if getattr(watcher, "cancelled", False):
+                response.release_conn()
+                raise urllib3.exceptions.ProtocolError("the watch was cancelled while it opened")
+            return response
+        return watcher.stream(opener, resource_version=version, timeout_seconds=timeout_seconds)

@@ -1,0 +1,277 @@
+"""Continuous mode's view of the cluster: lists kept current by watches, the way client-go's reflector does.
+
+For each watched collection (nodes; with FENCING=networkfence the NetworkFences; our recovery records, by
+label, in RECOVERY_NAMESPACE): list, then watch with bookmarks from the list's resourceVersion, applying each
+event to a map of slim model objects (never the raw JSON). Like the reflector:
+
+- the first list asks for resourceVersion "0" (the API server's watch cache may answer, cheaply); every
+  later one (after 410 Gone, after a watch fell behind, the periodic one) asks for the latest state (no
+  resourceVersion), so a stale cache is never listed again;
+- a watch that ends (its timeoutSeconds, a dropped connection) is resumed from the last version seen, an
+  event's or a bookmark's; 410 Gone ("too old resource version") means relist;
+- a watch silent for WATCH_STALE_SECONDS (no event, no bookmark; the API server bookmarks about every
+  minute) has fallen behind: its read times out and it relists. A pass never decides from such a cache: it
+  lists afresh first (`view`), in the spirit of KEP-5647's stale-cache circuit breaker;
+- every RELIST_SECONDS everything is listed afresh anyway.
+
+The cache is never the last word: act re-reads each node and its Lease live before every write.
+A change that matters to a pass (a node's taints, its Ready condition, our annotation; any change to a
+fence or a recovery record) calls `on_change`; a heartbeat does not. An object that cannot be read is kept as an
+Unreadable, exactly as a list's would be (model.reader.Reader), so a pass skips it with its reason.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Generic, Hashable, Iterator, Optional, TypeVar, Union
+
+import urllib3
+from kubernetes import watch as k8s_watch
+from kubernetes.client.exceptions import ApiException
+
+from ..model import Reader, Unreadable, name_of
+from ..settings import Settings
+from .api import Api
+from .errors import ApiError
+
+log = logging.getLogger("rwo_failover")
+T = TypeVar("T")
+RETRY_SECONDS = 1.0  # after a watch or list that failed, before trying again (doubling up to 30 s)
+MAX_RETRY_SECONDS = 30.0
+
+
+@dataclass(frozen=True)
+class Source(Generic[T]):
+    """One watched collection: how to list and watch it, how to read one of its objects, and what in an object
+    matters to a pass."""
+
+    name: str  # the resource, for logs and metrics
+    kind: str  # what a skip calls an object of it that cannot be read, as observe's Reader does
+    list: Callable[[Api, Settings, bool, Callable[[Any], Any]], list]  # (api, settings, consistent, convert)
+    watch: Callable[[Api, Settings, str, int, k8s_watch.Watch], Iterator[dict]]
+    from_json: Callable[[Any], T]
+    signature: Callable[[T], Hashable]
+
+
+class Reflector(Generic[T]):
+    """One collection, listed and then watched in a background thread."""
+
+    def __init__(self, source: Source[T], new_api: Callable[[], Api], settings: Settings,
+                 on_change: Callable[[str], None], metrics: Any = None,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
+        self.source, self.new_api, self.settings = source, new_api, settings
+        self.on_change, self.metrics, self.monotonic = on_change, metrics, monotonic
+        # By the object's name (namespace/name): what it reads as, or why it cannot be read.
+        self.items: dict[str, Union[T, Unreadable]] = {}
+        self.version = ""
+        self.listed_at: Optional[float] = None
+        self.heard_at: Optional[float] = None  # the last list, event or bookmark: how current the cache is
+        self.events = 0  # received, bookmarks included (bench/intake.py)
+        self.alive_at = monotonic()  # the watch thread's last sign of life, whatever the outcome
+        self._lock = threading.Lock()
+        self._list_lock = threading.Lock()
+        self._generation = 0  # bumped by every list: events of an older stream are dropped
+        self._watcher: Optional[k8s_watch.Watch] = None
+        self._stop = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+
+    # --- what a pass reads -----------------------------------------------------------------------------
+    def age(self) -> Optional[float]:
+        """Seconds since the API server last told us anything about this collection; None before a list."""
+        return None if self.heard_at is None else self.monotonic() - self.heard_at
+
+    def stale(self) -> bool:
+        age = self.age()
+        return age is None or age > self.settings.watch_stale_seconds
+
+    def current(self, api: Api) -> tuple[Union[T, Unreadable], ...]:
+        """The items (and Unreadables), listed afresh first (with the pass's own Api) when the cache is empty
+        or behind."""
+        if self.stale():
+            self.relist("initial" if self.listed_at is None else "stale", api)
+        with self._lock:
+            return tuple(self.items.values())
+
+    def _read(self, raw: Any) -> tuple[str, Union[T, Unreadable]]:
+        """The object's name and what it reads as; one that cannot be read becomes an Unreadable, as in a
+        list (model.reader.Reader), so a pass skips it with its reason and never judges an older copy of it."""
+        reader = Reader()
+        found = reader.parse(self.source.kind, self.source.from_json)(raw)
+        return name_of(raw), (reader.unreadable[0] if found is None else found)
+
+    # --- the thread -------------------------------------------------------------------------------------
+    def start(self) -> None:
+        # A stop event of its own per thread: a thread that outlived stop()'s join (blocked in a read) keeps its
+        # set event and ends when it wakes, instead of running on beside the next one.
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(self._stop,), name=f"watch-{self.source.name}",
+                                        daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        with self._lock:  # whatever a stream still in flight delivers is of an older generation: dropped
+            self._generation += 1
+            self.items, self.version, self.listed_at, self.heard_at = {}, "", None, None
+        self._interrupt()
+        if self._thread:
+            self._thread.join(timeout=10)
+
+    def _run(self, stop: threading.Event) -> None:
+        backoff, relist = RETRY_SECONDS, False
+        while not stop.is_set():
+            self.alive_at = self.monotonic()
+            if self.listed_at is None:  # the first list is the first pass's (`current`): one list, not two
+                stop.wait(0.05)
+                continue
+            try:
+                if relist:  # as client-go's reflector: after a watch error, list again, never resume blind
+                    relist = False
+                    self.relist("error")
+                if self.monotonic() - self.listed_at >= self.settings.relist_seconds:
+                    self.relist("periodic")
+                self._watch_once(stop)
+                backoff = RETRY_SECONDS
+                continue
+            except ApiException as err:  # an ERROR event in the stream
+                if err.status == 410:
+                    self._safely_relist("expired", stop)
+                    continue
+                relist = self._restarted("error", f"HTTP {err.status} {err.reason or ''}".strip())
+            except urllib3.exceptions.ReadTimeoutError:
+                self._restarted("stalled", f"silent for {self.settings.watch_stale_seconds}s")
+                self._safely_relist("stale", stop)
+                continue
+            except (urllib3.exceptions.HTTPError, ConnectionError, OSError) as err:
+                if stop.is_set():
+                    return
+                self._restarted("dropped", f"{type(err).__name__}: {err}")
+            except ApiError as err:
+                if err.status == 410:
+                    self._safely_relist("expired", stop)
+                    continue
+                relist = self._restarted("error", str(err))
+            except Exception:  # noqa: BLE001 - a bug or an odd answer must not end the watch for good
+                log.exception("watch failed; resuming", extra={"resource": self.source.name})
+                if self.metrics:
+                    self.metrics.watch_restarted(self.source.name, "error")
+                relist = True
+            stop.wait(backoff * random.uniform(0.8, 1.2))
+            backoff = min(backoff * 2, MAX_RETRY_SECONDS)
+
+    def _restarted(self, reason: str, detail: str) -> bool:
+        """Log and count a broken watch; True, so an error's caller lists again before it resumes."""
+        log.warning("watch interrupted; resuming", extra={"resource": self.source.name, "reason": reason,
+                                                          "error": detail, "resource_version": self.version})
+        if self.metrics:
+            self.metrics.watch_restarted(self.source.name, reason)
+        return True
+
+    def _safely_relist(self, reason: str, stop: threading.Event) -> None:
+        try:
+            self.relist(reason)
+        except ApiError as err:
+            log.warning("cannot list; the watch will try again", extra={"resource": self.source.name,
+                                                                        "reason": reason, "error": str(err)})
+            stop.wait(RETRY_SECONDS)
+
+    def _watch_once(self, stop: threading.Event) -> None:
+        """One watch stream, from the current version until it ends, breaks, or a list replaces the items."""
+        with self._lock:
+            generation, version = self._generation, self.version
+            watcher = self._watcher = k8s_watch.Watch()
+        # As the reflector: a random timeout in [5, 10) minutes, so many clients do not resume in step; and
+        # never past the next periodic relist.
+        until_relist = self.settings.relist_seconds - (self.monotonic() - (self.listed_at or self.monotonic()))
+        timeout = int(max(1, min(random.uniform(300, 600), until_relist)))
+        try:
+            for event in self.source.watch(self.new_api(), self.settings, version, timeout, watcher):
+                self.alive_at = self.monotonic()
+                if stop.is_set() or not self._apply(event, generation):
+                    watcher.stop()
+                    return
+        except Exception:
+            if stop.is_set() or generation != self._generation:
+                return  # we cut it ourselves: a list replaced the items, or we are stopping
+            raise
+
+    def _apply(self, event: Optional[dict], generation: int) -> bool:
+        """Apply one event; False when a list has replaced the items since this stream began."""
+        if not isinstance(event, dict) or not isinstance(event.get("raw_object"), dict):
+            raise urllib3.exceptions.ProtocolError("a watch line that is not a JSON event")
+        kind, obj = event.get("type"), event["raw_object"]
+        version = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+        changed = ""
+        with self._lock:
+            if generation != self._generation:
+                return False
+            if kind in ("ADDED", "MODIFIED", "DELETED"):
+                changed = self._store(kind, obj)
+            if version:
+                self.version = version
+            self.heard_at = self.monotonic()
+            self.events += 1
+        if self.metrics:
+            self.metrics.watch_event(self.source.name, str(kind))
+        if changed:
+            self.on_change(changed)
+        return True
+
+    def _store(self, kind: str, obj: dict) -> str:
+        """Called with the lock held; what changed that matters to a pass, or ""."""
+        key, item = self._read(obj)
+        old = self.items.pop(key, None)
+        if kind != "DELETED":
+            self.items[key] = item
+            if old is not None and self._signature(old) == self._signature(item):
+                return ""
+        elif old is None:
+            return ""
+        return f"{self.source.name} {key} {kind.lower()}"
+
+    def _signature(self, item: Union[T, Unreadable]) -> Hashable:
+        return item if isinstance(item, Unreadable) else self.source.signature(item)
+
+    # --- lists ------------------------------------------------------------------------------------------
+    def relist(self, reason: str, api: Optional[Api] = None) -> None:
+        """List afresh and replace the items; the watch resumes from the new list's version."""
+        with self._list_lock:
+            if reason in ("initial", "stale") and not self.stale():
+                return  # another thread listed while this one waited
+            api = api or self.new_api()
+            fresh = dict(self.source.list(api, self.settings, reason != "initial", self._read))
+            with self._lock:
+                old, self.items = self.items, fresh
+                self.version, self._generation = api.listed_version, self._generation + 1
+                self.listed_at = self.heard_at = self.monotonic()
+            self._interrupt()  # the running stream is from before this list: it must not apply anything more
+        if self.metrics:
+            self.metrics.relisted(self.source.name, reason)
+        log.info("listed", extra={"resource": self.source.name, "reason": reason, "items": len(fresh),
+                                  "resource_version": api.listed_version})
+        changed = [k for k in old.keys() | fresh.keys() if k not in old or k not in fresh
+                   or self._signature(old[k]) != self._signature(fresh[k])]
+        if changed and reason != "initial":  # the first list is followed by a pass anyway
+            self.on_change(f"{self.source.name} listed ({reason}): {len(changed)} changed")
+
+    def _interrupt(self) -> None:
+        """End the running stream now: Watch.stop() alone waits for the next event (a minute, or for ever while
+        the open hangs), so the read is cut too."""
+        watcher = self._watcher
+        if watcher is not None:
+            watcher.cancelled = True  # type: ignore[attr-defined]
+            watcher.stop()
+            cut(getattr(watcher, "response", None))
+
+
+def cut(response: Any) -> None:
+    """Unblock a read of this streaming response from another thread; one already over needs nothing."""
+    try:
+        if response is not None:
+            response.shutdown()
+    except (ValueError, RuntimeError, OSError):  # urllib3: no socket left (the stream ended, the connection released)
+        pass

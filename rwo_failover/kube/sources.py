@@ -1,0 +1,29 @@
+"""The collections continuous mode watches, and what in each object is worth a pass."""
+
+from __future__ import annotations
+
+from typing import Hashable
+
+from ..model import RECOVERY_LABEL, Fence, Node, RecoveryEntry
+from .reflector import Source
+
+
+def node_signature(node: Node) -> Hashable:
+    """What makes a pass worth running: taints, the Ready condition, our annotation. Heartbeats (and the
+    status-write time they move) are not in it; time alone changes verdicts through Plan.wake_at."""
+    return node.taints, node.ready, node.ready_since, node.oos_added_at
+
+
+NODES = Source("nodes", "node", lambda api, _s, fresh, convert: api.list_nodes(convert, fresh),
+               lambda api, _s, version, timeout, w: api.watch_nodes(version, timeout, w),
+               Node.from_json, node_signature)
+FENCES = Source("networkfences", "networkfence",
+                lambda api, _s, fresh, convert: api.list_networkfences(convert, fresh),
+                lambda api, _s, version, timeout, w: api.watch_networkfences(version, timeout, w),
+                Fence.from_json, lambda f: f)
+RECOVERY_RECORDS = Source(
+    "recovery records", "recovery record",
+    lambda api, s, fresh, convert: api.list_recovery_records(s.recovery_namespace, RECOVERY_LABEL, convert, fresh),
+    lambda api, s, version, timeout, w: api.watch_recovery_records(s.recovery_namespace, RECOVERY_LABEL, version,
+                                                                   timeout, w),
+    RecoveryEntry.from_json, lambda e: e)

@@ -1,0 +1,205 @@
+"""One API call: raw JSON, bounded retries, one pass deadline.
+
+Calls go through the official client's ApiClient (kubeconfig or in-cluster
+auth, TLS, the urllib3 pool) with `param_serialize` and `call_api`, and parse
+the JSON body themselves. That skips the generated API classes: their import
+builds a pydantic validator for every method (~0.9 s), each call validates its
+arguments (~1.4 ms), and default deserialization of a 5,000-node list takes
+seconds and hundreds of MB (see bench/). Every call goes through `Api.call`,
+the one place that retries: on 429 (honouring Retry-After), 5xx, connection
+errors and truncated bodies, for at most API_MAX_ATTEMPTS attempts and never
+past the pass deadline.
+
+Watches (continuous mode, kube/reflector.py) use the client's own `kubernetes.watch.Watch` over the same transport:
+it is handed a function that opens the stream through `Api.call` (so opening is retried and deadline-bound
+like any read) and returns the raw urllib3 response, which Watch splits into lines and parses with
+`json.loads`. Given no model type, Watch never builds model objects (see `watch_events`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import Any, Callable, Optional
+
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+
+from ..settings import Settings
+from .clock import ServerClock
+from .errors import (
+    NO_ANSWER,
+    ApiError,
+    Forbidden,
+    OddAnswer,
+    Unavailable,
+    WriteStopped,
+    describe,
+    is_transient,
+    message_of,
+)
+
+log = logging.getLogger("rwo_failover")
+MAX_RETRY_AFTER_SECONDS = 30.0
+
+
+def _retry_after(err: BaseException) -> Optional[float]:
+    headers = getattr(err, "headers", None) or {}
+    value = headers.get("Retry-After") if hasattr(headers, "get") else None
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None
+
+
+class Transport:
+    """The calls a pass makes, each retried within bounds and charged to one deadline."""
+
+    def __init__(self, api_client: k8s.ApiClient, settings: Settings,
+                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
+                 on_attempt: Optional[Callable[[str, str, str], None]] = None,
+                 server_clock: Optional[ServerClock] = None) -> None:
+        self.api_client = api_client
+        self.on_attempt = on_attempt  # (verb, what, status code or "error"): for the metrics
+        self.settings = settings
+        self.clock, self.sleep = clock, sleep
+        # Fed by every response's Date header. Continuous mode shares one across passes, so a pass that reads
+        # only its watch cache still judges ages on the server's clock (fed by the watch's own requests).
+        self.server_clock = server_clock or ServerClock(monotonic=clock)
+        self.listed_version = ""  # the resourceVersion of the last list completed: where a watch starts
+        self.deadline = clock() + settings.pass_timeout_seconds
+        self.attempts = 0  # every HTTP attempt, retries included, for the summary
+        # Asked before every attempt of a write (retries included): a reason to send nothing more. The Writer
+        # sets it; reads are never stopped, since a read changes nothing.
+        self.write_guard: Optional[Callable[[], Optional[str]]] = None
+        # Asked before every retry of a destructive write (the Actor sets it around one): the world may have
+        # moved while the last attempt went unanswered, so the node is judged again, live, before each resend.
+        self.retry_guard: Optional[Callable[[], Optional[str]]] = None
+        # The current call: attempts sent, and whether one of them got no answer at all (so a write may have
+        # landed although a later attempt says 404 or 409).
+        self.call_attempts, self.call_unanswered = 0, False
+        self._backoff = wait_exponential_jitter(multiplier=0.2, max=5.0, jitter=0.2)
+
+    def remaining(self) -> float:
+        return self.deadline - self.clock()
+
+    def _wait(self, state: RetryCallState) -> float:
+        err = state.outcome.exception() if state.outcome else None
+        hinted = _retry_after(err) if err else None
+        if hinted is not None:
+            return min(hinted, MAX_RETRY_AFTER_SECONDS)
+        return self._backoff(state)
+
+    def _past_deadline(self, state: RetryCallState) -> bool:
+        return self.clock() + state.upcoming_sleep >= self.deadline
+
+    def _log_retry(self, verb: str, what: str) -> Callable[[RetryCallState], None]:
+        def before_sleep(state: RetryCallState) -> None:
+            err = state.outcome.exception() if state.outcome else None
+            log.warning("retrying API call", extra={"verb": verb, "resource": what, "attempt": state.attempt_number,
+                                                    "error": describe(err) if err else "",
+                                                    "sleep_seconds": round(state.upcoming_sleep, 3)})
+        return before_sleep
+
+    def call(self, verb: str, what: str, method: str, path: str, query: Optional[list] = None,
+             body: Optional[dict] = None, content_type: str = "application/json", stream: bool = False) -> Any:
+        """One API call, retried within bounds; its parsed JSON body, or None for 404.
+
+        `verb` and `what` name the RBAC verb and resource: they go in every error message. With `stream`, the
+        answer is the open urllib3 response (status checked, body unread), for a watch.
+        """
+        self.call_attempts, self.call_unanswered = 0, False
+        retrying = Retrying(
+            stop=stop_after_attempt(self.settings.api_max_attempts) | self._past_deadline,
+            wait=self._wait, retry=retry_if_exception(is_transient), sleep=self.sleep,
+            before_sleep=self._log_retry(verb, what), reraise=True)
+        try:
+            return retrying(self._attempt, verb, what, method, path, query or [], body, content_type, stream)
+        except ApiException as err:
+            if err.status == 404:
+                return None
+            if err.status == 403:
+                raise Forbidden(f"RBAC denies verb {verb!r} on {what}: {message_of(err)}", 403) from None
+            if is_transient(err):
+                raise Unavailable(f"{verb} {what}: {describe(err)} after {self._bound(retrying)}", err.status) from None
+            raise ApiError(f"{verb} {what}: {message_of(err)}", err.status or 0) from None
+        except NO_ANSWER as err:
+            raise Unavailable(f"{verb} {what}: {describe(err)} after {self._bound(retrying)}",
+                              answered=False) from None
+
+    def _write_stopped(self) -> Optional[str]:
+        return self.write_guard() if self.write_guard else None
+
+    def _retry_stopped(self) -> Optional[str]:
+        """The retry guard's reason not to resend; its own reads are calls too, so this call's state is kept."""
+        if not self.call_attempts or self.retry_guard is None:
+            return None
+        state, guard = (self.call_attempts, self.call_unanswered), self.retry_guard
+        self.retry_guard = None  # the guard's reads are GETs; never let it ask itself again
+        try:
+            return guard()
+        finally:
+            self.call_attempts, self.call_unanswered = state
+            self.retry_guard = guard
+
+    def _bound(self, retrying: Retrying) -> str:
+        """Which bound ended the retries: the attempt count, or the pass deadline."""
+        made = retrying.statistics.get("attempt_number", 1)
+        if made < self.settings.api_max_attempts:
+            return (f"{made} attempt(s); the next would pass the deadline "
+                    f"(PASS_TIMEOUT_SECONDS={self.settings.pass_timeout_seconds:g})")
+        return f"{made} attempt(s) (API_MAX_ATTEMPTS)"
+
+    def _attempt(self, verb: str, what: str, method: str, path: str, query: list, body: Optional[dict],
+                 content_type: str, stream: bool = False) -> Any:
+        if method != "GET":
+            # Asked again after the retry guard: its live re-check reads take time, in which a stop signal,
+            # a lost leadership or the deadline may come.
+            reason = self._write_stopped() or self._retry_stopped() or self._write_stopped()
+            if reason:
+                raise WriteStopped(reason, self.call_attempts, self.call_unanswered)
+        self.attempts += 1
+        self.call_attempts += 1
+        code = "error"
+        try:
+            result, code = self._send(method, path, query, body, content_type, stream)
+            return result
+        except ApiException as err:
+            code = str(err.status)
+            raise
+        except NO_ANSWER:
+            self.call_unanswered = True
+            raise
+        finally:
+            if self.on_attempt:
+                self.on_attempt(verb, what, code)
+
+    def _send(self, method: str, path: str, query: list, body: Optional[dict], content_type: str,
+              stream: bool = False) -> tuple[Any, str]:
+        timeout = max(0.05, min(self.settings.request_timeout_seconds, self.remaining()))
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = content_type
+        request = self.api_client.param_serialize(method=method, resource_path=path, query_params=query,
+                                                  header_params=headers, body=body, auth_settings=["BearerToken"])
+        # A watch's reads wait for the next event or bookmark: WATCH_STALE_SECONDS, not a request's timeout.
+        read = self.settings.watch_stale_seconds if stream else timeout
+        response = self.api_client.call_api(*request, _request_timeout=(timeout, read))
+        self.server_clock.observe(response.getheader("Date"))
+        if stream and 200 <= response.status <= 299:
+            return response.response, str(response.status)
+        try:
+            data = response.read()  # reading the body can fail mid-way, so it stays inside the attempt
+        finally:
+            response.response.release_conn()
+        if not 200 <= response.status <= 299:
+            raise ApiException.from_response(http_resp=response, body=data.decode("utf-8", "replace"), data=None)
+        try:
+            found = json.loads(data) if data else {}
+        except RecursionError:  # nested deeper than Python's parser goes: no retry will change that
+            raise ApiException(status=0, reason="the response is nested too deeply to parse") from None
+        if not isinstance(found, dict):
+            raise OddAnswer(f"HTTP {response.status}, but the answer is JSON {type(found).__name__}, not an object")
+        return found, str(response.status)

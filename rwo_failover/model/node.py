@@ -1,0 +1,83 @@
+"""A Node, and its taints: what liveness, the brakes and the out-of-service taint read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Optional
+
+from .fields import Json, items_at, obj_at, ready_condition, server_time, strings_at, text_at
+from .names import OOS_ANNOTATION, OUT_OF_SERVICE_KEY, OUT_OF_SERVICE_VALUE
+
+SHUTTING_DOWN = "node is shutting down"  # kubelet nodeshutdown manager's ShutdownStatus(), in Ready's message
+
+
+def _ready_message(status: Json) -> str:
+    return next((text_at(c, "message") for c in items_at(status, "conditions") if text_at(c, "type") == "Ready"), "")
+
+
+
+@dataclass(frozen=True)
+class Taint:
+    key: str
+    value: str = ""
+    effect: str = ""
+    time_added: str = ""  # as written, so it can be compared with our annotation
+
+    def as_dict(self) -> dict[str, str]:
+        return {"key": self.key, "value": self.value, "effect": self.effect}
+
+    @property
+    def is_ours(self) -> bool:
+        """The out-of-service taint exactly as rwo-failover writes it (timeAdded still to match the annotation)."""
+        return (self.key, self.value, self.effect) == (OUT_OF_SERVICE_KEY, OUT_OF_SERVICE_VALUE, "NoExecute")
+
+    def __str__(self) -> str:
+        return f"{self.key}={self.value}:{self.effect}" if self.value else f"{self.key}:{self.effect}"
+
+
+@dataclass(frozen=True)
+class Node:
+    name: str
+    taints: tuple[Taint, ...] = ()
+    ready: Optional[str] = None  # "True", "False", "Unknown", or None when never reported
+    # The Ready condition's lastTransitionTime: the kubelet's clock for True and False, the node lifecycle
+    # controller's for Unknown. Shown, and judged only after its skew is bounded (planner.nodes).
+    ready_since: Optional[datetime] = None
+    oos_added_at: Optional[str] = None  # our OOS_ANNOTATION: we added the out-of-service taint
+    uid: str = ""  # for fencing: the webhook is told exactly which Node object
+    provider_id: str = ""
+    internal_ips: tuple[str, ...] = ()  # status.addresses of type InternalIP: what a NetworkFence cuts off
+    # When its status last changed, on the server's clock (managedFields): for Ready=Unknown, when the node
+    # lifecycle controller marked it, or later.
+    status_written_at: Optional[datetime] = None
+    # The kubelet says it is shutting down gracefully (Ready=False, "node is shutting down", from the kubelet's
+    # node shutdown manager): it renews its Lease for its grace period, then stops.
+    shutting_down: bool = False
+
+    @property
+    def has_oos_taint(self) -> bool:
+        return any(t.key == OUT_OF_SERVICE_KEY for t in self.taints)
+
+    @property
+    def our_taint(self) -> Optional[Taint]:
+        """Our out-of-service taint: exactly what we write, with the timeAdded our annotation recorded.
+
+        A human who removed our taint leaves the annotation; a taint they add later has another timeAdded
+        (or none), so it is never taken for ours.
+        """
+        if not self.oos_added_at:
+            return None
+        return next((t for t in self.taints if t.is_ours and t.time_added == self.oos_added_at), None)
+
+    @classmethod
+    def from_json(cls, obj: Json) -> "Node":
+        meta, spec, status = obj_at(obj, "metadata"), obj_at(obj, "spec"), obj_at(obj, "status")
+        ready, since = ready_condition(status)
+        taints = tuple(Taint(text_at(t, "key"), text_at(t, "value"), text_at(t, "effect"), text_at(t, "timeAdded"))
+                       for t in items_at(spec, "taints"))
+        ips = tuple(text_at(a, "address") for a in items_at(status, "addresses")
+                    if text_at(a, "type") == "InternalIP" and text_at(a, "address"))
+        return cls(text_at(meta, "name"), taints, ready, since, strings_at(meta, "annotations").get(OOS_ANNOTATION),
+                   text_at(meta, "uid"), text_at(spec, "providerID"), ips,
+                   server_time(meta, "status"), ready == "False" and SHUTTING_DOWN in _ready_message(status))

@@ -1,0 +1,47 @@
+"""Turning API JSON into model objects: an object that cannot be read becomes an Unreadable (a skip with its
+reason), never an exception out of the pass. Lists, GETs and watch events all read through one Reader."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Optional, TypeVar
+
+from .fields import BadObject
+from .snapshot import Unreadable
+
+T = TypeVar("T")
+
+
+def name_of(raw: Any) -> str:
+    """The object's namespace/name, as far as it can be read: what a skip names."""
+    meta = raw.get("metadata") if isinstance(raw, dict) else None
+    name = meta.get("name") if isinstance(meta, dict) else None
+    if not isinstance(name, str) or not name:
+        return "(no name)"
+    namespace = meta.get("namespace")
+    return (f"{namespace}/{name}" if isinstance(namespace, str) and namespace else name)[:300]
+
+
+class Reader:
+    """Converts API JSON into model objects through their from_json. An object that cannot be read is kept
+    as an Unreadable, with its reason: observe never raises for an object's content."""
+
+    def __init__(self) -> None:
+        self.unreadable: list[Unreadable] = []
+
+    def parse(self, kind: str, from_json: Callable[[Any], T], node: str = "") -> Callable[[Any], Optional[T]]:
+        def convert(raw: Any) -> Optional[T]:
+            try:
+                if not isinstance(raw, dict):
+                    raise BadObject(f"not a JSON object but {type(raw).__name__}")
+                return from_json(raw)
+            except BadObject as err:
+                self.unreadable.append(Unreadable(kind, name_of(raw), str(err)[:300], node))
+                return None
+        return convert
+
+    @staticmethod
+    def each(found: Iterable[Optional[T]]) -> list[T]:
+        return [obj for obj in found if obj is not None]
+
+    def one(self, kind: str, from_json: Callable[[Any], T], raw: Optional[dict], node: str = "") -> Optional[T]:
+        return None if raw is None else self.parse(kind, from_json, node)(raw)

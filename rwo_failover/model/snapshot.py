@@ -1,0 +1,58 @@
+"""What one pass read: the Snapshot the planner judges, and what could not be read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Mapping, Optional
+
+from .attachment import Attachment
+from .claim import Claim
+from .fence import Fence
+from .lease import Lease
+from .node import Node
+from .pod import Pod
+from .recovery import RecoveryEntry
+from .volume import Volume
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """An object observe could not read (a BadObject): skipped with this reason. `node` names the node it was
+    read for (a pod on it, the claim or PV of such a pod), when there is one."""
+
+    kind: str
+    name: str
+    reason: str
+    node: str = ""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What observe read. `leases` holds an entry for every tainted node (None when absent)."""
+
+    now: datetime
+    nodes: tuple[Node, ...]
+    leases: Mapping[str, Optional[Lease]] = field(default_factory=dict)
+    pods: tuple[Pod, ...] = ()
+    claims: Mapping[str, Claim] = field(default_factory=dict)  # keyed "namespace/name"
+    attachments: tuple[Attachment, ...] = ()
+    volumes: Mapping[str, Volume] = field(default_factory=dict)  # PVs of the claims read, and of attachments
+    server_version: Optional[tuple[int, int]] = None  # read only when OUT_OF_SERVICE_TAINT=auto needs it
+    fences: Mapping[str, Fence] = field(default_factory=dict)  # NetworkFences by node, when FENCING=networkfence
+    # Recovery confirmation: our records; the pods that may be the replacements (and the freed pods, if still
+    # there); in `claims`, `volumes` and `attachments` (whatever node) their claims, PVs and attachments.
+    recovery_records: tuple[RecoveryEntry, ...] = ()
+    recovery_pods: tuple[Pod, ...] = ()
+    unreadable: tuple[Unreadable, ...] = ()  # objects skipped because they could not be read
+
+
+@dataclass(frozen=True)
+class Cached:
+    """What a pass takes from continuous mode's watches (kube.cache) instead of listing: the same slim objects a
+    list gives, and the objects the watches could not read, each an Unreadable as a list's would be."""
+
+    nodes: tuple[Node, ...]
+    fences: tuple[Fence, ...]
+    recovery_records: tuple[RecoveryEntry, ...]
+    unreadable: tuple[Unreadable, ...]

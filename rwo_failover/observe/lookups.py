@@ -1,0 +1,72 @@
+"""The reads observe makes object by object: claims and PVs (a GET each, or one list past GETS_BEFORE_LIST),
+the pods a recovery record needs, and the server version."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, Optional, TypeVar
+
+from ..kube import Api, ApiError
+from ..model import Claim, Pod, Reader, Volume, is_name
+from ..planner.recovery import Record
+
+log = logging.getLogger("rwo_failover")
+T = TypeVar("T")
+
+# Beyond this many objects, one cluster-wide list (at most a few pages) costs fewer requests than a GET each.
+GETS_BEFORE_LIST = 20
+
+
+def recovery_pods(api: Api, reader: Reader, records: list[Record]) -> tuple[Pod, ...]:
+    """A StatefulSet's replacement has the freed pod's name: one GET. Another controller's may have any name:
+    one list of the namespace's pods, once per namespace whatever the number of its records."""
+    listed = sorted({r.namespace for r in records if not r.statefulset})
+    pods = [p for ns in listed for p in reader.each(api.list_pods_in(ns, reader.parse("pod", Pod.from_json)))]
+    for record in sorted((r for r in records if r.statefulset and r.namespace not in listed), key=lambda r: r.claim):
+        found = reader.one("pod", Pod.from_json, api.read_pod(record.namespace, record.pod))
+        if found is not None:
+            pods.append(found)
+    return tuple({p.uid or p.key: p for p in pods}.values())
+
+
+def server_version(api: Api) -> Optional[tuple[int, int]]:
+    """The version only decides whether to add the out-of-service taint, so not knowing it must not stop
+    the pass: the pod and attachment deletes work on every version."""
+    try:
+        found = api.server_version()
+    except ApiError as err:
+        log.warning("cannot read the server version; not adding the out-of-service taint", extra={"error": str(err)})
+        return None
+    if found is None:
+        log.warning("server version not understood; not adding the out-of-service taint")
+    return found
+
+
+def get_or_list(reader: Reader, kind: str, from_json: Callable[[Any], T], keys: set,
+                 get: Callable[..., Optional[dict]], list_all: Callable[[Callable[[Any], Any]], list],
+                 key_of: Callable[[T], object]) -> list[T]:
+    """A GET per object when few are needed; past that, one paginated cluster-wide list is cheaper. Only the
+    objects asked for count: an unreadable one elsewhere in that list is none of this pass's business. A key
+    that is no valid name (a tenant wrote it) cannot exist, and is never put in a request path."""
+    keys = {key for key in keys if (is_name(key[0], namespace=True) and is_name(key[1]) if isinstance(key, tuple)
+                                    else is_name(key))}
+    if len(keys) <= GETS_BEFORE_LIST:
+        convert = reader.parse(kind, from_json)
+        found = (get(*key) if isinstance(key, tuple) else get(key) for key in sorted(keys))
+        return Reader.each(convert(obj) for obj in found if obj is not None)
+    local = Reader()
+    listed = [obj for obj in local.each(list_all(local.parse(kind, from_json))) if key_of(obj) in keys]
+    wanted = {"/".join(key) if isinstance(key, tuple) else key for key in keys}
+    reader.unreadable += [u for u in local.unreadable if u.name in wanted]
+    return listed
+
+
+def read_claims(api: Api, reader: Reader, keys: set) -> dict[str, Claim]:
+    found = get_or_list(reader, "persistentvolumeclaim", Claim.from_json, keys, api.read_claim, api.list_claims,
+                         lambda c: (c.namespace, c.name))
+    return {c.key: c for c in found}
+
+
+def read_volumes(api: Api, reader: Reader, names: set) -> dict[str, Volume]:
+    return {v.name: v for v in get_or_list(reader, "persistentvolume", Volume.from_json, names, api.read_volume,
+                                            api.list_volumes, lambda v: v.name)}

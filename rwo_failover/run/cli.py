@@ -1,0 +1,163 @@
+"""The command line: settings, logging, credentials, then one pass or continuous mode."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import sys
+import time
+import uuid
+from contextlib import contextmanager
+from datetime import datetime
+from typing import IO, Callable, Iterator, Mapping, Optional, Sequence
+
+from .. import __version__
+from .. import settings as config
+from ..act.writer import Guard
+from ..kube import Api, WatchedCluster, load_api_client
+from ..kube.clock import SharedServerClock
+from ..kube.leader import LeaderElector
+from ..planner import Plan
+from . import logs, plan_table
+from .exitcodes import EXIT_CONFIG, EXIT_CRASH
+from .loop import StopFlag, Trigger, run_loop
+from .metrics import Metrics
+from .runner import run_pass
+
+log = logging.getLogger(logs.LOGGER)
+
+
+def main(argv: Optional[Sequence[str]] = None, environ: Optional[Mapping[str, str]] = None,
+         stdout: Optional[IO[str]] = None, stderr: Optional[IO[str]] = None,
+         sleep: Callable[[float], None] = time.sleep) -> int:
+    """The entry point; `sleep` is injectable so tests can check retry delays without waiting them out."""
+    argv = sys.argv[1:] if argv is None else argv
+    environ = os.environ if environ is None else environ
+    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
+    try:
+        args, settings = config.load(argv, environ)
+    except config.ConfigError as err:
+        print(f"rwo-failover: configuration error: {err}", file=stderr)
+        return EXIT_CONFIG
+    logs.setup(settings.log_format, settings.log_level, stdout)
+    continuous = bool(settings.interval and not args.once)
+    log.info("rwo-failover starting", extra={"version": __version__, "mode": "continuous" if continuous else "one pass",
+                                             "dry_run": settings.dry_run})
+    try:
+        api_client = load_api_client(settings)
+    except config.ConfigError as err:
+        print(f"rwo-failover: configuration error: {err}", file=stderr)
+        return EXIT_CONFIG
+    metrics = Metrics()
+    # Continuous mode keeps one view of the server's clock across passes and watches: a pass that reads only
+    # its watch cache makes no request of its own to read the clock from.
+    server_clock = SharedServerClock() if continuous else None
+
+    def new_api() -> Api:
+        return Api(api_client, settings, sleep=sleep, on_attempt=metrics.api_request, server_clock=server_clock)
+    show = _table_printer(settings, continuous, stdout, stderr)
+    if continuous:
+        elector = LeaderElector(new_api, settings.leader_election_namespace, settings.leader_election_lease_name,
+                                f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}",
+                                settings.leader_election_lease_seconds,
+                                write_margin=settings.request_timeout_seconds + 1) \
+            if settings.leader_election else None
+        guard = elector.write_guard if elector else None
+        if not settings.watch:
+            return _crash_is_exit_70(metrics, lambda: run_loop(
+                lambda: _listing_pass(new_api(), settings, metrics, guard, show), settings,
+                elector=elector, metrics=metrics))
+        trigger = Trigger()
+        cluster = WatchedCluster(new_api, settings, trigger.fire, metrics)
+        return _crash_is_exit_70(metrics, lambda: run_loop(
+            lambda: _watched_pass(new_api(), settings, metrics, guard, show, cluster), settings,
+            elector=elector, metrics=metrics, watched=(cluster, trigger)))
+    with _stop_on_signals() as stop:
+        code = _crash_is_exit_70(metrics, lambda: run_pass(new_api(), settings, metrics=metrics, guard=stop,
+                                                           show=show))
+        if settings.pushgateway_url:  # after a crash too: the alerts must see it
+            metrics.push(settings.pushgateway_url, settings.pushgateway_instance)
+    return code
+
+
+def _listing_pass(api: Api, settings: config.Settings, metrics: Metrics, guard: Optional[Guard],
+                  show: Optional[Callable[[Plan], None]]) -> None:
+    """One pass that lists what it needs (WATCH=false): the loop passes every INTERVAL."""
+    run_pass(api, settings, metrics=metrics, guard=guard, show=show)
+
+
+def _watched_pass(api: Api, settings: config.Settings, metrics: Metrics, guard: Optional[Guard],
+                  show: Optional[Callable[[Plan], None]], cluster: WatchedCluster) -> Optional[float]:
+    """One pass from the watch cache; the seconds until time alone changes a verdict (None: only a change),
+    on the server's clock: the plan's wake_at less the server's time now."""
+    wake: list[Optional[datetime]] = []
+
+    def seen(plan: Plan) -> None:
+        wake.append(plan.wake_at)
+        if show:
+            show(plan)
+    run_pass(api, settings, metrics=metrics, guard=guard, show=seen, cache=cluster.view)
+    if not wake or wake[0] is None:
+        return None
+    return (wake[0] - api.server_clock.now()).total_seconds()
+
+
+def _crash_is_exit_70(metrics: Metrics, run: Callable[[], int]) -> int:
+    try:
+        return run()
+    except Exception:  # noqa: BLE001 - a bug must still end with a code of its own and its traceback
+        log.exception("unexpected error; this is a bug in rwo-failover")
+        metrics.record_pass(None, None, EXIT_CRASH, 0.0)
+        return EXIT_CRASH
+
+
+@contextmanager
+def _stop_on_signals() -> Iterator[Guard]:
+    """One pass, and SIGTERM (Kubernetes ending the Job) or Ctrl-C: from then on no new write starts (the
+    writer asks this guard before each attempt), the write in flight finishes, and the pass ends with its
+    summary line, its metrics push and a truthful exit code. Without it SIGTERM killed the process between a
+    pod's delete and its attachment's, and Ctrl-C printed a traceback. The previous handlers come back
+    afterwards, so a caller in the same process (a test runner) keeps its own Ctrl-C."""
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    flag = StopFlag()
+    flag.install()
+    try:
+        yield _guard(flag)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _guard(flag: StopFlag) -> Guard:
+    noticed: list[str] = []
+
+    def guard() -> Optional[str]:
+        if flag.requested is None:
+            return None
+        name = signal.Signals(flag.requested).name
+        if not noticed:  # logged here, in the pass's thread: the signal handler itself takes no lock
+            noticed.append(name)
+            log.warning("stop requested: no new write starts; the pass ends early", extra={"signal": name})
+        return f"stop requested ({name})"
+    return guard
+
+
+def _table_printer(settings: config.Settings, continuous: bool, stdout: IO[str],
+                   stderr: IO[str]) -> Optional[Callable[[Plan], None]]:
+    """The plan as a table for people: with OUTPUT=table, or on a terminal for one pass (OUTPUT=auto).
+
+    On stdout only when stdout is a terminal; otherwise on stderr, so that stdout (piped into jq, collected
+    from a Job) holds nothing but log lines, each whole."""
+    on_terminal = stdout.isatty()
+    if settings.output == "none" or (settings.output == "auto" and (continuous or not on_terminal)):
+        return None
+    stream = stdout if on_terminal else stderr
+
+    def show(plan: Plan) -> None:
+        for handler in logging.getLogger(logs.LOGGER).handlers:
+            handler.flush()  # the table comes after the log lines that led to it
+        stream.write(plan_table.render(plan, settings.dry_run))
+        stream.flush()
+    return show

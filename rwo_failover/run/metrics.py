@@ -1,0 +1,213 @@
+"""Prometheus metrics: what a pass did, whether the pods it freed came back, and how long failover took.
+
+One registry per process. Continuous mode serves it (health.py); one-shot mode pushes it to a Pushgateway
+at the end of the pass. docs/monitoring.md documents every metric, and tests/test_monitoring.py keeps that
+table equal to documented() below. Timestamps let alerts work the same way for scraped and pushed series.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import time
+from email.message import Message
+from typing import IO, Callable, Optional
+from urllib.error import HTTPError
+from urllib.parse import unquote, urlsplit
+from urllib.request import HTTPRedirectHandler, Request, build_opener
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, pushadd_to_gateway
+from prometheus_client.registry import Collector
+
+from ..act.outcome import Outcome
+from ..planner.types import NodeState, Plan, RefusalKind
+from ..settings.urls import without_userinfo
+from .exitcodes import EXIT_OK, EXIT_REFUSED, NAMES
+
+log = logging.getLogger("rwo_failover")
+P = "rwo_failover_"
+SPLIT_BRAIN = "split-brain"  # the refusals' reason for a node tainted for shutdown that still heartbeats
+FAILOVER_BUCKETS = (15, 30, 45, 60, 90, 120, 180, 300, 600, 1200, 3600)
+PUSH_TIMEOUT_SECONDS = 10  # the CronJob's terminationGracePeriodSeconds covers the pass deadline plus this
+# "When did it last happen" gauges: a pass pushes them only when it set them, so the group keeps the time of
+# the last success (refusal, not-recovered claim) from an earlier pass.
+LAST_TIMES = ("last_success_timestamp_seconds", "last_refusal_timestamp_seconds",
+              "last_not_recovered_timestamp_seconds")
+
+
+class _SetThisPass(Collector):
+    """The registry, less the LAST_TIMES gauges this process never set (still 0)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.registry = registry
+
+    def collect(self):  # noqa: ANN201 - prometheus_client's Collector protocol
+        for family in self.registry.collect():
+            if family.name.removeprefix(P) in LAST_TIMES and all(s.value == 0 for s in family.samples):
+                continue
+            yield family
+
+
+WATCH_EVENT_TYPES = ("ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR")
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = r = CollectorRegistry()
+        self.passes = Counter(P + "passes", "Passes, by result (the exit code's name).", ["result"], registry=r)
+        self.duration = Histogram(P + "pass_duration_seconds", "Wall time of a pass.", registry=r,
+                                  buckets=(0.5, 1, 2.5, 5, 10, 20, 30, 45, 60, 120))
+        self.last_pass = Gauge(P + "last_pass_timestamp_seconds", "When the last pass finished.", registry=r)
+        self.last_success = Gauge(P + "last_success_timestamp_seconds",
+                                  "When the last pass that exited 0 finished.", registry=r)
+        self.last_refusal = Gauge(P + "last_refusal_timestamp_seconds",
+                                  "When the last pass that refused (exit 3: a brake or split-brain) finished.",
+                                  registry=r)
+        self.pods = Counter(P + "pods_force_deleted", "Pods force-deleted from proven-down nodes.", registry=r)
+        self.attachments = Counter(P + "attachments_deleted", "VolumeAttachments deleted.", registry=r)
+        self.taints_added = Counter(P + "out_of_service_taints_added", "Out-of-service taints added.", registry=r)
+        self.taints_removed = Counter(P + "out_of_service_taints_removed",
+                                      "Out-of-service taints (ours) removed from recovered nodes.", registry=r)
+        self.refusals = Counter(P + "refusals", "Refusals, by reason: a brake, or a split-brain node.", ["reason"],
+                                registry=r)
+        self.nodes = Gauge(P + "nodes", "Shutdown-tainted nodes in the last pass, by verdict.", ["verdict"],
+                           registry=r)
+        self.requests = Counter(P + "api_requests", "API requests, retries included, by verb, resource and status "
+                                "code ('error' when no status came back).", ["verb", "resource", "code"],
+                                registry=r)
+        self.failover = Histogram(P + "failover_seconds", "From a node going NotReady to the replacement of a pod "
+                                  "we freed Running and Ready elsewhere with its volume attached.", registry=r,
+                                  buckets=FAILOVER_BUCKETS)
+        self.not_recovered = Counter(P + "volumes_not_recovered", "Claims whose pod we freed but whose "
+                                     "replacement was not confirmed within RECOVERY_TIMEOUT_SECONDS.", registry=r)
+        self.last_not_recovered = Gauge(P + "last_not_recovered_timestamp_seconds",
+                                        "When a claim was last reported not recovered.", registry=r)
+        self.watch_events = Counter(P + "watch_events", "Continuous mode: watch events received, by resource and "
+                                    "type (ADDED, MODIFIED, DELETED, BOOKMARK).", ["resource", "type"], registry=r)
+        self.relists = Counter(P + "relists", "Continuous mode: full lists of a watched resource, by reason (initial, "
+                               "expired: 410 Gone, stale: the watch fell behind, error: any other watch error, periodic).",
+                               ["resource", "reason"],
+                               registry=r)
+        self.watch_restarts = Counter(P + "watch_restarts", "Continuous mode: watches that broke and were resumed, "
+                                      "by reason (dropped, stalled, error).", ["resource", "reason"], registry=r)
+        self.cache_age = Gauge(P + "watch_cache_age_seconds", "Continuous mode: seconds since the API server last "
+                               "said anything (a list, an event, a bookmark) about a watched resource.", ["resource"],
+                               registry=r)
+        self.triggers = Counter(P + "pass_triggers", "Continuous mode: what started each pass (change: a watched "
+                                "object changed; wake: time alone changes a verdict; interval; start).", ["reason"],
+                                registry=r)
+        # Every known label value starts at zero, so every pass exposes, and pushes, every series it owns: a
+        # push is a POST, which replaces only the families it carries samples for, and a family left without
+        # samples would keep an earlier pass's series on the Pushgateway for ever (an old refusal, say).
+        # api_requests' values are open-ended; every pass that reaches the API carries some, so it is replaced.
+        for state in NodeState:
+            self.nodes.labels(state.value)
+        for result in NAMES.values():
+            self.passes.labels(result)
+        for reason in (*(kind.value for kind in RefusalKind), SPLIT_BRAIN):
+            self.refusals.labels(reason)
+
+    def watch_event(self, resource: str, kind: str) -> None:
+        # The type comes from the server's text: only the known ones become a label value, never a new series.
+        self.watch_events.labels(resource, kind if kind in WATCH_EVENT_TYPES else "other").inc()
+
+    def relisted(self, resource: str, reason: str) -> None:
+        self.relists.labels(resource, reason).inc()
+
+    def watch_restarted(self, resource: str, reason: str) -> None:
+        self.watch_restarts.labels(resource, reason).inc()
+
+    def watch_ages(self, age: Callable[[str], Optional[float]], resources: list[str]) -> None:
+        """The cache age of each watched resource, read at scrape time (NaN before its first list)."""
+        for resource in resources:
+            self.cache_age.labels(resource).set_function(
+                lambda resource=resource: float("nan") if age(resource) is None else age(resource))
+
+    def api_request(self, verb: str, what: str, code: str) -> None:
+        self.requests.labels(verb, what.split(" ")[0], code).inc()
+
+    def record_pass(self, plan: Optional[Plan], outcome: Optional[Outcome], code: int, seconds: float) -> None:
+        now = time.time()
+        self.passes.labels(NAMES.get(code, str(code))).inc()
+        self.duration.observe(seconds)
+        self.last_pass.set(now)
+        if code == EXIT_OK:
+            self.last_success.set(now)
+        if code == EXIT_REFUSED:
+            self.last_refusal.set(now)
+        if plan is not None:
+            states = [v.state for v in plan.verdicts]
+            for state in NodeState:
+                self.nodes.labels(state.value).set(states.count(state))
+            if plan.refusal:
+                self.refusals.labels(plan.refusal.kind.value).inc()
+        if outcome is not None:
+            if outcome.split_brain:
+                self.refusals.labels(SPLIT_BRAIN).inc(len(outcome.split_brain))
+            self.pods.inc(len(outcome.pods_deleted))
+            self.attachments.inc(len(outcome.attachments_deleted))
+            self.taints_added.inc(len(outcome.taints_added))
+            self.taints_removed.inc(len(outcome.taints_removed))
+
+    def recovered(self, seconds: float) -> None:
+        self.failover.observe(seconds)
+
+    def not_recovered_now(self) -> None:
+        self.not_recovered.inc()
+        self.last_not_recovered.set(time.time())
+
+    def push(self, url: str, instance: str) -> None:
+        """Push this pass's metrics into the one group of this CronJob; a failure is a warning, never a failed
+        pass. A POST (pushadd) replaces the metrics it carries and keeps the others, so a failed pass leaves the
+        last success's time in place; every other metric is pushed by every pass and so replaced. A
+        user:password@ in the URL is sent as HTTP basic auth, and never logged: only the URL without it is.
+        A redirect is never followed (it would take the password to whatever host it names), and whatever the
+        answer, this returns: the push comes after the pass, and must not change its exit code."""
+        grouping = {"instance": instance}
+        shown = without_userinfo(url)
+        parts = urlsplit(url)
+        user, password = unquote(parts.username or ""), unquote(parts.password or "")
+        pushed = CollectorRegistry()
+        pushed.register(_SetThisPass(self.registry))
+        try:
+            pushadd_to_gateway(shown, job="rwo-failover", registry=pushed, grouping_key=grouping,
+                               timeout=PUSH_TIMEOUT_SECONDS, handler=_no_redirect_handler(user, password))
+            log.info("pushed metrics to the Pushgateway", extra={"url": shown, **grouping})
+        except Exception as err:  # noqa: BLE001 - any failure (a reply that is not HTTP, say) is this warning
+            error = f"{type(err).__name__}: {err}"
+            log.warning("could not push metrics to the Pushgateway; the pass itself is unaffected",
+                        extra={"url": shown, "error": error.replace(password, "***") if password else error})
+
+
+class _Refuse(HTTPRedirectHandler):
+    """A 3xx is an error like any other: urllib would otherwise repeat the request (as a GET for 301, 302 and
+    303) at the Location it names, with every header, the Authorization one included."""
+
+    def redirect_request(self, req: Request, fp: IO[bytes], code: int, msg: str, headers: Message,
+                         newurl: str) -> None:
+        raise HTTPError(req.full_url, code, f"{msg}: a redirect to {without_userinfo(newurl)!r}, which a push never "
+                        "follows", headers, fp)
+
+
+def _no_redirect_handler(user: str, password: str) -> Callable[..., Callable[[], None]]:
+    """prometheus_client's handler protocol, as its default_handler (and basic_auth_handler) but with _Refuse
+    in place of urllib's redirect handler: that one cannot be swapped through prometheus_client's own API."""
+    def handler(url: str, method: str, timeout: Optional[float], headers: list, data: bytes) -> Callable[[], None]:
+        def send() -> None:
+            request = Request(url, data=data, method=method)
+            for name, value in headers:
+                request.add_header(name, value)
+            if user or password:
+                token = base64.b64encode(f"{user}:{password}".encode()).decode()
+                request.add_header("Authorization", f"Basic {token}")
+            with build_opener(_Refuse).open(request, timeout=timeout) as answer:
+                if answer.status >= 300:
+                    raise OSError(f"the Pushgateway answered {answer.status} {answer.reason}")
+        return send
+    return handler
+
+
+def documented() -> tuple[tuple[str, str, str], ...]:
+    """The metrics as exposed: (name, type, labels). docs/monitoring.md's table must equal this."""
+    return tuple((m._name + ("_total" if m._type == "counter" else ""), m._type, ",".join(m._labelnames))
+                 for m in vars(Metrics()).values() if hasattr(m, "_type"))

@@ -1,0 +1,116 @@
+"""One pass, start to finish: observe, decide, act, one summary line, and the exit code."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Callable, Optional
+
+from .. import planner
+from ..act.actor import Actor
+from ..act.outcome import Outcome
+from ..act.writer import Guard
+from ..kube import Api, ApiError, Forbidden
+from ..kube.clock import ServerClockUnknown
+from ..model import Cached
+from ..observe import observe
+from ..settings import Settings
+from . import logs
+from .exitcodes import EXIT_FAILED, EXIT_FORBIDDEN, EXIT_OK, EXIT_REFUSED, EXIT_UNAVAILABLE
+from .metrics import Metrics
+
+log = logging.getLogger(logs.LOGGER)
+
+
+def run_pass(api: Api, settings: Settings, metrics: Optional[Metrics] = None, guard: Optional[Guard] = None,
+             show: Optional[Callable[[planner.Plan], None]] = None,
+             cache: Optional[Callable[[Api], Cached]] = None) -> int:
+    """Observe, decide, act; log one summary line; return the exit code.
+
+    Every age is judged on the API server's clock (clock.ServerClock, fed by the Date header of each
+    response); this process's own clock is never read for a judgment. `guard` names a reason once no write
+    may start (a stop signal, leadership lost); see writer.Guard. The summary's `stopped_by` is its reason
+    at the end. `show` gets the plan before anything is acted on (the table for people, plan_table.py).
+    `cache` gives continuous mode's watched lists to observe (kube.cache).
+    """
+    started = time.monotonic()
+    now = api.server_clock.now
+    try:
+        snapshot = observe(api, settings, now, cache)
+    except (ApiError, ServerClockUnknown) as err:
+        code = EXIT_FORBIDDEN if isinstance(err, Forbidden) else EXIT_UNAVAILABLE
+        log.error("cannot read the cluster; nothing was changed", extra={"error": str(err)})
+        _summary(settings, None, None, code, started, api, metrics, guard)
+        return code
+    plan = planner.plan(snapshot, settings)
+    _log_plan(plan)
+    if show:
+        show(plan)
+    actor = Actor(api, settings, now, metrics, guard, {n.name: n.uid for n in snapshot.nodes})
+    actor.warn_unreadable(snapshot.unreadable, plan)
+    actor.warn_unjudged(plan)
+    actor.warn_split_brain(plan.split_brain)
+    try:
+        outcome = actor.execute(plan)
+    except planner.UnsafePlan as err:
+        log.error("refusing to act on anything", extra={"reason": str(err), "brake": err.refusal.kind.value})
+        actor.record_refusal(plan)
+        outcome = actor.outcome
+    code = exit_code(plan, outcome)
+    _summary(settings, plan, outcome, code, started, api, metrics, guard)
+    return code
+
+
+def exit_code(plan: planner.Plan, outcome: Outcome) -> int:
+    if outcome.forbidden:
+        return EXIT_FORBIDDEN
+    if plan.refusal or outcome.split_brain:
+        return EXIT_REFUSED
+    return EXIT_FAILED if outcome.failures or outcome.not_attempted or outcome.unconfirmed else EXIT_OK
+
+
+def _log_plan(plan: planner.Plan) -> None:
+    for verdict in plan.verdicts:
+        log.info("node verdict", extra={"node": verdict.node, "state": verdict.state.value,
+                                        "taint": verdict.taint, "reason": verdict.reason})
+    for skip in plan.skips:
+        log.info("skipped", extra={"kind": skip.kind, "object": skip.name, "reason": skip.reason})
+    for node_plan in plan.nodes:
+        if not node_plan.has_work:  # a stopped instance, say: a log line, never an Event
+            log.info("proven down, nothing to do", extra={"node": node_plan.verdict.node})
+
+
+def _summary(settings: Settings, plan: Optional[planner.Plan], outcome: Optional[Outcome], code: int,
+             started: float, api: Api, metrics: Optional[Metrics], guard: Optional[Guard]) -> None:
+    seconds = time.monotonic() - started
+    if metrics:
+        metrics.record_pass(plan, outcome, code, seconds)
+    fields: dict[str, object] = {"dry_run": settings.dry_run, "exit_code": code,
+                                 "duration_seconds": round(seconds, 3), "api_attempts": api.attempts,
+                                 "stopped_by": (guard() if guard else None) or ""}
+    if plan is not None:
+        states = [v.state for v in plan.verdicts]
+        fields.update(nodes=plan.total_nodes, nodes_not_ready=plan.not_ready, tainted=len(states),
+                      down=states.count(planner.NodeState.DOWN), not_yet=states.count(planner.NodeState.NOT_YET),
+                      split_brain=states.count(planner.NodeState.SPLIT_BRAIN),
+                      recovering=states.count(planner.NodeState.RECOVERING), pods_planned=plan.pod_count,
+                      pods_deferred=len(plan.deferred),
+                      attachments_planned=plan.attachment_count, skips=len(plan.skips),
+                      refusal=str(plan.refusal or ""), brake=plan.refusal.kind.value if plan.refusal else "")
+    if outcome is not None:
+        fields.update(pods_deleted=len(outcome.pods_deleted), pods_already_gone=len(outcome.pods_gone),
+                      pods_replaced=len(outcome.pods_replaced),
+                      attachments_deleted=len(outcome.attachments_deleted),
+                      attachments_already_gone=len(outcome.attachments_gone),
+                      attachments_held=len(outcome.attachments_held),
+                      nodes_not_down_on_recheck=len(outcome.nodes_not_down_on_recheck),
+                      taints_added=len(outcome.taints_added), taints_removed=len(outcome.taints_removed),
+                      events=outcome.events, failures=len(outcome.failures) + len(outcome.forbidden),
+                      not_attempted=len(outcome.not_attempted), unconfirmed=len(outcome.unconfirmed),
+                      fenced=len(outcome.fenced), fencing_pending=len(outcome.fencing_pending),
+                      unfenced=len(outcome.unfenced))
+    if plan is not None:
+        fields.update(recovered=sum(1 for v in plan.recovery if v.state == "recovered"),
+                      not_recovered=sum(1 for v in plan.recovery if v.state == "not-recovered"),
+                      recovery_pending=sum(1 for v in plan.recovery if v.state == "waiting"))
+    log.log(logging.INFO if code == EXIT_OK else logging.ERROR, "pass finished", extra=fields)

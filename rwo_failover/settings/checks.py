@@ -1,0 +1,58 @@
+"""Safety and consistency checks on a whole Settings: combinations that no single value's parser can see."""
+
+from __future__ import annotations
+
+from .errors import ConfigError
+from .table import Settings
+from .tokens import TOKEN_ALLOWED, TokenError, read_bearer_token
+
+
+def check_settings(settings: Settings, once: bool) -> None:
+    """Every check on a whole Settings; ConfigError names the first one that fails. `once` is --once."""
+    _check_consistent(settings)
+    _check_fencing(settings)
+    if settings.leader_election and (once or not settings.interval):
+        raise ConfigError("LEADER_ELECTION=true needs continuous mode; allowed: INTERVAL > 0 without --once")
+    if settings.leader_election and settings.dry_run:
+        # The Lease is the one write a dry run would still make, and a dry-run replica that takes it
+        # switches failover off for the real one, silently.
+        raise ConfigError("DRY_RUN=true with LEADER_ELECTION=true would let a replica that changes nothing hold "
+                          "the leader Lease; allowed: one of them, not both")
+
+
+def _check_consistent(settings: Settings) -> None:
+    both = settings.include_namespaces & settings.exclude_namespaces
+    if both:
+        raise ConfigError(
+            f"INCLUDE_NAMESPACES and EXCLUDE_NAMESPACES both name {', '.join(sorted(both))}; "
+            "allowed: disjoint lists")
+    if settings.leader_election and settings.leader_election_lease_seconds <= settings.request_timeout_seconds + 2:
+        raise ConfigError(
+            f"LEADER_ELECTION_LEASE_SECONDS={settings.leader_election_lease_seconds} leaves no time to write: a "
+            f"leader starts a write only while its Lease outlives REQUEST_TIMEOUT_SECONDS="
+            f"{settings.request_timeout_seconds:g} plus a second; allowed: a lease longer than the request "
+            "timeout + 2 s")
+    if settings.request_timeout_seconds > settings.pass_timeout_seconds:
+        raise ConfigError(
+            f"REQUEST_TIMEOUT_SECONDS={settings.request_timeout_seconds:g} exceeds "
+            f"PASS_TIMEOUT_SECONDS={settings.pass_timeout_seconds:g}; allowed: a request timeout <= the pass timeout")
+
+
+def _check_fencing(settings: Settings) -> None:
+    if settings.fencing == "networkfence" and not settings.network_fence_class:
+        raise ConfigError("FENCING=networkfence needs NETWORK_FENCE_CLASS; allowed: a NetworkFenceClass name")
+    if settings.fencing == "webhook" and not settings.fence_webhook_url:
+        raise ConfigError("FENCING=webhook needs FENCE_WEBHOOK_URL; allowed: an https:// URL")
+    if settings.fence_webhook_ca_file:
+        try:
+            with open(settings.fence_webhook_ca_file, "rb"):
+                pass
+        except OSError as err:
+            raise ConfigError(f"FENCE_WEBHOOK_CA_FILE={settings.fence_webhook_ca_file!r} is invalid "
+                              f"({err.strerror}); allowed: a readable file") from None
+    if settings.fence_webhook_token_file:
+        try:
+            read_bearer_token(settings.fence_webhook_token_file)
+        except TokenError as err:
+            raise ConfigError(f"FENCE_WEBHOOK_TOKEN_FILE={settings.fence_webhook_token_file!r} is invalid ({err}); "
+                              f"allowed: {TOKEN_ALLOWED}") from None
