@@ -12,6 +12,7 @@ from hypothesis import Phase, find, given, settings as hsettings, strategies as 
 from rwo_failover import settings as config
 from rwo_failover import planner as decide
 from rwo_failover.model import MULTI_ATTACH_MODES, Attachment, Claim, Lease, Node, Pod, Snapshot, Taint, Volume
+from rwo_failover.settings.values import label_selector
 
 # Hundreds of generated examples per property: `make quick` leaves them to `make test`.
 pytestmark = pytest.mark.slow
@@ -136,7 +137,7 @@ settings_st = st.builds(
     lambda fraction, max_nodes, max_pods, min_secs, states, exclude, selector, oos, recovery: dataclasses.replace(
         BASE, max_unhealthy_fraction=fraction, max_nodes_per_pass=max_nodes, max_pods_per_pass=max_pods,
         min_not_ready_seconds=min_secs, stuck_pod_states=frozenset(states),
-        exclude_namespaces=frozenset(exclude), pod_selector=config._selector(selector),
+        exclude_namespaces=frozenset(exclude), pod_selector=label_selector(selector),
         out_of_service_taint=oos, recovery_seconds=recovery),
     st.sampled_from([0.5, 1.0, 1.0, 1.0]), st.integers(1, 6) | st.just(6), st.sampled_from([1, 2, 3, 20, 20]),
     st.sampled_from([0, 60, 60, 300]),
