@@ -59,6 +59,44 @@ to do instead; tests/test_chart.py checks the program refuses the same settings.
 {{- if and (eq ($env.FENCING | toString | lower) "webhook") (not $env.FENCE_WEBHOOK_URL) -}}
 {{- fail "rwo-failover: FENCING=webhook needs FENCE_WEBHOOK_URL (an https:// URL)" -}}
 {{- end -}}
+{{- if and $ha (not $elected) -}}
+{{- fail (printf "rwo-failover: mode=ha with LEADER_ELECTION=%v: its %v replicas would each pass and write at once, unelected (and NOTES would name a Lease that never exists). Leave LEADER_ELECTION true in ha mode (ha.settings sets it), or use mode=cronjob" $env.LEADER_ELECTION .Values.ha.replicas) -}}
+{{- end -}}
+{{- include "rwo-failover.refuseTolerations" (dict "tolerations" .Values.tolerations "env" $env) -}}
+{{- /* What is left of a pass after SIGTERM (PASS_TIMEOUT_SECONDS at most), and a one-shot pass's metrics push
+after it ($push: rwo_failover/run/metrics.py PUSH_TIMEOUT_SECONDS), must end before SIGKILL. */ -}}
+{{- $pass := float64 ($env.PASS_TIMEOUT_SECONDS | toString) -}}
+{{- $push := 10.0 -}}
+{{- $pushes := and (not $ha) (ne ($env.PUSHGATEWAY_URL | toString | trim) "") -}}
+{{- $needed := ternary (addf $pass $push) $pass $pushes -}}
+{{- $grace := .Values.terminationGracePeriodSeconds -}}
+{{- if lt (float64 $grace) $needed -}}
+{{- fail (printf "rwo-failover: terminationGracePeriodSeconds=%v is shorter than PASS_TIMEOUT_SECONDS=%v%s: after SIGTERM, what is left of a pass must finish before SIGKILL. Set terminationGracePeriodSeconds to at least %v" $grace $env.PASS_TIMEOUT_SECONDS (ternary " plus the 10 s metrics push (PUSHGATEWAY_URL)" "" $pushes) $needed) -}}
+{{- end -}}
+{{- $deadline := .Values.cronjob.activeDeadlineSeconds -}}
+{{- if and (not $ha) (le (float64 $deadline) $pass) -}}
+{{- fail (printf "rwo-failover: cronjob.activeDeadlineSeconds=%v is not longer than PASS_TIMEOUT_SECONDS=%v: the Job would be killed before the pass's own deadline (it counts from the Job's start, image pull and start-up included), with no summary line and no metrics. Set it above PASS_TIMEOUT_SECONDS plus start-up, and below the schedule's period (the default is 55)" $deadline $env.PASS_TIMEOUT_SECONDS) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The taints of a dead or unreachable node, which values.yaml says no pod of ours may tolerate: the pods would
+land on (or stay on) a dead node. The taints that SHUTDOWN_TAINTS names mark dead nodes too. A toleration with no
+key tolerates every taint. Called with (dict "tolerations" ... "env" ...); renders nothing. */}}
+{{- define "rwo-failover.refuseTolerations" -}}
+{{- $never := list "node.kubernetes.io/unreachable" "node.kubernetes.io/not-ready" "node.cloudprovider.kubernetes.io/shutdown" "node.kubernetes.io/out-of-service" -}}
+{{- range $taint := splitList "," (.env.SHUTDOWN_TAINTS | toString) -}}
+{{- $key := regexReplaceAll "[=:].*$" (trim $taint) "" -}}
+{{- if and $key (not (has $key $never)) }}{{ $never = append $never $key }}{{ end -}}
+{{- end -}}
+{{- range $i, $toleration := .tolerations -}}
+{{- $key := $toleration.key | default "" | toString -}}
+{{- if not $key -}}
+{{- fail (printf "rwo-failover: tolerations[%d] has no key, so it tolerates every taint, among them %s: the pods would land on, or stay on, a dead node. Name the taint you mean (to run on the control plane: key node-role.kubernetes.io/control-plane, operator Exists, effect NoSchedule)" $i (join ", " $never)) -}}
+{{- end -}}
+{{- if has $key $never -}}
+{{- fail (printf "rwo-failover: tolerations[%d] tolerates %s, a taint of a dead or unreachable node, which must never be tolerated (values.yaml): the pods would land on, or stay on, a dead node. Never tolerated: %s" $i $key (join ", " $never)) -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 
 {{/* Every setting as an environment variable, in the order of rwo_failover/config.py. */}}
