@@ -19,7 +19,8 @@ import yaml
 
 from conftest import ROOT, SESSION_REQUESTS
 from rwo_failover.kube import USER_AGENT
-from rwo_failover.run.exitcodes import EXIT_REFUSED
+from rwo_failover.run.exitcodes import EXIT_OK, EXIT_REFUSED
+from rwo_testkit import fake_cluster as fc
 from rwo_testkit.fake_apiserver import KINDS
 
 CLUSTER = "*"  # a ClusterRole grant: every namespace, and cluster-scoped objects
@@ -203,17 +204,22 @@ def test_no_rule_grants_secrets_or_escalation_verbs():
         assert verb not in ("escalate", "bind", "impersonate", "*")
 
 
+def rbac_of(install: str) -> list[dict]:
+    from rwo_testkit import chart
+
+    return chart.render() if install == "chart" else \
+        [d for name in RBAC_FILES for d in yaml.safe_load_all((ROOT / name).read_text()) if d]
+
+
 @pytest.mark.parametrize("install", ["kustomize", "chart"])
 def test_a_repeated_warning_is_bumped_under_each_installs_rbac_in_default_only(api, run_pass, install):
     """The one place Events are read and patched: bumping our repeated Warning about a Node, in `default`, where
     Node Events live. Under each install's RBAC, enforced as the API server's authorizer does (a Role grants in
     its own namespace only; rwo_testkit/rbac_gate.py), the get and the patch are allowed: no call is refused."""
     from test_events import SQUATTED, split_brain
-    from rwo_testkit import chart, rbac_gate
+    from rwo_testkit import rbac_gate
 
-    docs = (chart.render() if install == "chart" else
-            [d for name in RBAC_FILES for d in yaml.safe_load_all((ROOT / name).read_text()) if d])
-    rbac_gate.enforce(api, docs)
+    rbac_gate.enforce(api, rbac_of(install))
     node = split_brain(api)
     assert run_pass().code == EXIT_REFUSED
     stale = api.get("events", SQUATTED, "default")  # our Warning, written before the node re-registered: bumped
@@ -225,6 +231,32 @@ def test_a_repeated_warning_is_bumped_under_each_installs_rbac_in_default_only(a
     bumps = [(r.verb, r.namespace, r.status) for r in second.requests if r.resource == "events" and r.verb != "create"]
     assert bumps == [("get", "default", 200), ("patch", "default", 200)]
     assert api.get("events", SQUATTED, "default")["involvedObject"]["uid"] == node["metadata"]["uid"]
+
+
+@pytest.mark.parametrize("install", ["kustomize", "chart"])
+def test_a_replacement_in_a_tenant_namespace_is_confirmed_under_each_installs_rbac(api, run_pass, install):
+    """Freeing a pod and confirming its replacement reads and writes in the tenant's own namespace (delete and get
+    pods, create Events), whichever it is: those grants are cluster-wide. Under each install's RBAC, enforced, none
+    of it is refused; the request log (judged below) sees these verbs beyond one namespace."""
+    from rwo_testkit import rbac_gate
+
+    rbac_gate.enforce(api, rbac_of(install))
+    for i in range(3):
+        fc.live_node(api, f"w{i}")
+    fc.dead_node(api, "dead")
+    fc.add_volume(api, "data-db-0", namespace="shop", attached_to="dead")
+    api.add(fc.pod("db-0", "dead", namespace="shop", claims=["data-db-0"], terminating=True))
+    assert run_pass().code == EXIT_OK and api.get("pods", "db-0", "shop") is None
+    api.add(fc.pod("db-0", "w1", namespace="shop", claims=["data-db-0"], ready="True"))
+    api.add(fc.attachment("pv-shop-data-db-0", "w1", attached=True))
+
+    confirmed = run_pass()
+
+    assert confirmed.code == EXIT_OK and confirmed.summary["recovered"] == 1
+    assert [r for r in api.requests if r.status == 403] == []
+    assert ("get", "shop", 200) in [(r.verb, r.namespace, r.status) for r in confirmed.requests if r.resource == "pods"]
+    assert [e["reason"] for e in api.objects("events") if e["metadata"]["namespace"] == "shop"
+            and e["involvedObject"]["kind"] == "PersistentVolumeClaim"][-1] == "RWOVolumeRecovered"
 
 
 CHART_ONLY_NAMESPACES = {"ops-records", "ops-election"}
