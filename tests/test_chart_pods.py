@@ -175,6 +175,20 @@ def test_the_schema_takes_secret_references_only(values, complaint):
         chart.render(values)
 
 
+@pytest.mark.parametrize("values", [
+    lambda secret: {"secretEnv": {"PUSHGATEWAY_URL": f"http://rwo:{secret}@pushgateway:9091"}},
+    lambda secret: {"secretFiles": {"FENCE_WEBHOOK_TOKEN_FILE": secret}},
+    lambda secret: {"secretFiles": {"FENCE_WEBHOOK_TOKEN_FILE": {"secretName": "s", "key": "k", "value": secret}}},
+])
+def test_a_secret_put_where_a_reference_belongs_is_refused_without_echoing_it(values):
+    import helm_python as helm
+
+    secret = plant("s3cret-where-a-reference-belongs")
+    with pytest.raises(helm.HelmValuesError) as failed:
+        chart.render(values(secret))
+    assert secret not in str(failed.value)
+
+
 # --- what users of descheduler's and kured's charts expect --------------------------------------------------
 
 EVERYTHING = {"podAnnotations": {"example.com/team": "storage"}, "podLabels": {"example.com/tier": "ops"},
@@ -274,6 +288,13 @@ def test_a_pass_runs_as_the_existing_service_account_under_the_rendered_rbac(api
                 io.StringIO(), sleep=lambda s: None)
     assert code == EXIT_OK, out.getvalue()[-2000:]
     assert api.get("pods", "db-0", "default") is None
+
+
+@pytest.mark.parametrize("create", [True, False])
+def test_the_namespaces_default_service_account_is_refused(create):
+    """Bound to `default`, rwo-failover's rights (delete pods, patch nodes) would go to every pod in the namespace
+    that names no ServiceAccount."""
+    assert "serviceAccount.name=default" in refused({"serviceAccount": {"create": create, "name": "default"}})
 
 
 def test_a_created_service_account_may_be_named():

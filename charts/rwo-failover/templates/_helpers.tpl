@@ -94,6 +94,9 @@ to do instead; tests/test_chart.py checks the program refuses the same settings.
 {{- fail (printf "rwo-failover: podLabels.%s: the chart sets this label itself; the Deployment's selector, the Service, the PodDisruptionBudget and the NetworkPolicy find the pods by it" $label) -}}
 {{- end -}}
 {{- end -}}
+{{- if eq (include "rwo-failover.serviceAccountName" .) "default" -}}
+{{- fail "rwo-failover: serviceAccount.name=default: the chart's bindings would give rwo-failover's rights (delete pods, patch nodes) to every pod in the namespace that names no ServiceAccount. Name an account of its own" -}}
+{{- end -}}
 {{- $names := splitList " " (include "rwo-failover.settingNames" .) -}}
 {{- range $name, $ref := .Values.secretFiles -}}
 {{- if not (has $name $names) -}}
