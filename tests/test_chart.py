@@ -47,6 +47,20 @@ def test_every_setting_is_a_value_with_the_programs_default_in_its_order():
     assert list(schema["properties"]["settings"]["properties"]) == [s.name for s in config.SPECS]
 
 
+# What an empty value means in the chart, for the settings whose default is this release's own.
+EMPTY_IN_THE_CHART = {"LEADER_ELECTION_NAMESPACE": "the release's namespace",
+                      "RECOVERY_NAMESPACE": "the release's namespace",
+                      "PUSHGATEWAY_INSTANCE": "the release's name (the CronJob's), so each pass replaces one group"}
+
+
+def test_each_settings_schema_description_is_its_help_and_what_it_allows():
+    """What `helm show values`' schema, and editors reading it, tell an operator is the program's own help."""
+    schema = json.loads((chart.CHART / "values.schema.json").read_text())["properties"]["settings"]["properties"]
+    for spec in config.SPECS:
+        empty = f"; empty: {EMPTY_IN_THE_CHART[spec.name]}" if spec.name in EMPTY_IN_THE_CHART else ""
+        assert schema[spec.name]["description"] == f"{spec.help} Allowed: {spec.allowed}{empty}.", spec.name
+
+
 def env_of(docs: list[dict], kind: str) -> dict[str, str]:
     [workload] = [d for d in docs if d["kind"] == kind]
     spec = workload["spec"].get("jobTemplate", workload)["spec"]["template"]["spec"]
