@@ -17,6 +17,7 @@ from conftest import ROOT
 from rwo_failover import __version__
 from rwo_failover import settings as config
 from rwo_testkit import chart
+from test_deploy import FORBIDDEN_TOLERATIONS  # the taints of a dead node, which no pod of ours may tolerate
 
 VALUES = yaml.safe_load((chart.CHART / "values.yaml").read_text())
 # Settings whose chart default is this release's own: its namespace, its name (the CronJob's).
@@ -46,6 +47,20 @@ def test_every_setting_is_a_value_with_the_programs_default_in_its_order():
     assert list(schema["properties"]["settings"]["properties"]) == [s.name for s in config.SPECS]
 
 
+# What an empty value means in the chart, for the settings whose default is this release's own.
+EMPTY_IN_THE_CHART = {"LEADER_ELECTION_NAMESPACE": "the release's namespace",
+                      "RECOVERY_NAMESPACE": "the release's namespace",
+                      "PUSHGATEWAY_INSTANCE": "the release's name (the CronJob's), so each pass replaces one group"}
+
+
+def test_each_settings_schema_description_is_its_help_and_what_it_allows():
+    """What `helm show values`' schema, and editors reading it, tell an operator is the program's own help."""
+    schema = json.loads((chart.CHART / "values.schema.json").read_text())["properties"]["settings"]["properties"]
+    for spec in config.SPECS:
+        empty = f"; empty: {EMPTY_IN_THE_CHART[spec.name]}" if spec.name in EMPTY_IN_THE_CHART else ""
+        assert schema[spec.name]["description"] == f"{spec.help} Allowed: {spec.allowed}{empty}.", spec.name
+
+
 def env_of(docs: list[dict], kind: str) -> dict[str, str]:
     [workload] = [d for d in docs if d["kind"] == kind]
     spec = workload["spec"].get("jobTemplate", workload)["spec"]["template"]["spec"]
@@ -72,6 +87,7 @@ def test_values_of_any_yaml_type_become_the_strings_the_program_reads():
     ({"settings": {"DRY_RUNN": "true"}}, "DRY_RUNN"),
     ({"mode": "daemonset"}, "mode"),
     ({"image": {"repository": "r", "digest": "latest"}}, "digest"),
+    ({"tolerations": [{"key": "node-role.kubernetes.io/control-plane", "opertor": "Exists"}]}, "opertor"),
 ])
 def test_the_schema_rejects_a_value_that_is_not_a_setting(values, complaint):
     import helm_python as helm
@@ -201,3 +217,105 @@ def test_every_env_these_tests_render_is_one_the_program_accepts():
         for name, namespace in (("rwo-failover", "rwo-failover"), ("rwo-prod", "ops")):
             args, env = chart.workload(chart.render(values, name=name, namespace=namespace))
             config.load(args, env)  # raises ConfigError, naming the setting, on anything it would refuse
+
+
+# --- combinations the chart's own rules forbid (issue 28) ---------------------------------------------------
+
+CONTROL_PLANE = {"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"}
+
+
+def pod_spec_of(docs: list[dict]) -> dict:
+    [found] = [d for d in docs if d["kind"] in ("CronJob", "Deployment")]
+    return found["spec"].get("jobTemplate", found)["spec"]["template"]["spec"]
+
+
+def refused(values: dict) -> str:
+    """The message `helm template` fails with, which must come from our own rules ("rwo-failover:")."""
+    import helm_python as helm
+
+    with pytest.raises(helm.HelmError) as failed:
+        chart.render(values)
+    assert "rwo-failover:" in str(failed.value), failed.value
+    return str(failed.value)
+
+
+@pytest.mark.parametrize("mode", ["cronjob", "ha"])
+@pytest.mark.parametrize("toleration", [
+    {"operator": "Exists"},
+    {"operator": "Exists", "effect": "NoExecute"},
+    {"operator": "Exists", "effect": "NoSchedule", "key": ""},
+    *({"key": key, "operator": "Exists"} for key in FORBIDDEN_TOLERATIONS),
+    {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 30},
+    {"key": "node.kubernetes.io/out-of-service", "operator": "Equal", "value": "nodeshutdown", "effect": "NoExecute"},
+], ids=json.dumps)
+def test_a_toleration_of_a_dead_nodes_taints_is_refused_naming_the_value(mode, toleration):
+    """values.yaml says never to tolerate the shutdown, out-of-service, unreachable or not-ready taints: the pods
+    would land on, or stay on, a dead node. A toleration with no key (operator Exists) tolerates all of them."""
+    message = refused({"mode": mode, "tolerations": [CONTROL_PLANE, toleration]})
+    assert "tolerations[1]" in message
+    assert (toleration.get("key") or "every taint") in message
+
+
+def test_a_toleration_of_a_configured_shutdown_taint_is_refused():
+    """SHUTDOWN_TAINTS may name your own tooling's taint: that one marks dead nodes too."""
+    values = {"settings": {"SHUTDOWN_TAINTS": "example.com/powered-off=true:NoSchedule,"
+                                              "node.kubernetes.io/out-of-service"},
+              "tolerations": [{"key": "example.com/powered-off", "operator": "Exists"}]}
+    assert "tolerations[0]" in refused(values) and "example.com/powered-off" in refused(values)
+
+
+@pytest.mark.parametrize("mode", ["cronjob", "ha"])
+def test_a_toleration_of_another_taint_renders_as_given(mode):
+    spec = pod_spec_of(chart.render({"mode": mode, "tolerations": [CONTROL_PLANE]}))
+    assert spec["tolerations"] == [CONTROL_PLANE]
+
+
+@pytest.mark.parametrize("values", [
+    {"mode": "ha", "ha": {"settings": {"LEADER_ELECTION": "false"}}},
+    {"mode": "ha", "ha": {"settings": {"LEADER_ELECTION": False}}},
+    {"mode": "ha", "ha": {"settings": {"INTERVAL": "15", "LEADER_ELECTION": "0"}}},
+], ids=json.dumps)
+def test_ha_mode_without_leader_election_is_refused(values):
+    """Two replicas that each pass and write, unelected; and NOTES would name a Lease that never exists."""
+    assert "LEADER_ELECTION" in refused(values)
+
+
+@pytest.mark.parametrize("values, named", [
+    ({"terminationGracePeriodSeconds": 30}, "terminationGracePeriodSeconds=30"),
+    ({"mode": "ha", "terminationGracePeriodSeconds": 44}, "terminationGracePeriodSeconds=44"),
+    ({"settings": {"PASS_TIMEOUT_SECONDS": "90"}}, "terminationGracePeriodSeconds=60"),
+    ({"mode": "ha", "ha": {"settings": {"PASS_TIMEOUT_SECONDS": 120}}}, "terminationGracePeriodSeconds=60"),
+    # a one-shot pass pushes its metrics after the pass: 10 s more (run/metrics.py PUSH_TIMEOUT_SECONDS)
+    ({"terminationGracePeriodSeconds": 50, "settings": {"PUSHGATEWAY_URL": "http://pushgateway:9091"}},
+     "terminationGracePeriodSeconds=50"),
+    ({"cronjob": {"activeDeadlineSeconds": 30}}, "activeDeadlineSeconds=30"),
+    ({"cronjob": {"activeDeadlineSeconds": 45}}, "activeDeadlineSeconds=45"),  # no time left to start up
+    ({"cronjob": {"activeDeadlineSeconds": 55}, "settings": {"PASS_TIMEOUT_SECONDS": "55.5"}},
+     "activeDeadlineSeconds=55"),
+], ids=json.dumps)
+def test_a_deadline_shorter_than_the_pass_is_refused_naming_the_value(values, named):
+    """SIGKILL or the Job's deadline would end a pass before its own deadline: no summary line, no metrics, and
+    a write cut off where the pass would have stopped cleanly."""
+    message = refused(values)
+    assert named in message and "PASS_TIMEOUT_SECONDS" in message
+
+
+@pytest.mark.parametrize("values", [
+    {"mode": "ha", "terminationGracePeriodSeconds": 45},
+    {"terminationGracePeriodSeconds": 55, "settings": {"PUSHGATEWAY_URL": "http://pushgateway:9091"}},
+    {"cronjob": {"activeDeadlineSeconds": 46}},
+    {"mode": "ha", "cronjob": {"activeDeadlineSeconds": 5}},  # no CronJob in ha mode: nothing to cut short
+], ids=json.dumps)
+def test_deadlines_that_cover_the_pass_render(values):
+    assert pod_spec_of(chart.render(values))
+
+
+def test_the_grace_period_covers_the_pass_and_the_push_the_program_makes():
+    from rwo_failover.run.metrics import PUSH_TIMEOUT_SECONDS
+
+    pass_timeout = int(config.BY_NAME["PASS_TIMEOUT_SECONDS"].default)
+    push = {"PUSHGATEWAY_URL": "http://pushgateway:9091"}
+    assert "terminationGracePeriodSeconds" in refused(
+        {"terminationGracePeriodSeconds": pass_timeout + PUSH_TIMEOUT_SECONDS - 1, "settings": push})
+    assert pod_spec_of(chart.render({"terminationGracePeriodSeconds": pass_timeout + PUSH_TIMEOUT_SECONDS,
+                                     "settings": push}))

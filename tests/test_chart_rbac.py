@@ -83,12 +83,17 @@ def test_the_rendered_rbac_grants_no_more_than_the_env_uses(values):
     _args, env = chart.workload(docs)
     roles = {d["metadata"]["name"].removeprefix("rwo-failover-"): d["metadata"].get("namespace")
              for d in docs if d["kind"] in ("Role", "ClusterRole") and d["metadata"]["name"] != "rwo-failover"}
-    expected = {"recovery-records": env["RECOVERY_NAMESPACE"], "node-leases": "kube-node-lease"}
+    # Node Events live in `default` (a constant of the code, not a setting): only those are read and bumped.
+    expected = {"recovery-records": env["RECOVERY_NAMESPACE"], "node-leases": "kube-node-lease",
+                "node-events": "default"}
     if env["LEADER_ELECTION"] == "true":
         expected["leader-election"] = env["LEADER_ELECTION_NAMESPACE"]
     if env["FENCING"] == "networkfence":
         expected["networkfence"] = None
     assert roles == expected
+    [cluster_role] = [d for d in docs if d["kind"] == "ClusterRole" and d["metadata"]["name"] == "rwo-failover"]
+    assert [r["verbs"] for r in cluster_role["rules"] if "events" in r["resources"]] == [["create"]], \
+        "tenants' Events: create only"
     leader = [d for d in docs if d["kind"] == "Role" and d["metadata"]["name"].endswith("-leader-election")]
     for role in leader:
         names = [rule.get("resourceNames") for rule in role["rules"] if rule.get("resourceNames")]

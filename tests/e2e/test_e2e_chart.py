@@ -30,11 +30,12 @@ def install(cluster, tmp_path, release: str, values: dict) -> None:
     cluster.kubectl("apply", "-f", str(manifest))
 
 
-def token_kubeconfig(cluster, release: str):
-    answer = cluster.kube.create(f"/api/v1/namespaces/{release}/serviceaccounts/{release}/token",
+def token_kubeconfig(cluster, release: str, account: str = ""):
+    """A kubeconfig with a token of the release's ServiceAccount (named after it, or `account`)."""
+    answer = cluster.kube.create(f"/api/v1/namespaces/{release}/serviceaccounts/{account or release}/token",
                                  {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
                                   "spec": {"expirationSeconds": 3600}})
-    return cluster.cp.kubeconfig_for(answer["status"]["token"], release)
+    return cluster.cp.kubeconfig_for(answer["status"]["token"], account or release)
 
 
 def pods_of(cluster, namespace: str, owner_kind: str) -> list[dict]:
@@ -94,3 +95,54 @@ def test_the_ha_release_runs_two_replicas_and_its_serviceaccount_may_lead(nodes,
     assert proc.returncode == 0, log.read_text()[-2000:]
     lease = cluster.kube.get("/apis/coordination.k8s.io/v1/namespaces/rwo-ha/leases/rwo-failover-leader")
     assert lease is not None
+
+
+def test_a_release_with_secrets_and_an_existing_serviceaccount_is_admitted_and_may_bump_its_warning(nodes, tmp_path):
+    """Issue 28. The Job's pod gets its Secrets mounted read-only (mode 0440, fsGroup) and its Pushgateway URL from
+    a secretKeyRef, and runs as an existing ServiceAccount; Pod Security `restricted` admits it. A pass with that
+    account's token bumps a repeated Warning (get, then patch, in `default` only: the narrowed Events RBAC), and
+    the real authorizer allows every call: a denied one would exit 5."""
+    cluster, release = nodes, "rwo-sec"
+    values = {"mode": "cronjob", "serviceAccount": {"create": False, "name": "ops-bot"},
+              "secretFiles": {"FENCE_WEBHOOK_TOKEN_FILE": {"secretName": "fence", "key": "token"},
+                              "FENCE_WEBHOOK_CA_FILE": {"secretName": "fence", "key": "ca.crt"}},
+              "secretEnv": {"PUSHGATEWAY_URL": {"secretName": "push", "key": "url"}},
+              "podAnnotations": {"example.com/team": "storage"}}
+    install(cluster, tmp_path, release, values)
+    assert "Secret" not in {d["kind"] for d in chart.render(values, name=release, namespace=release)}
+    cluster.kube.create(f"/api/v1/namespaces/{release}/serviceaccounts",
+                        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "ops-bot"}})
+    for name, data in (("fence", {"token": "t0ken", "ca.crt": "not checked here"}),
+                       ("push", {"url": "http://rwo:pw@pushgateway.monitoring:9091"})):
+        cluster.kube.create(f"/api/v1/namespaces/{release}/secrets",
+                            {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}, "stringData": data})
+    pod = wait_for("a Job's pod of the release with Secrets, scheduled", lambda: next(
+        (p for p in pods_of(cluster, release, "Job") if p["spec"].get("nodeName")), None), 120, every=2)
+    spec, [container] = pod["spec"], pod["spec"]["containers"]
+    assert spec["serviceAccountName"] == "ops-bot" and spec["securityContext"]["fsGroup"] == 65532
+    assert pod["metadata"]["annotations"]["example.com/team"] == "storage"
+    secrets = {v["name"]: v["secret"] for v in spec["volumes"] if "secret" in v}
+    assert {s["secretName"] for s in secrets.values()} == {"fence"}
+    assert all(s["defaultMode"] == 0o440 for s in secrets.values())
+    mounts = [m for m in container["volumeMounts"] if m["name"] in secrets]
+    assert len(mounts) == 2 and all(m["readOnly"] for m in mounts)
+    env = {e["name"]: e for e in container["env"]}
+    assert env["PUSHGATEWAY_URL"]["valueFrom"]["secretKeyRef"] == {"name": "push", "key": "url"}
+    assert env["FENCE_WEBHOOK_TOKEN_FILE"]["value"] == "/etc/rwo-failover/secrets/fence-webhook-token-file/token"
+
+    cluster.sim.add_node("h-sec")
+    wait_for("h-sec Ready", lambda: cluster.ready("h-sec") == "True", 30)
+    cluster.taint("h-sec", CLOUD_TAINT)
+    kubeconfig = token_kubeconfig(cluster, release, "ops-bot")
+    first = cluster.run_pass(kubeconfig, RECOVERY_NAMESPACE=release)
+    assert first.code == EXIT_REFUSED and first.summary["split_brain"] == 1, (first.code, first.stderr)
+    [warning] = [e for e in cluster.kube.items("/api/v1/namespaces/default/events")
+                 if e["reason"] == "ShutdownTaintOnLiveNode" and e["involvedObject"]["name"] == "h-sec"]
+    # As if written before the node re-registered: the next pass bumps it at once (get, then patch).
+    cluster.kube.patch(f"/api/v1/namespaces/default/events/{warning['metadata']['name']}",
+                       {"involvedObject": {"uid": "uid-of-the-node-before"}})
+    second = cluster.run_pass(kubeconfig, RECOVERY_NAMESPACE=release)
+    assert second.code == EXIT_REFUSED, (second.code, second.stderr, second.logs[-3:])
+    bumped = cluster.kube.get(f"/api/v1/namespaces/default/events/{warning['metadata']['name']}")
+    assert bumped["count"] == 2 and bumped["involvedObject"]["uid"] == cluster.node("h-sec")["metadata"]["uid"]
+    cluster.sim.remove_node("h-sec")

@@ -30,7 +30,33 @@ the ports and NOTES.txt all read this one dict, so none can follow a setting the
 {{- if not $env.LEADER_ELECTION_NAMESPACE }}{{ $_ := set $env "LEADER_ELECTION_NAMESPACE" .Release.Namespace }}{{ end -}}
 {{- if not $env.RECOVERY_NAMESPACE }}{{ $_ := set $env "RECOVERY_NAMESPACE" .Release.Namespace }}{{ end -}}
 {{- if not $env.PUSHGATEWAY_INSTANCE }}{{ $_ := set $env "PUSHGATEWAY_INSTANCE" (include "rwo-failover.fullname" .) }}{{ end -}}
+{{- range $name, $ref := .Values.secretFiles }}
+{{- if ne (toString (get $env $name)) "" }}
+{{- fail (printf "rwo-failover: %s is set both as a value and in secretFiles: the chart sets it to the file it mounts from secretFiles.%s; leave the value empty" $name $name) }}
+{{- end }}
+{{- $_ := set $env $name (printf "%s/%s" (include "rwo-failover.secretMountPath" $name) $ref.key) }}
+{{- end }}
+{{- range $name, $ref := .Values.secretEnv }}
+{{- if ne (toString (get $env $name)) "" }}
+{{- fail (printf "rwo-failover: %s is set both as a value and in secretEnv: the pod reads it from secretEnv.%s's Secret; leave the value empty" $name $name) }}
+{{- end }}
+{{- end }}
 {{- toJson $env -}}
+{{- end -}}
+
+{{/* Where secretFiles mounts the Secret that a setting names a file of: one folder per setting. */}}
+{{- define "rwo-failover.secretMountPath" -}}
+/etc/rwo-failover/secrets/{{ . | lower | replace "_" "-" }}
+{{- end -}}
+
+{{/* The ServiceAccount the pods run as and every binding names: serviceAccount.name, or the release's name. */}}
+{{- define "rwo-failover.serviceAccountName" -}}
+{{- default (include "rwo-failover.fullname" .) .Values.serviceAccount.name -}}
+{{- end -}}
+
+{{/* The pods' PriorityClass: priorityClassName (an existing one), or the one this chart creates. */}}
+{{- define "rwo-failover.priorityClassName" -}}
+{{- default (include "rwo-failover.fullname" .) .Values.priorityClassName -}}
 {{- end -}}
 
 {{/* Refuse at render time what every pod would refuse at start (exit 2, rwo_failover/config.py) or the API
@@ -59,6 +85,64 @@ to do instead; tests/test_chart.py checks the program refuses the same settings.
 {{- if and (eq ($env.FENCING | toString | lower) "webhook") (not $env.FENCE_WEBHOOK_URL) -}}
 {{- fail "rwo-failover: FENCING=webhook needs FENCE_WEBHOOK_URL (an https:// URL)" -}}
 {{- end -}}
+{{- if and $ha (not $elected) -}}
+{{- fail (printf "rwo-failover: mode=ha with LEADER_ELECTION=%v: its %v replicas would each pass and write at once, unelected (and NOTES would name a Lease that never exists). Leave LEADER_ELECTION true in ha mode (ha.settings sets it), or use mode=cronjob" $env.LEADER_ELECTION .Values.ha.replicas) -}}
+{{- end -}}
+{{- include "rwo-failover.refuseTolerations" (dict "tolerations" .Values.tolerations "env" $env) -}}
+{{- range $label := list "app.kubernetes.io/name" "app.kubernetes.io/component" -}}
+{{- if hasKey $.Values.podLabels $label -}}
+{{- fail (printf "rwo-failover: podLabels.%s: the chart sets this label itself; the Deployment's selector, the Service, the PodDisruptionBudget and the NetworkPolicy find the pods by it" $label) -}}
+{{- end -}}
+{{- end -}}
+{{- if eq (include "rwo-failover.serviceAccountName" .) "default" -}}
+{{- fail "rwo-failover: serviceAccount.name=default: the chart's bindings would give rwo-failover's rights (delete pods, patch nodes) to every pod in the namespace that names no ServiceAccount. Name an account of its own" -}}
+{{- end -}}
+{{- $names := splitList " " (include "rwo-failover.settingNames" .) -}}
+{{- range $name, $ref := .Values.secretFiles -}}
+{{- if not (has $name $names) -}}
+{{- fail (printf "rwo-failover: secretFiles.%s names no setting of rwo-failover %s; the settings that name a file end in _FILE (docs/settings.md)" $name $.Chart.AppVersion) -}}
+{{- end -}}
+{{- if hasPrefix ".." $ref.key -}}
+{{- fail (printf "rwo-failover: secretFiles.%s.key=%s: a key mounted as a file may not start with \"..\"" $name $ref.key) -}}
+{{- end -}}
+{{- end -}}
+{{- if regexMatch "^[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*@" ($env.PUSHGATEWAY_URL | toString | trim) -}}
+{{- fail "rwo-failover: PUSHGATEWAY_URL holds a user or password, which would sit in plain text in the pod's env and in the release: put the whole URL in a Secret and name it in secretEnv.PUSHGATEWAY_URL (secretName, key) instead (the value is not shown here)" -}}
+{{- end -}}
+{{- /* What is left of a pass after SIGTERM (PASS_TIMEOUT_SECONDS at most), and a one-shot pass's metrics push
+after it ($push: rwo_failover/run/metrics.py PUSH_TIMEOUT_SECONDS), must end before SIGKILL. */ -}}
+{{- $pass := float64 ($env.PASS_TIMEOUT_SECONDS | toString) -}}
+{{- $push := 10.0 -}}
+{{- $pushes := and (not $ha) (or (ne ($env.PUSHGATEWAY_URL | toString | trim) "") (hasKey .Values.secretEnv "PUSHGATEWAY_URL")) -}}
+{{- $needed := ternary (addf $pass $push) $pass $pushes -}}
+{{- $grace := .Values.terminationGracePeriodSeconds -}}
+{{- if lt (float64 $grace) $needed -}}
+{{- fail (printf "rwo-failover: terminationGracePeriodSeconds=%v is shorter than PASS_TIMEOUT_SECONDS=%v%s: after SIGTERM, what is left of a pass must finish before SIGKILL. Set terminationGracePeriodSeconds to at least %v" $grace $env.PASS_TIMEOUT_SECONDS (ternary " plus the 10 s metrics push (PUSHGATEWAY_URL)" "" $pushes) $needed) -}}
+{{- end -}}
+{{- $deadline := .Values.cronjob.activeDeadlineSeconds -}}
+{{- if and (not $ha) (le (float64 $deadline) $pass) -}}
+{{- fail (printf "rwo-failover: cronjob.activeDeadlineSeconds=%v is not longer than PASS_TIMEOUT_SECONDS=%v: the Job would be killed before the pass's own deadline (it counts from the Job's start, image pull and start-up included), with no summary line and no metrics. Set it above PASS_TIMEOUT_SECONDS plus start-up, and below the schedule's period (the default is 55)" $deadline $env.PASS_TIMEOUT_SECONDS) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The taints of a dead or unreachable node, which values.yaml says no pod of ours may tolerate: the pods would
+land on (or stay on) a dead node. The taints that SHUTDOWN_TAINTS names mark dead nodes too. A toleration with no
+key tolerates every taint. Called with (dict "tolerations" ... "env" ...); renders nothing. */}}
+{{- define "rwo-failover.refuseTolerations" -}}
+{{- $never := list "node.kubernetes.io/unreachable" "node.kubernetes.io/not-ready" "node.cloudprovider.kubernetes.io/shutdown" "node.kubernetes.io/out-of-service" -}}
+{{- range $taint := splitList "," (.env.SHUTDOWN_TAINTS | toString) -}}
+{{- $key := regexReplaceAll "[=:].*$" (trim $taint) "" -}}
+{{- if and $key (not (has $key $never)) }}{{ $never = append $never $key }}{{ end -}}
+{{- end -}}
+{{- range $i, $toleration := .tolerations -}}
+{{- $key := $toleration.key | default "" | toString -}}
+{{- if not $key -}}
+{{- fail (printf "rwo-failover: tolerations[%d] has no key, so it tolerates every taint, among them %s: the pods would land on, or stay on, a dead node. Name the taint you mean (to run on the control plane: key node-role.kubernetes.io/control-plane, operator Exists, effect NoSchedule)" $i (join ", " $never)) -}}
+{{- end -}}
+{{- if has $key $never -}}
+{{- fail (printf "rwo-failover: tolerations[%d] tolerates %s, a taint of a dead or unreachable node, which must never be tolerated (values.yaml): the pods would land on, or stay on, a dead node. Never tolerated: %s" $i $key (join ", " $never)) -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 
 {{/* Every setting as an environment variable, in the order of rwo_failover/config.py. */}}
@@ -69,8 +153,75 @@ to do instead; tests/test_chart.py checks the program refuses the same settings.
 {{- /* a whole number that came through JSON (float64) is written as one: 1000000, not 1e+06 */}}
 {{- if and (kindIs "float64" $value) (eq (float64 (int64 $value)) $value) }}{{ $value = int64 $value }}{{ end }}
 - name: {{ $name }}
+{{- with get $.Values.secretEnv $name }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ .secretName | quote }}
+      key: {{ .key | quote }}
+{{- else }}
   value: {{ $value | toString | quote }}
 {{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* secretFiles' Secrets: one read-only volume per setting, holding only the key it names, readable by the pod's
+group (fsGroup, below) and no one else. Renders nothing without secretFiles. */}}
+{{- define "rwo-failover.secretVolumes" -}}
+{{- range $name, $ref := .Values.secretFiles }}
+- name: {{ printf "secret-%s" ($name | lower | replace "_" "-") | trunc 63 | trimSuffix "-" }}
+  secret:
+    secretName: {{ $ref.secretName | quote }}
+    items:
+      - key: {{ $ref.key | quote }}
+        path: {{ $ref.key | quote }}
+    defaultMode: 288  # 0440
+{{- end }}
+{{- end -}}
+
+{{- define "rwo-failover.secretMounts" -}}
+{{- range $name, $ref := .Values.secretFiles }}
+- name: {{ printf "secret-%s" ($name | lower | replace "_" "-") | trunc 63 | trimSuffix "-" }}
+  mountPath: {{ include "rwo-failover.secretMountPath" $name }}
+  readOnly: true
+{{- end }}
+{{- end -}}
+
+{{/* The pod template's metadata: the chart's labels (which selectors use), podLabels, podAnnotations. */}}
+{{- define "rwo-failover.podMetadata" -}}
+labels:
+  app.kubernetes.io/name: rwo-failover
+  {{- if eq .Values.mode "ha" }}
+  app.kubernetes.io/component: continuous
+  {{- end }}
+  {{- with .Values.podLabels }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+{{- with .Values.podAnnotations }}
+annotations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* What both modes' pod specs share before the containers: the ServiceAccount, priority, pull secrets and
+placement. Never a toleration of a dead node's taints (rwo-failover.refuseTolerations). */}}
+{{- define "rwo-failover.podPlacement" -}}
+serviceAccountName: {{ include "rwo-failover.serviceAccountName" . }}
+automountServiceAccountToken: true
+priorityClassName: {{ include "rwo-failover.priorityClassName" . }}
+{{- with .Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+affinity:
+  {{- include "rwo-failover.affinity" . | trim | nindent 2 }}
 {{- end -}}
 
 {{/* The pod spec both modes share; .component is "continuous" for the Deployment. */}}
@@ -79,6 +230,10 @@ securityContext:
   runAsNonRoot: true
   runAsUser: 65532
   runAsGroup: 65532
+  {{- if .Values.secretFiles }}
+  # The group of secretFiles' files (mode 0440), so that the pod may read them.
+  fsGroup: 65532
+  {{- end }}
   seccompProfile:
     type: RuntimeDefault
 {{- end -}}
@@ -93,7 +248,39 @@ securityContext:
     drop: ["ALL"]
 {{- end -}}
 
+{{/* The pods' affinity. nodeAffinity: a preference for the control plane, or affinity.nodeAffinity instead.
+affinity.podAffinity as given. podAntiAffinity: in ha mode the replicas' own rule (never two on one node) comes
+first, and affinity.podAntiAffinity's required terms are added to it; in cronjob mode, as given. */}}
 {{- define "rwo-failover.affinity" -}}
+{{- $given := .Values.affinity | default dict }}
+{{- $anti := $given.podAntiAffinity | default dict }}
+{{- if eq .Values.mode "ha" }}
+podAntiAffinity:
+  requiredDuringSchedulingIgnoredDuringExecution:
+    - topologyKey: kubernetes.io/hostname
+      labelSelector:
+        matchLabels:
+          app.kubernetes.io/name: rwo-failover
+          app.kubernetes.io/component: continuous
+    {{- with $anti.requiredDuringSchedulingIgnoredDuringExecution }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+  {{- with $anti.preferredDuringSchedulingIgnoredDuringExecution }}
+  preferredDuringSchedulingIgnoredDuringExecution:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+{{- else if $anti }}
+podAntiAffinity:
+  {{- toYaml $anti | nindent 2 }}
+{{- end }}
+{{- with $given.podAffinity }}
+podAffinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- if $given.nodeAffinity }}
+nodeAffinity:
+  {{- toYaml $given.nodeAffinity | nindent 2 }}
+{{- else }}
 nodeAffinity:
   preferredDuringSchedulingIgnoredDuringExecution:
     - weight: 100
@@ -101,6 +288,7 @@ nodeAffinity:
         matchExpressions:
           - key: node-role.kubernetes.io/control-plane
             operator: Exists
+{{- end }}
 {{- end -}}
 
 {{/* The settings in the order of rwo_failover/config.py's SPECS (tests/test_chart.py keeps it equal). */}}

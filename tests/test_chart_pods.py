@@ -1,0 +1,316 @@
+"""The chart's pods: Secret-backed settings (mounted read-only, never rendered), and the values users of other
+charts (descheduler's, kured's) expect: podAnnotations, podLabels, imagePullSecrets, priorityClassName, an
+existing ServiceAccount, nodeSelector and affinity. Each is rendered with Helm's own SDK (rwo_testkit/chart.py);
+where it matters, the rendered pod is then run as the kubelet would start it: its Secret files written where
+they are mounted, its secretKeyRef env resolved, under the rendered RBAC (rwo_testkit/rbac_gate.py)."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import plant
+from rwo_failover import settings as config
+from rwo_failover.run.cli import main
+from rwo_failover.run.exitcodes import EXIT_OK
+from rwo_testkit import chart, rbac_gate
+from rwo_testkit import fake_cluster as fc
+from rwo_testkit.fence_server import FenceServer
+from test_chart import pod_spec_of, refused
+
+NS = "rwo-failover"
+SECRETS_DIR = "/etc/rwo-failover/secrets"
+FILE_SETTINGS = [s.name for s in config.SPECS if s.name.endswith("_FILE")]
+WEBHOOK_SECRETS = {"FENCE_WEBHOOK_TOKEN_FILE": {"secretName": "fence-webhook", "key": "token"},
+                   "FENCE_WEBHOOK_CA_FILE": {"secretName": "fence-webhook-ca", "key": "ca.crt"}}
+PUSH_SECRET = {"PUSHGATEWAY_URL": {"secretName": "pushgateway", "key": "url"}}
+
+
+def container_of(docs: list[dict]) -> dict:
+    [container] = pod_spec_of(docs)["containers"]
+    return container
+
+
+def env_entries(docs: list[dict]) -> dict[str, dict]:
+    return {e["name"]: e for e in container_of(docs)["env"]}
+
+
+def as_the_kubelet_starts_it(docs: list[dict], secrets: dict[str, dict[str, str]], root: Path) -> tuple[list, dict]:
+    """The rendered workload's args and env as its container sees them: each Secret volume's items written under
+    `root` where they are mounted (and the env's paths pointing there), each secretKeyRef resolved from
+    `secrets` ({secret name: {key: value}}). A missing Secret or key fails, as the pod would not start."""
+    spec = pod_spec_of(docs)
+    container = container_of(docs)
+    volumes = {v["name"]: v for v in spec.get("volumes") or ()}
+    moved = {}
+    for mount in container.get("volumeMounts") or ():
+        source = volumes[mount["name"]]["secret"]
+        for item in source["items"]:
+            path = root / mount["mountPath"].lstrip("/") / item["path"]
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(secrets[source["secretName"]][item["key"]])
+        moved[mount["mountPath"]] = str(root / mount["mountPath"].lstrip("/"))
+    env = {}
+    for entry in container["env"]:
+        if "valueFrom" in entry:
+            ref = entry["valueFrom"]["secretKeyRef"]
+            env[entry["name"]] = secrets[ref["name"]][ref["key"]]
+            continue
+        value = entry["value"]
+        for mounted, there in moved.items():
+            if value.startswith(mounted + "/"):
+                value = there + value[len(mounted):]
+        env[entry["name"]] = value
+    return container.get("args") or [], env
+
+
+# --- Secrets: mounted read-only, named by the setting, never rendered --------------------------------------
+
+@pytest.mark.parametrize("mode", ["cronjob", "ha"])
+@pytest.mark.parametrize("setting", FILE_SETTINGS)
+def test_a_secret_file_is_mounted_read_only_and_its_setting_names_the_file(mode, setting):
+    docs = chart.render({"mode": mode, "secretFiles": {setting: {"secretName": "rwo-creds", "key": "the.key"}}})
+    spec, container = pod_spec_of(docs), container_of(docs)
+    [volume] = spec["volumes"]
+    [mount] = container["volumeMounts"]
+    assert volume["secret"] == {"secretName": "rwo-creds", "items": [{"key": "the.key", "path": "the.key"}],
+                                "defaultMode": 0o440}
+    assert mount == {"name": volume["name"], "mountPath": f"{SECRETS_DIR}/{setting.lower().replace('_', '-')}",
+                     "readOnly": True}
+    assert env_entries(docs)[setting] == {"name": setting, "value": f"{mount['mountPath']}/the.key"}
+    # Readable by the pod's group only (the kubelet gives a Secret volume's files the pod's fsGroup); the rest of
+    # the hardening is what it was.
+    plain = chart.render({"mode": mode})
+    assert spec["securityContext"] == {**pod_spec_of(plain)["securityContext"], "fsGroup": 65532}
+    assert container["securityContext"] == container_of(plain)["securityContext"]
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert not [d for d in docs if d["kind"] == "Secret"]
+
+
+def test_without_secret_files_the_pod_has_no_volumes_and_no_fsgroup():
+    spec = pod_spec_of(chart.render())
+    assert "volumes" not in spec and "volumeMounts" not in spec["containers"][0]
+    assert "fsGroup" not in spec["securityContext"]
+
+
+def test_the_rendered_pod_fences_with_the_token_and_ca_of_its_secrets(api, kubeconfig, tmp_path):
+    """FENCING=webhook installed with Helm: the token and CA come from Secrets, mounted where the settings say.
+    The pass, started as the kubelet would start the rendered container, under the rendered RBAC, sends that
+    token over TLS verified with that CA, and only then frees the pod."""
+    token = plant("webhook-token-from-a-secret")
+    with FenceServer() as fencer:
+        values = {"settings": {"FENCING": "webhook", "FENCE_WEBHOOK_URL": fencer.url}, "secretFiles": WEBHOOK_SECRETS}
+        docs = chart.render(values, namespace=NS)
+        secrets = {"fence-webhook": {"token": token + "\n"},
+                   "fence-webhook-ca": {"ca.crt": Path(fencer.ca_file).read_text()}}
+        args, env = as_the_kubelet_starts_it(docs, secrets, tmp_path / "pod")
+        fc.outage(api)
+        rbac_gate.enforce(api, docs, NS, "rwo-failover")
+        out = io.StringIO()
+
+        code = main(args, {**env, "KUBECONFIG": kubeconfig, "LOG_FORMAT": "json", "PASS_TIMEOUT_SECONDS": "20"},
+                    out, io.StringIO(), sleep=lambda s: None)
+
+    assert code == EXIT_OK, out.getvalue()[-2000:]
+    assert [r["headers"]["Authorization"] for r in fencer.requests] == [f"Bearer {token}"]
+    assert api.get("pods", "db-0", "default") is None, "fenced, then freed"
+    assert token not in chart.render_text(values, namespace=NS)
+
+
+@pytest.mark.parametrize("mode", ["cronjob", "ha"])
+def test_the_pushgateway_url_comes_from_a_secret_key_never_from_plain_env(mode):
+    docs = chart.render({"mode": mode, "secretEnv": PUSH_SECRET})
+    entries = env_entries(docs)
+    assert list(entries) == [s.name for s in config.SPECS], "every setting, in the program's order"
+    assert entries["PUSHGATEWAY_URL"] == {"name": "PUSHGATEWAY_URL", "valueFrom": {"secretKeyRef": {
+        "name": "pushgateway", "key": "url"}}}
+    password = plant("pushgateway-password-in-a-secret")
+    args, env = as_the_kubelet_starts_it(docs, {"pushgateway": {"url": f"http://rwo:{password}@pushgateway:9091"}},
+                                         Path("/nonexistent"))
+    _args, settings = config.load(args, env)
+    assert settings.pushgateway_url == f"http://rwo:{password}@pushgateway:9091"
+
+
+def test_a_password_in_the_plain_pushgateway_url_is_refused_without_echoing_it():
+    password = plant("plain-pushgateway-pa55")
+    message = refused({"settings": {"PUSHGATEWAY_URL": f"http://rwo:{password}@pushgateway:9091"}})
+    assert "PUSHGATEWAY_URL" in message and "secretEnv" in message and password not in message
+    assert env_entries(chart.render({"settings": {"PUSHGATEWAY_URL": "http://pushgateway:9091"}}))[
+        "PUSHGATEWAY_URL"]["value"] == "http://pushgateway:9091", "a URL without a password stays a value"
+
+
+def test_a_pushgateway_from_a_secret_counts_for_the_grace_period():
+    assert "terminationGracePeriodSeconds=50" in refused({"terminationGracePeriodSeconds": 50,
+                                                          "secretEnv": PUSH_SECRET})
+
+
+@pytest.mark.parametrize("values, named", [
+    ({"settings": {"FENCE_WEBHOOK_TOKEN_FILE": "/token"}, "secretFiles": WEBHOOK_SECRETS}, "FENCE_WEBHOOK_TOKEN_FILE"),
+    ({"mode": "ha", "ha": {"settings": {"FENCE_WEBHOOK_CA_FILE": "/ca"}}, "secretFiles": WEBHOOK_SECRETS},
+     "FENCE_WEBHOOK_CA_FILE"),
+    ({"settings": {"PUSHGATEWAY_URL": "http://pushgateway:9091"}, "secretEnv": PUSH_SECRET}, "PUSHGATEWAY_URL"),
+    ({"secretFiles": {"FENCE_WEBHOOK_TOKN_FILE": {"secretName": "s", "key": "k"}}}, "FENCE_WEBHOOK_TOKN_FILE"),
+    ({"secretFiles": {"FENCE_WEBHOOK_TOKEN_FILE": {"secretName": "s", "key": "..data"}}}, "FENCE_WEBHOOK_TOKEN_FILE"),
+], ids=json.dumps)
+def test_a_secret_backed_setting_that_is_also_set_or_is_no_setting_is_refused(values, named):
+    assert named in refused(values)
+
+
+@pytest.mark.parametrize("values, complaint", [
+    ({"secretFiles": {"PUSHGATEWAY_URL": {"secretName": "s", "key": "k"}}}, "PUSHGATEWAY_URL"),  # not a file
+    ({"secretFiles": {"KUBECONFIG": {"secretName": "s", "key": "k"}}}, "KUBECONFIG"),
+    ({"secretEnv": {"FENCE_WEBHOOK_URL": {"secretName": "s", "key": "k"}}}, "FENCE_WEBHOOK_URL"),
+    ({"secretEnv": {"PUSHGATEWAY_URL": "http://rwo:pw@pushgateway:9091"}}, "PUSHGATEWAY_URL"),  # a value, not a ref
+    ({"secretFiles": {"FENCE_WEBHOOK_TOKEN_FILE": {"secretName": "s"}}}, "key"),
+    ({"secretFiles": {"FENCE_WEBHOOK_TOKEN_FILE": {"secretName": "s", "key": "a/b"}}}, "key"),
+    ({"secretFiles": {"FENCE_WEBHOOK_TOKEN_FILE": {"secretName": "S_1", "key": "k"}}}, "secretName"),
+])
+def test_the_schema_takes_secret_references_only(values, complaint):
+    import helm_python as helm
+
+    with pytest.raises(helm.HelmValuesError, match=complaint):
+        chart.render(values)
+
+
+@pytest.mark.parametrize("values", [
+    lambda secret: {"secretEnv": {"PUSHGATEWAY_URL": f"http://rwo:{secret}@pushgateway:9091"}},
+    lambda secret: {"secretFiles": {"FENCE_WEBHOOK_TOKEN_FILE": secret}},
+    lambda secret: {"secretFiles": {"FENCE_WEBHOOK_TOKEN_FILE": {"secretName": "s", "key": "k", "value": secret}}},
+])
+def test_a_secret_put_where_a_reference_belongs_is_refused_without_echoing_it(values):
+    import helm_python as helm
+
+    secret = plant("s3cret-where-a-reference-belongs")
+    with pytest.raises(helm.HelmValuesError) as failed:
+        chart.render(values(secret))
+    assert secret not in str(failed.value)
+
+
+# --- what users of descheduler's and kured's charts expect --------------------------------------------------
+
+EVERYTHING = {"podAnnotations": {"example.com/team": "storage"}, "podLabels": {"example.com/tier": "ops"},
+              "imagePullSecrets": [{"name": "regcred"}], "priorityClassName": "ops-critical",
+              "serviceAccount": {"create": False, "name": "ops-bot"},
+              "nodeSelector": {"node-role.kubernetes.io/control-plane": ""},
+              "tolerations": [{"key": "node-role.kubernetes.io/control-plane", "operator": "Exists",
+                               "effect": "NoSchedule"}],
+              "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                  {"matchExpressions": [{"key": "example.com/pool", "operator": "In", "values": ["ops"]}]}]}}},
+              "secretFiles": WEBHOOK_SECRETS, "secretEnv": PUSH_SECRET}
+
+
+@pytest.mark.parametrize("mode", ["cronjob", "ha"])
+def test_the_chart_lints_strictly_with_every_pod_value_set(mode):
+    report = chart.lint({**EVERYTHING, "mode": mode})
+    assert report["errors"] == [] and [m for m in report["messages"] if m["severity"] >= 2] == [], report
+
+
+@pytest.mark.parametrize("mode", ["cronjob", "ha"])
+def test_pod_annotations_labels_pull_secrets_and_placement_render_as_given(mode):
+    docs = chart.render({**EVERYTHING, "mode": mode})
+    [workload] = [d for d in docs if d["kind"] in ("CronJob", "Deployment")]
+    template = workload["spec"].get("jobTemplate", workload)["spec"]["template"]
+    spec = template["spec"]
+    assert template["metadata"]["annotations"] == {"example.com/team": "storage"}
+    assert template["metadata"]["labels"]["example.com/tier"] == "ops"
+    assert template["metadata"]["labels"]["app.kubernetes.io/name"] == "rwo-failover"
+    assert spec["imagePullSecrets"] == [{"name": "regcred"}]
+    assert spec["nodeSelector"] == {"node-role.kubernetes.io/control-plane": ""}
+    assert spec["affinity"]["nodeAffinity"] == EVERYTHING["affinity"]["nodeAffinity"], "replaces the preference"
+    if mode == "ha":
+        assert workload["spec"]["selector"]["matchLabels"] == {"app.kubernetes.io/name": "rwo-failover",
+                                                               "app.kubernetes.io/component": "continuous"}
+
+
+@pytest.mark.parametrize("mode", ["cronjob", "ha"])
+@pytest.mark.parametrize("label", ["app.kubernetes.io/name", "app.kubernetes.io/component"])
+def test_pod_labels_cannot_take_the_selectors_labels(mode, label):
+    assert f"podLabels.{label}" in refused({"mode": mode, "podLabels": {label: "mine"}})
+
+
+def test_the_replicas_never_share_a_node_whatever_affinity_says():
+    """affinity.podAntiAffinity adds to the HA replicas' own rule (one per node), never replaces it."""
+    theirs = {"topologyKey": "topology.kubernetes.io/zone",
+              "labelSelector": {"matchLabels": {"app.kubernetes.io/name": "rwo-failover"}}}
+    preferred = [{"weight": 10, "podAffinityTerm": theirs}]
+    spec = pod_spec_of(chart.render({"mode": "ha", "affinity": {"podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [theirs],
+        "preferredDuringSchedulingIgnoredDuringExecution": preferred}}}))
+    ours = pod_spec_of(chart.render({"mode": "ha"}))["affinity"]["podAntiAffinity"]
+    anti = spec["affinity"]["podAntiAffinity"]
+    assert anti["requiredDuringSchedulingIgnoredDuringExecution"] == \
+        ours["requiredDuringSchedulingIgnoredDuringExecution"] + [theirs]
+    assert anti["preferredDuringSchedulingIgnoredDuringExecution"] == preferred
+    assert spec["affinity"]["nodeAffinity"] == pod_spec_of(chart.render({"mode": "ha"}))["affinity"]["nodeAffinity"]
+
+
+def test_affinity_in_cronjob_mode_renders_as_given():
+    affinity = {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 5, "podAffinityTerm": {
+        "topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "etcd"}}}}]},
+        "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 5, "podAffinityTerm": {
+            "topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "batch"}}}}]}}
+    got = pod_spec_of(chart.render({"affinity": affinity}))["affinity"]
+    assert got == {**affinity, "nodeAffinity": pod_spec_of(chart.render())["affinity"]["nodeAffinity"]}
+
+
+@pytest.mark.parametrize("mode", ["cronjob", "ha"])
+def test_an_existing_priority_class_is_used_and_none_is_created(mode):
+    docs = chart.render({"mode": mode, "priorityClassName": "ops-critical"})
+    assert pod_spec_of(docs)["priorityClassName"] == "ops-critical"
+    assert not [d for d in docs if d["kind"] == "PriorityClass"]
+    [ours] = [d for d in chart.render({"mode": mode}) if d["kind"] == "PriorityClass"]
+    assert pod_spec_of(chart.render({"mode": mode}))["priorityClassName"] == ours["metadata"]["name"]
+
+
+@pytest.mark.parametrize("values", [{}, {"mode": "ha"}, {"settings": {"FENCING": "networkfence",
+                                                                        "NETWORK_FENCE_CLASS": "ceph"}}],
+                         ids=json.dumps)
+def test_an_existing_service_account_is_the_one_every_binding_names(values):
+    docs = chart.render({**values, "serviceAccount": {"create": False, "name": "ops-bot"}}, namespace=NS)
+    assert not [d for d in docs if d["kind"] == "ServiceAccount"]
+    assert pod_spec_of(docs)["serviceAccountName"] == "ops-bot"
+    bindings = [d for d in docs if d["kind"] in ("RoleBinding", "ClusterRoleBinding")]
+    assert len(bindings) == len([d for d in chart.render(values) if d["kind"] in ("RoleBinding",
+                                                                                   "ClusterRoleBinding")])
+    assert all(b["subjects"] == [{"kind": "ServiceAccount", "name": "ops-bot", "namespace": NS}] for b in bindings)
+
+
+def test_a_pass_runs_as_the_existing_service_account_under_the_rendered_rbac(api, kubeconfig, tmp_path):
+    docs = chart.render({"serviceAccount": {"create": False, "name": "ops-bot"}}, namespace=NS)
+    args, env = as_the_kubelet_starts_it(docs, {}, tmp_path)
+    fc.outage(api)
+    rbac_gate.enforce(api, docs, NS, "ops-bot")  # 403 for every call the bindings do not grant ops-bot
+    out = io.StringIO()
+    code = main(args, {**env, "KUBECONFIG": kubeconfig, "LOG_FORMAT": "json", "PASS_TIMEOUT_SECONDS": "20"}, out,
+                io.StringIO(), sleep=lambda s: None)
+    assert code == EXIT_OK, out.getvalue()[-2000:]
+    assert api.get("pods", "db-0", "default") is None
+
+
+@pytest.mark.parametrize("create", [True, False])
+def test_the_namespaces_default_service_account_is_refused(create):
+    """Bound to `default`, rwo-failover's rights (delete pods, patch nodes) would go to every pod in the namespace
+    that names no ServiceAccount."""
+    assert "serviceAccount.name=default" in refused({"serviceAccount": {"create": create, "name": "default"}})
+
+
+def test_a_created_service_account_may_be_named():
+    docs = chart.render({"serviceAccount": {"create": True, "name": "rwo-sa"}}, namespace=NS)
+    [account] = [d for d in docs if d["kind"] == "ServiceAccount"]
+    assert account["metadata"]["name"] == pod_spec_of(docs)["serviceAccountName"] == "rwo-sa"
+
+
+@pytest.mark.parametrize("values, complaint", [
+    ({"serviceAccount": {"create": False, "nmae": "x"}}, "nmae"),
+    ({"podLabels": {"a": 1}}, "podLabels"),
+    ({"imagePullSecrets": ["regcred"]}, "imagePullSecrets"),
+    ({"affinity": {"nodeAfinity": {}}}, "nodeAfinity"),
+])
+def test_the_schema_refuses_what_is_not_a_pod_value(values, complaint):
+    import helm_python as helm
+
+    with pytest.raises(helm.HelmValuesError, match=complaint):
+        chart.render(values)
