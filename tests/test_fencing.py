@@ -408,7 +408,7 @@ def test_once_fenced_a_node_is_down_at_the_controllers_verdict_and_its_leases_du
         fc.live_node(api, f"w{i}")
     api.add(fc.node("dead", ready="Unknown", since=2, taints=[fc.SHUTDOWN, fc.UNREACHABLE]))
     api.add(fc.lease("dead", 42))  # renewed 42 s ago, then silent: NotReady 2 s ago after a 40 s grace
-    assert_fencing_turns_not_yet_into_failover(api, run_pass)  # without fencing: MIN_NOT_READY_SECONDS=5
+    assert_fencing_turns_not_yet_into_failover(api, run_pass)  # without fencing: MIN_NOT_READY_SECONDS=3
 
 
 # --- Found by the attack on issue 18 --------------------------------------------------------------------------

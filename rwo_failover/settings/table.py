@@ -110,7 +110,7 @@ SPECS: tuple[Spec, ...] = (
          "Comma-separated taints; a node carrying any of them is a candidate.",
          "a comma-separated list of key[=value][:effect], effect one of NoSchedule, PreferNoSchedule, NoExecute; "
          "not node.kubernetes.io/unreachable nor not-ready"),
-    Spec("MIN_NOT_READY_SECONDS", int_at_least(0), "5",
+    Spec("MIN_NOT_READY_SECONDS", int_at_least(0), "3",
          "How long Ready=Unknown, with the Lease unrenewed for its own duration, before a node counts as down.",
          _WHOLE.format(0)),
     Spec("MAX_UNHEALTHY_FRACTION", number_in(0, 1), "0.5",
