@@ -20,7 +20,7 @@ The reconciler runs as deployed (rbac.yaml, its ServiceAccount's token). Timing 
     .venv/bin/python bench/failover.py --defaults [--runs 1]
 
 With upstream defaults instead: node-monitor grace 50 s, the kubelet's 40 s Lease renewed every 10 s, and
-every rwo-failover setting at its default (MIN_NOT_READY_SECONDS=60, FENCED_MIN_NOT_READY_SECONDS=0).
+every rwo-failover setting at its default (MIN_NOT_READY_SECONDS=3, FENCED_MIN_NOT_READY_SECONDS=0).
 This is what users get without tuning:
 
 - CronJob mode: `reconcile.py --once` at each wall-clock minute, as the CronJob's "* * * * *" starts a Job

@@ -16,7 +16,7 @@ receive whatever it does: about 1,000 node events a minute at 5,000 nodes.
    relists everything every RELIST_SECONDS (its default, an hour), which a 5-minute window does not include,
    so an amortized figure adds one full list's cost (measured on the first list) per RELIST_SECONDS.
 2. Reaction, watching: a node is tainted and NotReady so that it becomes provably down (NotReady for
-   MIN_NOT_READY_SECONDS=60, Lease long expired) a few seconds later, by the server's clock (the fixture's
+   MIN_NOT_READY_SECONDS=60, set here, Lease long expired) a few seconds later, by the server's clock (the fixture's
    Date header is this machine's clock). That moment is the one the server's evidence allows: the status
    write's managedFields stamp (whole seconds, truncated) plus a second, plus MIN_NOT_READY_SECONDS, as
    planner/liveness.py judges it. The figure is from then to the first write the API server receives (the
@@ -124,7 +124,9 @@ class Window:
 def start(kubeconfig: str, watch: bool, extra: dict) -> subprocess.Popen:
     env = {"KUBECONFIG": kubeconfig, "PATH": os.environ.get("PATH", ""), "LOG_FORMAT": "json",
            "LOG_LEVEL": "WARNING", "INTERVAL": "15", "WATCH": "true" if watch else "false", "METRICS_PORT": "0",
-           "PASS_TIMEOUT_SECONDS": "600", "REQUEST_TIMEOUT_SECONDS": "120", **extra}
+           "PASS_TIMEOUT_SECONDS": "600", "REQUEST_TIMEOUT_SECONDS": "120",
+           # The reaction figure times a node that becomes provable 60 s after its NotReady (see `react`).
+           "MIN_NOT_READY_SECONDS": "60", **extra}
     return subprocess.Popen([sys.executable, str(ROOT / "reconcile.py")], cwd=ROOT, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 

@@ -14,6 +14,7 @@ from .managed_fields import entry
 SHUTDOWN = {"key": CLOUD_SHUTDOWN_KEY, "effect": "NoSchedule"}
 OUT_OF_SERVICE = {"key": OUT_OF_SERVICE_KEY, "value": OUT_OF_SERVICE_VALUE, "effect": "NoExecute"}
 UNREACHABLE = {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"}
+NOT_READY = {"key": "node.kubernetes.io/not-ready", "effect": "NoExecute"}
 
 
 def stamp(seconds_ago: float, now: Optional[datetime] = None) -> str:
@@ -27,13 +28,18 @@ def micro_stamp(seconds_ago: float, now: Optional[datetime] = None) -> str:
 
 
 def node(name: str, ready: str = "True", since: float = 3600, taints: Sequence[dict] = (),
-         images: int = 0, clock_offset: float = 0.0) -> dict:
+         images: int = 0, clock_offset: float = 0.0, tainted_ago: Optional[float] = None) -> dict:
     """A node whose Ready condition became `ready` `since` seconds ago, with its status last written then.
 
     As on a real cluster: Ready=Unknown is the node lifecycle controller's write ("Kubelet stopped posting
     node status"), timed by the control plane; True and False are the kubelet's own posts, timed by its clock,
     `clock_offset` seconds off the server's. The server stamps each write's managedFields entry on its own
-    clock, which is what rwo-failover times liveness by."""
+    clock, which is what rwo-failover times liveness by.
+
+    Taints are written to the node itself (not its status): the server stamps that write too. By default the
+    taints were added when Ready last changed (the node lifecycle controller adds its unreachable taint with
+    its Ready=Unknown; a cloud's shutdown taint comes once the instance has stopped); `tainted_ago` says
+    otherwise."""
     kubelet = lambda ago: stamp(ago - clock_offset)  # noqa: E731 - the kubelet's clock
     controller = ready == "Unknown"
     conditions = [{"type": t, "status": "False", "reason": f"Kubelet{t}", "message": f"kubelet reports {t}",
@@ -49,6 +55,8 @@ def node(name: str, ready: str = "True", since: float = 3600, taints: Sequence[d
                entry("kubelet", stamp(since + 40 if controller else since), "status")]
     if controller:
         managed.append(entry("kube-controller-manager", stamp(since), "status"))
+    if taints:
+        managed.append(entry("cloud-controller-manager", stamp(since if tainted_ago is None else tainted_ago)))
     return {"apiVersion": "v1", "kind": "Node",
             "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
                                                   "node.kubernetes.io/instance-type": "m6i.2xlarge",

@@ -83,7 +83,10 @@ def kubeconfig(api: FakeApiServer, tmp_path: Path) -> str:
 def run_pass(api: FakeApiServer, kubeconfig: str):
     """Run one pass in-process against the fixture; extra settings come as environment variables."""
     def run(*argv: str, **env: str) -> Run:
-        environ = {"KUBECONFIG": kubeconfig, "LOG_FORMAT": "json", "PASS_TIMEOUT_SECONDS": "20", **env}
+        # ONCE_WAIT_SECONDS=0: each call is one pass, judged as it finds the fixture (tests/test_once_wait.py runs
+        # the wait for a node about to be proven down, in a real process whose clock moves).
+        environ = {"KUBECONFIG": kubeconfig, "LOG_FORMAT": "json", "PASS_TIMEOUT_SECONDS": "20",
+                   "ONCE_WAIT_SECONDS": "0", **env}
         out, err = io.StringIO(), io.StringIO()
         before = len(api.requests)
         sleeps: list[float] = []

@@ -76,8 +76,9 @@ def skewed_pass(kubeconfig: str, skew: int, **env: str) -> Skewed:
     """One pass of the real reconcile.py, as a process whose own wall clock runs `skew` seconds off the API
     server's (Debian's faketime; its monotonic clock is left alone, as a skewed machine's would be)."""
     faketime = real_tool("faketime", "faketime")
+    # ONCE_WAIT_SECONDS=0: one judgment, of the cluster as the test built it (tests/test_once_wait.py waits).
     full = {"PATH": os.environ.get("PATH", ""), "KUBECONFIG": kubeconfig, "LOG_FORMAT": "json",
-            "FAKETIME_DONT_FAKE_MONOTONIC": "1", **env}
+            "FAKETIME_DONT_FAKE_MONOTONIC": "1", "ONCE_WAIT_SECONDS": "0", **env}
     proc = subprocess.run([faketime, "-f", f"{skew:+d}s", sys.executable, str(ROOT / "reconcile.py"), "--once"],
                           env=full, cwd=ROOT, capture_output=True, text=True, timeout=120)
     return Skewed(proc.returncode, proc.stdout)

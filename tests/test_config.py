@@ -46,6 +46,7 @@ BAD_VALUES = {
     "OUT_OF_SERVICE_TAINT": ["", "sometimes", "yes"],
     "RECOVERY_SECONDS": ["", "-1", "soon", "2.5"],
     "INTERVAL": ["", "-5", "fast", "100000"],
+    "ONCE_WAIT_SECONDS": ["", "-1", "soon", "1.5", "3601"],
     "WATCH": ["", "maybe", "2"],
     "WATCH_STALE_SECONDS": ["", "4", "soon", "1.5", "601", "10000000000"],
     "RELIST_SECONDS": ["", "29", "-1", "often"],
@@ -88,7 +89,7 @@ def test_request_timeout_above_pass_timeout_is_contradictory(run_pass):
 def test_flag_beats_env_beats_default():
     _, settings = config.load(["--max-nodes-per-pass", "7"], {"MAX_NODES_PER_PASS": "3", "MAX_PODS_PER_PASS": "9"})
     assert settings.max_nodes_per_pass == 7 and settings.max_pods_per_pass == 9
-    assert settings.min_not_ready_seconds == 60
+    assert settings.min_not_ready_seconds == 3
 
 
 def test_mechanical_naming_rule_holds_for_every_setting():
@@ -102,7 +103,7 @@ def test_defaults_match_the_documented_behaviour():
     assert [str(t) for t in s.shutdown_taints] == ["node.kubernetes.io/out-of-service",
                                                     "node.cloudprovider.kubernetes.io/shutdown"]
     assert (s.min_not_ready_seconds, s.max_unhealthy_fraction, s.max_nodes_per_pass, s.max_pods_per_pass) == \
-        (60, 0.5, 5, 50)
+        (3, 0.5, 5, 50)
     assert s.stuck_pod_states == frozenset({"Terminating", "Unknown", "NodeLost", "NotReady", "NotStarted"})
     assert s.dry_run is False and s.exclude_namespaces == frozenset({"kube-system"})
 

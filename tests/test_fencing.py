@@ -130,16 +130,16 @@ def test_once_fenced_a_node_is_acted_on_after_its_lease_duration_not_min_not_rea
     for i in range(3):
         fc.live_node(api, f"w{i}")
     fc.dead_node(api, "dead", down_for=45)  # NotReady 45 s, Lease 85 s old: under MIN (60), over the lease (40)
-    assert_fencing_turns_not_yet_into_failover(api, run_pass)
+    assert_fencing_turns_not_yet_into_failover(api, run_pass, MIN_NOT_READY_SECONDS="60")
 
 
-def assert_fencing_turns_not_yet_into_failover(api, run_pass) -> None:
+def assert_fencing_turns_not_yet_into_failover(api, run_pass, **env: str) -> None:
     """"dead", not yet down without fencing, is failed over once its NetworkFence answers Succeeded."""
     stuck(api, "dead")
-    assert run_pass().summary["not_yet"] == 1, "without fencing: not yet"
-    networkfence(run_pass)
+    assert run_pass(**env).summary["not_yet"] == 1, "without fencing: not yet"
+    networkfence(run_pass, **env)
     set_result(api, "Succeeded")
-    assert networkfence(run_pass).code == EXIT_OK and api.objects("pods") == []
+    assert networkfence(run_pass, **env).code == EXIT_OK and api.objects("pods") == []
 
 
 # --- the fence webhook --------------------------------------------------------------------------------------
@@ -406,9 +406,9 @@ def test_once_fenced_a_node_is_down_at_the_controllers_verdict_and_its_leases_du
     Ready=Unknown and the Lease's own duration is needed: FENCED_MIN_NOT_READY_SECONDS defaults to 0."""
     for i in range(3):
         fc.live_node(api, f"w{i}")
-    api.add(fc.node("dead", ready="Unknown", since=5, taints=[fc.SHUTDOWN, fc.UNREACHABLE]))
-    api.add(fc.lease("dead", 45))  # renewed 45 s ago, then silent: NotReady 5 s ago after a 40 s grace
-    assert_fencing_turns_not_yet_into_failover(api, run_pass)  # without fencing: MIN_NOT_READY_SECONDS=60
+    api.add(fc.node("dead", ready="Unknown", since=2, taints=[fc.SHUTDOWN, fc.UNREACHABLE]))
+    api.add(fc.lease("dead", 42))  # renewed 42 s ago, then silent: NotReady 2 s ago after a 40 s grace
+    assert_fencing_turns_not_yet_into_failover(api, run_pass)  # without fencing: MIN_NOT_READY_SECONDS=3
 
 
 # --- Found by the attack on issue 18 --------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from rwo_testkit.fake_apiserver import Fault
 
 from helpers import deletes, oos_taints, patches, pod_names, skewed_pass, states, stuck, tainted_node
 
-MIN = 60
+MIN = 60  # MIN_NOT_READY_SECONDS where a test sets it: longer than the default (3), to time it apart
 
 
 @pytest.fixture
@@ -56,7 +56,7 @@ def test_verdicts_follow_the_server_clock_whatever_the_job_clock(cluster, kubeco
 def test_a_dead_node_waits_min_not_ready_seconds_by_the_server_clock(cluster, kubeconfig, skew):
     tainted_node(cluster, "early", not_ready_for=MIN - 5, lease_renewed_ago=MIN + 40)
     tainted_node(cluster, "due", not_ready_for=MIN + 5, lease_renewed_ago=MIN + 40)
-    assert states(skewed_pass(kubeconfig, skew)) == {"early": "not-yet", "due": "down"}
+    assert states(skewed_pass(kubeconfig, skew, MIN_NOT_READY_SECONDS=str(MIN))) == {"early": "not-yet", "due": "down"}
 
 
 # --- 2. Lease semantics ----------------------------------------------------------------------------------
@@ -84,8 +84,9 @@ def test_a_lease_without_a_duration_counts_40_seconds(cluster, run_pass):
 
 
 def test_a_normal_outage_is_not_yet_never_split_brain(cluster, run_pass):
-    """The cloud taints at NotReady; the Lease is stale (45 s > 40 s) but not yet MIN old: not yet, exit 0."""
-    tainted_node(cluster, "n", not_ready_for=20, lease_renewed_ago=45)
+    """The cloud taints at NotReady; the Lease is stale (45 s > 40 s), but NotReady (2 s) is not yet
+    MIN_NOT_READY_SECONDS (3) old: not yet, exit 0."""
+    tainted_node(cluster, "n", not_ready_for=2, lease_renewed_ago=45)
     stuck(cluster, "n")
     result = run_pass()
     assert result.code == EXIT_OK and states(result) == {"n": "not-yet"}

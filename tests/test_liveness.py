@@ -100,6 +100,38 @@ def test_ready_false_is_the_kubelets_own_report_and_never_down(cluster, run_pass
     assert deletes(cluster, "pods") == []
 
 
+def test_a_kubelet_that_posts_ready_false_and_renews_is_split_brain_whatever_it_wrote_last(cluster, run_pass):
+    """Issue 29, measured on the real control plane: a live node with the shutdown taint, whose kubelet posts
+    Ready=False every 10 s and renews its Lease every 5 s (its clock 120 s slow), got exit 0 on one pass and
+    exit 3 on the next, 4 s later: whether the latest renewal came after the latest status post decided it. A
+    renewal after the taint was written is the kubelet alive while tainted for shutdown, on every pass."""
+    verdicts = []
+    for status_ago, renewed_ago in ((2, 4), (4, 2), (9, 1), (1, 4)):  # status post last, renewal last, ...
+        cluster.add(fc.node("n", ready="False", since=status_ago, taints=[fc.SHUTDOWN, fc.NOT_READY],
+                            clock_offset=-120, tainted_ago=60))
+        cluster.add(fc.lease("n", renewed_ago, clock_offset=-120))
+        stuck(cluster, "n")
+        result = run_pass()
+        verdicts.append((states(result)["n"], result.code))
+
+    assert verdicts == [("split-brain", EXIT_REFUSED)] * 4
+    assert deletes(cluster, "pods") == [] and oos_taints(cluster, "n") == []
+
+
+def test_a_ready_false_node_that_loses_power_never_cries_wolf(cluster, run_pass):
+    """A node whose kubelet was posting Ready=False (a failed network plugin, say) loses power: its last status
+    post came 20 s ago, its last renewal 15 s ago, and the cloud's shutdown taint 5 s ago, once the instance
+    stopped. Nothing of the kubelet's came after the taint: a normal outage in progress, not split-brain."""
+    cluster.add(fc.node("n", ready="False", since=20, taints=[fc.SHUTDOWN, fc.NOT_READY], tainted_ago=5))
+    cluster.add(fc.lease("n", 15))
+    stuck(cluster, "n")
+
+    result = run_pass()
+
+    assert states(result) == {"n": "not-yet"} and result.code == EXIT_OK
+    assert warnings(cluster) == [] and deletes(cluster, "pods") == []
+
+
 # --- 3. No Date header, no judgment ------------------------------------------------------------------------
 
 def test_without_a_date_header_nothing_is_judged_and_the_pass_exits_4(cluster, kubeconfig):

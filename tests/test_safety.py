@@ -60,7 +60,7 @@ def test_tainted_not_ready_node_with_fresh_lease_is_split_brain(cluster, run_pas
 
 
 def test_recently_not_ready_node_is_not_yet_and_exits_zero(cluster, run_pass):
-    fc.dead_node(cluster, "just-died", down_for=20)
+    fc.dead_node(cluster, "just-died", down_for=2)  # NotReady 2 s: under MIN_NOT_READY_SECONDS (3)
     stuck_workload(cluster, "just-died")
 
     result = run_pass()

@@ -115,7 +115,8 @@ def server_time(meta: Json, subresource: Optional[str] = None) -> Optional[datet
     """When the API server last saw the object (or, given a subresource, that part of it) change: the latest
     `time` in metadata.managedFields. The server stamps it with its own clock at every write that changes
     something, so it is comparable with the server's Date header, unlike any timestamp a node writes. Whole
-    seconds, truncated. None when there is none; BadObject when an entry is not what the server writes."""
+    seconds, truncated. None when there is none; BadObject when an entry is not what the server writes.
+    `subresource=""` means writes to the object itself, not to a subresource."""
     found = []
     for entry in items_at(meta, "managedFields"):
         if subresource is not None and text_at(entry, "subresource") != subresource:

@@ -54,6 +54,9 @@ class Node:
     # The kubelet says it is shutting down gracefully (Ready=False, "node is shutting down", from the kubelet's
     # node shutdown manager): it renews its Lease for its grace period, then stops.
     shutting_down: bool = False
+    # When the node itself (not its status) last changed, on the server's clock: its taints are written there.
+    # A Lease renewal after it is the kubelet heartbeating while tainted for shutdown (planner.liveness).
+    spec_written_at: Optional[datetime] = None
 
     @property
     def has_oos_taint(self) -> bool:
@@ -80,4 +83,5 @@ class Node:
                     if text_at(a, "type") == "InternalIP" and text_at(a, "address"))
         return cls(text_at(meta, "name"), taints, ready, since, strings_at(meta, "annotations").get(OOS_ANNOTATION),
                    text_at(meta, "uid"), text_at(spec, "providerID"), ips,
-                   server_time(meta, "status"), ready == "False" and SHUTTING_DOWN in _ready_message(status))
+                   server_time(meta, "status"), ready == "False" and SHUTTING_DOWN in _ready_message(status),
+                   server_time(meta, ""))

@@ -14,10 +14,12 @@ Down needs all of:
 - the status write that made it Unknown at least `min_seconds` ago;
 - the Lease unchanged for at least the longer of `min_seconds` and its duration (the kubelet renews it every
   quarter of that), and unchanged while this pass watched it.
-Split-brain needs positive evidence of life: Ready=True; the Lease changed while this pass watched it; or a
-renewal after the node went NotReady that is still within the Lease's duration. A Lease renewed before
-NotReady is "not yet", however fresh it looks: the normal start of an outage when the node-monitor grace is
-shorter than the Lease. So is a kubelet's graceful shutdown ("node is shutting down"), which renews its Lease
+Split-brain needs positive evidence of life: Ready=True; the Lease changed while this pass watched it; or,
+still within the Lease's duration, a renewal after the node went Ready=Unknown, or a renewal after the node's
+taints were last written (the kubelet heartbeats while tainted for shutdown). A Lease renewed before both is
+"not yet", however fresh it looks: the normal start of an outage when the node-monitor grace is shorter than
+the Lease, or a Ready=False node that loses power. Which of a live kubelet's own heartbeats (its Lease, its
+Ready=False posts) came last never decides: the verdict is the same on every pass while nothing changes. So is a kubelet's graceful shutdown ("node is shutting down"), which renews its Lease
 for its grace period as told. A server stamp later than the server's own now means two clocks disagree (API
 servers apart, a clock stepped back): that node is judged neither way.
 """
@@ -127,16 +129,29 @@ def _unjudgeable(node: Node, lease: Optional[Lease], now: datetime) -> tuple[str
 
 def _alive(node: Node, lease: Optional[Lease], now: datetime,
            seen: Optional[str]) -> Optional[tuple[str, Optional[datetime]]]:
-    """Positive evidence of life, and when it lapses by time alone; None without any."""
+    """Positive evidence of life, and when it lapses by time alone; None without any.
+
+    Each piece of evidence is a write by the kubelet that the server stamped after something that a dead
+    kubelet could not have followed, so the verdict stays the same on every pass while nothing changes."""
     if node.ready == "True":
         return "Ready=True", None
     if seen is not None and (lease.version if lease else "") != seen:
         return "its Lease changed while this pass watched it", None
-    went, renewed = node.status_written_at, lease.changed_at if lease is not None else None
-    if lease is not None and renewed is not None and went is not None and renewed > went \
-            and lease_fresh(lease, now) and not node.shutting_down and renewed <= now + STAMP:
+    renewed = lease.changed_at if lease is not None else None
+    if lease is None or renewed is None or node.shutting_down or renewed > now + STAMP or not lease_fresh(lease, now):
+        return None
+    went, tainted = node.status_written_at, node.spec_written_at
+    # Ready=Unknown is the node lifecycle controller's write: a renewal after it is the kubelet back. Ready=False
+    # is the kubelet's own post, and it keeps posting it: which of its two heartbeats came last says nothing.
+    if node.ready == "Unknown" and went is not None and renewed > went:
         return (f"Lease renewed {age(now, renewed):.0f}s ago, after the node went NotReady, within its "
                 f"{lease.duration}s duration"), lease_expires_at(lease)
+    # The node's taints are written to the node itself; a renewal stamped a whole second after that write came
+    # after the shutdown taint: a dead kubelet renews nothing. (Its own last renewal precedes a cloud's
+    # shutdown taint, which comes once the instance has stopped, and a human's, added once it is off.)
+    if tainted is not None and renewed >= tainted + STAMP:
+        return (f"Lease renewed {age(now, renewed):.0f}s ago, after the node's taints were last written, within "
+                f"its {lease.duration}s duration"), lease_expires_at(lease)
     return None
 
 

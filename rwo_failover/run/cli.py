@@ -24,6 +24,7 @@ from . import logs, plan_table
 from .exitcodes import EXIT_CONFIG, EXIT_CRASH
 from .loop import StopFlag, Trigger, run_loop
 from .metrics import Metrics
+from .once import run_once
 from .runner import run_pass
 
 log = logging.getLogger(logs.LOGGER)
@@ -75,8 +76,7 @@ def main(argv: Optional[Sequence[str]] = None, environ: Optional[Mapping[str, st
             lambda: _watched_pass(new_api(), settings, metrics, guard, show, cluster), settings,
             elector=elector, metrics=metrics, watched=(cluster, trigger)))
     with _stop_on_signals() as stop:
-        code = _crash_is_exit_70(metrics, lambda: run_pass(new_api(), settings, metrics=metrics, guard=stop,
-                                                           show=show))
+        code = _crash_is_exit_70(metrics, lambda: run_once(new_api, settings, metrics, stop, show))
         if settings.pushgateway_url:  # after a crash too: the alerts must see it
             metrics.push(settings.pushgateway_url, settings.pushgateway_instance)
     return code

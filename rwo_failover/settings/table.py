@@ -61,6 +61,7 @@ class Settings:
     out_of_service_taint: str
     recovery_seconds: int
     interval: float
+    once_wait_seconds: int
     watch: bool
     watch_stale_seconds: int
     relist_seconds: int
@@ -109,8 +110,8 @@ SPECS: tuple[Spec, ...] = (
          "Comma-separated taints; a node carrying any of them is a candidate.",
          "a comma-separated list of key[=value][:effect], effect one of NoSchedule, PreferNoSchedule, NoExecute; "
          "not node.kubernetes.io/unreachable nor not-ready"),
-    Spec("MIN_NOT_READY_SECONDS", int_at_least(0), "60",
-         "How long Ready must have been not True, and the Lease unrenewed, before a node counts as down.",
+    Spec("MIN_NOT_READY_SECONDS", int_at_least(0), "3",
+         "How long Ready=Unknown, with the Lease unrenewed for its own duration, before a node counts as down.",
          _WHOLE.format(0)),
     Spec("MAX_UNHEALTHY_FRACTION", number_in(0, 1), "0.5",
          "Brake: act on nothing when more than this fraction of all nodes is not Ready.",
@@ -142,6 +143,10 @@ SPECS: tuple[Spec, ...] = (
          "Continuous mode: the longest time between passes (with WATCH, a watched change or the moment time "
          "alone changes a verdict starts one sooner); 0 runs one pass. --once forces one pass.",
          "0, or a number of seconds in (0, 86400]"),
+    Spec("ONCE_WAIT_SECONDS", int_in(0, 3600), "30",
+         "One pass (a CronJob's): when a node will be proven down within this many seconds, wait for that moment "
+         "and pass again, if PASS_TIMEOUT_SECONDS leaves the second pass a third of itself; 0 never waits, nor "
+         "does a dry run.", "a whole number from 0 to 3600"),
     Spec("WATCH", boolean, "true",
          "Continuous mode: keep nodes (and our NetworkFences and recovery records) current with a watch, "
          "and pass when they change or time alone changes a verdict, at least every INTERVAL; false lists every "

@@ -1,0 +1,95 @@
+"""One-shot mode (a CronJob's pass, or `--once` by hand): a pass, and a wait for a verdict that is due soon.
+
+A CronJob passes once a minute, so a node proven down just after a pass waited up to a minute for the next
+one. When a pass finds a node "not yet" down and the moment it will be (on the API server's clock, from the
+plan) falls within ONCE_WAIT_SECONDS and leaves the next pass a third of PASS_TIMEOUT_SECONDS, this run
+sleeps until that moment and passes again, reading everything afresh: the second pass judges live, exactly as
+the first did, so the wait decides only *when* a pass runs, never what it does. The whole run stays inside
+one PASS_TIMEOUT_SECONDS, so the CronJob's activeDeadlineSeconds still holds. A dry run never waits: it shows
+the plan and exits. A stop signal ends the wait at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import datetime
+from typing import Callable, Optional
+
+from ..act.writer import Guard
+from ..kube import Api, ServerClockUnknown
+from ..planner import NodeState, Plan
+from ..settings import Settings
+from . import logs
+from .exitcodes import EXIT_OK
+from .metrics import Metrics
+from .runner import run_pass
+
+log = logging.getLogger(logs.LOGGER)
+MAX_PASSES = 3  # a first pass and two waits at most: a run never turns into a loop
+WAKE_MARGIN_SECONDS = 0.2  # past the moment, so the verdict has surely changed when the pass judges it
+STOP_CHECK_SECONDS = 0.2  # how soon a stop signal ends the wait
+
+
+def run_once(new_api: Callable[[], Api], settings: Settings, metrics: Metrics, guard: Guard,
+             show: Optional[Callable[[Plan], None]] = None) -> int:
+    """One pass, then at most MAX_PASSES - 1 more, each after waiting for a node due to be proven down; the last
+    pass's exit code. Every pass shares the first one's deadline."""
+    api = new_api()
+    for number in range(1, MAX_PASSES + 1):
+        plans: list[Plan] = []
+        code = run_pass(api, settings, metrics=metrics, guard=guard, show=_keep(plans, show))
+        due = _due(plans, api, settings) if code == EXIT_OK and number < MAX_PASSES and guard() is None else None
+        if due is None:
+            return code
+        node, wait = due
+        log.info("waiting for a node to be proven down, then passing again", extra={
+            "node": node, "wait_seconds": round(wait, 1), "setting": "ONCE_WAIT_SECONDS"})
+        if not _sleep_unless_stopped(wait, guard):
+            return code
+        deadline = api.deadline
+        api = new_api()
+        api.deadline = deadline  # one PASS_TIMEOUT_SECONDS for the whole run
+    return code
+
+
+def _keep(plans: list[Plan], show: Optional[Callable[[Plan], None]]) -> Callable[[Plan], None]:
+    def seen(plan: Plan) -> None:
+        plans.append(plan)
+        if show:
+            show(plan)
+    return seen
+
+
+def _due(plans: list[Plan], api: Api, settings: Settings) -> Optional[tuple[str, float]]:
+    """The node due to be proven down soonest, and the seconds until then, when waiting for it is worth it."""
+    if not plans or settings.dry_run or not settings.once_wait_seconds:
+        return None
+    moments = [(v.changes_at, v.node) for v in plans[0].verdicts
+               if v.state is NodeState.NOT_YET and v.changes_at is not None and not v.unjudged]
+    if not moments:
+        return None
+    moment, node = min(moments)
+    wait = _seconds_until(moment, api) + WAKE_MARGIN_SECONDS
+    reserve = settings.pass_timeout_seconds / 3  # what the next pass needs: the fencing wait leaves as much
+    if not 0 < wait <= settings.once_wait_seconds or api.remaining() - wait < reserve:
+        return None
+    return node, wait
+
+
+def _seconds_until(moment: datetime, api: Api) -> float:
+    try:
+        return (moment - api.server_clock.now()).total_seconds()
+    except ServerClockUnknown:  # no Date header: nothing was judged, nothing is waited for
+        return -1.0
+
+
+def _sleep_unless_stopped(seconds: float, guard: Guard) -> bool:
+    """Sleep in short slices (a signal handler cannot wake an event: it takes no lock); False when a stop was
+    requested meanwhile."""
+    end = time.monotonic() + seconds
+    while (left := end - time.monotonic()) > 0:
+        if guard() is not None:
+            return False
+        time.sleep(min(STOP_CHECK_SECONDS, left))
+    return guard() is None
