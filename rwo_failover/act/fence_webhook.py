@@ -72,6 +72,22 @@ def _context(ca_file: Optional[str]) -> ssl.SSLContext:
     return ssl.create_default_context(cafile=ca_file) if ca_file else ssl.create_default_context()
 
 
+def ca_file_problem(path: str) -> Optional[str]:
+    """Why the CA file at `path` cannot verify the webhook (None when it holds a certificate ssl loads): asked at
+    start-up, with the parser the calls use, so a token mounted at the wrong path is exit 2 naming the setting,
+    not a TLS error on every fence that blames the fencer. Never quotes the file: it may hold a secret."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    try:
+        context.load_verify_locations(cafile=path)
+    except OSError as err:  # ssl.SSLError is one: no PEM block, or one that does not parse
+        return err.strerror if not isinstance(err, ssl.SSLError) else "it holds no PEM certificate that parses"
+    except (ValueError, UnicodeError):
+        return "it holds no PEM certificate that parses"
+    if not context.cert_store_stats().get("x509"):
+        return "it holds no certificate (a CRL alone verifies nothing)"
+    return None
+
+
 def _headers(token_file: Optional[str]) -> dict[str, str]:
     """The request's headers; TokenError when the token file (checked at start-up) no longer holds a token
     that can be sent: a rotation caught mid-write, say."""

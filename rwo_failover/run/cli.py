@@ -15,6 +15,7 @@ from typing import IO, Callable, Iterator, Mapping, Optional, Sequence
 
 from .. import __version__
 from .. import settings as config
+from ..act.fence_webhook import ca_file_problem
 from ..act.writer import Guard
 from ..kube import Api, WatchedCluster, load_api_client
 from ..kube.clock import SharedServerClock
@@ -41,10 +42,17 @@ def main(argv: Optional[Sequence[str]] = None, environ: Optional[Mapping[str, st
     except config.ConfigError as err:
         print(f"rwo-failover: configuration error: {err}", file=stderr)
         return EXIT_CONFIG
+    ca_problem = settings.fence_webhook_ca_file and ca_file_problem(settings.fence_webhook_ca_file)
+    if ca_problem:
+        print(f"rwo-failover: configuration error: FENCE_WEBHOOK_CA_FILE={settings.fence_webhook_ca_file!r} is "
+              f"invalid ({ca_problem}); allowed: a readable file of PEM certificates", file=stderr)
+        return EXIT_CONFIG
     logs.setup(settings.log_format, settings.log_level, stdout)
     continuous = bool(settings.interval and not args.once)
     log.info("rwo-failover starting", extra={"version": __version__, "mode": "continuous" if continuous else "one pass",
                                              "dry_run": settings.dry_run})
+    for rule, disables in config.switched_off(settings):  # only acknowledged ones get this far
+        log.warning("safety rule switched off by ALLOW_UNSAFE", extra={"rule": rule, "disables": disables})
     try:
         api_client = load_api_client(settings)
     except config.ConfigError as err:

@@ -1,0 +1,28 @@
+"""Values that switch a safety rule off: refused (exit 2) unless ALLOW_UNSAFE names the rule, and then named in
+a start-up warning. One setting lists every acknowledgement, so one grep of a manifest shows all that is off,
+and each rule is named, so acknowledging one never lets another through."""
+
+from __future__ import annotations
+
+from .errors import ConfigError
+from .table import Settings
+
+
+def switched_off(settings: Settings) -> list[tuple[str, str]]:
+    """(rule, what the value disables) for each safety rule these settings switch off, acknowledged or not."""
+    found = []
+    if settings.max_unhealthy_fraction >= 1:
+        found.append(("unhealthy-fraction", "MAX_UNHEALTHY_FRACTION=1: the partition brake can never trip, so a "
+                                            "pass acts with every node but one not Ready"))
+    if settings.min_not_ready_seconds == 0 and settings.fencing == "none":
+        # With fencing, confirmed before anything is touched, no wait is FENCED_MIN_NOT_READY_SECONDS' default.
+        found.append(("min-not-ready", "MIN_NOT_READY_SECONDS=0 with FENCING=none: a node is down at the node "
+                                       "lifecycle controller's first verdict, with no margin and no fencing"))
+    return found
+
+
+def check_unsafe(settings: Settings) -> None:
+    """ConfigError naming the first rule switched off that ALLOW_UNSAFE does not acknowledge."""
+    for rule, disables in switched_off(settings):
+        if rule not in settings.allow_unsafe:
+            raise ConfigError(f"{disables}; allowed: a safer value, or ALLOW_UNSAFE={rule} to accept it")
