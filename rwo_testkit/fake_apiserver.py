@@ -182,6 +182,8 @@ class FakeApiServer:
         self.history = History(self.lock)  # the changes watches are served from
         self.bookmark_seconds = fake_watch.BOOKMARK_SECONDS
         self.omit_date_header = False  # as a proxy that strips Date would
+        self.missing_namespaces: set[str] = set()  # creates there answer 404, as in a namespace never created
+        self.missing_apis: set[str] = set()  # resources whose API is not installed: every call answers 404
         self.date_offset = 0.0  # seconds added to the Date header: a proxy sending its own, skewed Date
         self._server: Optional[ThreadingHTTPServer] = None
 
@@ -385,6 +387,7 @@ class FakeApiServer:
                 raise ApiStatus(403, "Forbidden",
                                 f'{req.resource} is forbidden: User "system:serviceaccount:rwo-failover:rwo-failover" '
                                 f'cannot {req.verb} resource "{req.resource}"')
+            self._check_exists(req)
             with self.lock:
                 return getattr(self, f"_do_{req.verb}")(req)
         except ApiStatus as err:
@@ -393,6 +396,14 @@ class FakeApiServer:
         except Exception as err:  # noqa: BLE001 - as the real server recovers a panic: a 500, not a dropped call
             return Response(500, _status_body(500, "InternalError", f"fixture: {type(err).__name__}: {err}"),
                             {"Content-Type": "application/json"})
+
+    def _check_exists(self, req: Request) -> None:
+        """As the real server: every call to a resource whose API is not installed (a CRD never applied) is 404,
+        and so is a create in a namespace that does not exist (a list there is only empty)."""
+        if req.resource in self.missing_apis:
+            raise ApiStatus(404, "NotFound", "the server could not find the requested resource")
+        if req.verb == "create" and req.namespace in self.missing_namespaces:
+            raise ApiStatus(404, "NotFound", f'namespaces "{req.namespace}" not found')
 
     @staticmethod
     def _json(status: int, obj: Any) -> Response:

@@ -104,20 +104,28 @@ class Transport:
         return before_sleep
 
     def call(self, verb: str, what: str, method: str, path: str, query: Optional[list] = None,
-             body: Optional[dict] = None, content_type: str = "application/json", stream: bool = False) -> Any:
-        """One API call, retried within bounds; its parsed JSON body, or None for 404.
+             body: Optional[dict] = None, content_type: str = "application/json", stream: bool = False,
+             attempts: Optional[int] = None) -> Any:
+        """One API call, retried within bounds; its parsed JSON body, or None for 404 (but a create's 404 is an
+        ApiError: nothing can be "already gone" before it exists).
 
         `verb` and `what` name the RBAC verb and resource: they go in every error message. With `stream`, the
-        answer is the open urllib3 response (status checked, body unread), for a watch.
+        answer is the open urllib3 response (status checked, body unread), for a watch. `attempts` lowers
+        API_MAX_ATTEMPTS for a call whose failure the pass finds out anyway (the start-up check).
         """
         self.call_attempts, self.call_unanswered = 0, False
         retrying = Retrying(
-            stop=stop_after_attempt(self.settings.api_max_attempts) | self._past_deadline,
+            stop=stop_after_attempt(attempts or self.settings.api_max_attempts) | self._past_deadline,
             wait=self._wait, retry=retry_if_exception(is_transient), sleep=self.sleep,
             before_sleep=self._log_retry(verb, what), reraise=True)
         try:
             return retrying(self._attempt, verb, what, method, path, query or [], body, content_type, stream)
         except ApiException as err:
+            if err.status == 404 and method == "POST":
+                # Nothing was there to finish: the namespace or the API itself does not exist. A failure, with
+                # the server's own words for which (namespaces "x" not found, or no such resource).
+                raise ApiError(f"{verb} {what}: {message_of(err)} (HTTP 404: a namespace or an API that does not "
+                               "exist)", 404) from None
             if err.status == 404:
                 return None
             if err.status == 403:

@@ -25,6 +25,7 @@ from . import logs, plan_table
 from .exitcodes import EXIT_CONFIG, EXIT_CRASH
 from .loop import StopFlag, Trigger, run_loop
 from .metrics import Metrics
+from .preflight import check_install
 from .runner import run_pass
 
 log = logging.getLogger(logs.LOGGER)
@@ -74,20 +75,27 @@ def main(argv: Optional[Sequence[str]] = None, environ: Optional[Mapping[str, st
             if settings.leader_election else None
         guard = elector.write_guard if elector else None
         if not settings.watch:
-            return _crash_is_exit_70(metrics, lambda: run_loop(
+            return _crash_is_exit_70(metrics, lambda: _checked(new_api(), settings, lambda: run_loop(
                 lambda: _listing_pass(new_api(), settings, metrics, guard, show), settings,
-                elector=elector, metrics=metrics))
+                elector=elector, metrics=metrics)))
         trigger = Trigger()
         cluster = WatchedCluster(new_api, settings, trigger.fire, metrics)
-        return _crash_is_exit_70(metrics, lambda: run_loop(
+        return _crash_is_exit_70(metrics, lambda: _checked(new_api(), settings, lambda: run_loop(
             lambda: _watched_pass(new_api(), settings, metrics, guard, show, cluster), settings,
-            elector=elector, metrics=metrics, watched=(cluster, trigger)))
+            elector=elector, metrics=metrics, watched=(cluster, trigger))))
+    api = new_api()  # the start-up check shares the pass's deadline: an unreachable server costs it once
     with _stop_on_signals() as stop:
-        code = _crash_is_exit_70(metrics, lambda: run_pass(new_api(), settings, metrics=metrics, guard=stop,
-                                                           show=show))
+        code = _crash_is_exit_70(metrics, lambda: _checked(api, settings, lambda: run_pass(
+            api, settings, metrics=metrics, guard=stop, show=show)))
         if settings.pushgateway_url:  # after a crash too: the alerts must see it
             metrics.push(settings.pushgateway_url, settings.pushgateway_instance)
     return code
+
+
+def _checked(api: Api, settings: config.Settings, run: Callable[[], int]) -> int:
+    """Say once what the settings need and the cluster lacks (preflight.py), then run."""
+    check_install(api, settings)
+    return run()
 
 
 def _listing_pass(api: Api, settings: config.Settings, metrics: Metrics, guard: Optional[Guard],
