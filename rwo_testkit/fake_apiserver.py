@@ -93,6 +93,7 @@ class Response:
     # Set by a fault: close the connection after sending this many body bytes.
     cut_after: Optional[int] = None
     delay: float = 0.0
+    trickle: float = 0.0  # seconds between pieces of the body (the "trickle" fault)
     stream: Optional[Iterator[bytes]] = None  # a watch: sent chunked, one event a chunk, instead of `body`
 
 
@@ -112,8 +113,9 @@ def _status_body(code: int, reason: str, message: str) -> bytes:
 
 
 Hook = Callable[[Request], Optional[Response]]
-FAULT_KINDS = ("status", "reset", "timeout", "truncate", "expired-continue", "reshape", "watch-drop", "watch-lag",
-               "watch-gone")
+FAULT_KINDS = ("status", "reset", "timeout", "truncate", "expired-continue", "reshape", "trickle", "watch-drop",
+               "watch-lag", "watch-gone")
+TRICKLE_BYTES = 8
 WATCH_FAULTS = ("watch-drop", "watch-lag", "watch-gone")
 
 
@@ -123,7 +125,9 @@ class Fault:
 
     kind "status" answers `status` (with Retry-After when given) instead of serving the call;
     "reset" sends half the body and closes the connection; "timeout" answers after `delay`
-    seconds; "truncate" sends a cut JSON body with a matching Content-Length; "expired-continue"
+    seconds; "truncate" sends a cut JSON body with a matching Content-Length; "trickle" sends the headers at
+    once and the body TRICKLE_BYTES at a time, `delay` seconds apart (each piece within any read timeout, the
+    whole answer past every deadline); "expired-continue"
     answers 410 to list calls that carry a continue token; "reshape" serves the call (a write lands) and,
     when that succeeded, answers with `body` instead: complete JSON of another shape, as a proxy might. The
     watch faults hit watch calls only: "watch-drop" cuts the stream after `delay` seconds, "watch-lag" holds
@@ -157,7 +161,7 @@ class Fault:
         if self.kind in WATCH_FAULTS:
             if req.verb != "watch":
                 return False
-        elif self.kind in ("reset", "timeout", "truncate") and req.verb == "watch":
+        elif self.kind in ("reset", "timeout", "truncate", "trickle") and req.verb == "watch":
             return False  # a watch's body is a stream: its own faults cut or hold it
         return self.kind != "expired-continue" or "continue" in req.query
 
@@ -617,6 +621,8 @@ def _damage(response: Response, fault: Fault) -> Response:
         response.cut_after = len(response.body) // 2
     elif fault.kind == "timeout":
         response.delay = fault.delay
+    elif fault.kind == "trickle":
+        response.trickle = fault.delay
     elif fault.kind == "truncate":
         response.body = response.body[: max(1, len(response.body) // 2)]
     elif fault.kind == "reshape" and 200 <= response.status <= 299:
@@ -812,6 +818,12 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(response.body[: response.cut_after])
             self.wfile.flush()
             self.close_connection = True
+            return
+        if response.trickle:
+            for start in range(0, len(response.body), TRICKLE_BYTES):
+                self.wfile.write(response.body[start:start + TRICKLE_BYTES])
+                self.wfile.flush()
+                threading.Event().wait(response.trickle)
             return
         self.wfile.write(response.body)
 

@@ -23,6 +23,7 @@ import logging
 import time
 from typing import Any, Callable, Optional
 
+import urllib3
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
@@ -43,6 +44,8 @@ from .errors import (
 
 log = logging.getLogger("rwo_failover")
 MAX_RETRY_AFTER_SECONDS = 30.0
+BODY_READ_BYTES = 1 << 16
+PAST_DEADLINE = "no complete answer before the pass deadline (PASS_TIMEOUT_SECONDS)"
 
 
 def _retry_after(err: BaseException) -> Optional[float]:
@@ -184,6 +187,23 @@ class Transport:
             if self.on_attempt:
                 self.on_attempt(verb, what, code)
 
+    def _read_body(self, raw: Any, per_read: float) -> bytes:
+        """The whole body, or ReadTimeoutError once the pass deadline has passed. urllib3 times each socket read,
+        so an answer trickled a few bytes at a time, each within the read timeout, would outlive any deadline:
+        each read here is given no more than what is left of the pass, and the deadline is judged between them."""
+        sock = getattr(getattr(raw, "connection", None), "sock", None)
+        parts = []
+        while True:
+            left = self.remaining()
+            if left <= 0:
+                raise urllib3.exceptions.ReadTimeoutError(None, "", PAST_DEADLINE)  # type: ignore[arg-type]
+            if sock is not None:
+                sock.settimeout(max(0.05, min(per_read, left)))
+            chunk = raw.read1(BODY_READ_BYTES)
+            if not chunk:
+                return b"".join(parts)
+            parts.append(chunk)
+
     def _send(self, method: str, path: str, query: list, body: Optional[dict], content_type: str,
               stream: bool = False) -> tuple[Any, str]:
         timeout = max(0.05, min(self.settings.request_timeout_seconds, self.remaining()))
@@ -199,7 +219,7 @@ class Transport:
         if stream and 200 <= response.status <= 299:
             return response.response, str(response.status)
         try:
-            data = response.read()  # reading the body can fail mid-way, so it stays inside the attempt
+            data = self._read_body(response.response, timeout)  # it can fail mid-way: inside the attempt
         finally:
             response.response.release_conn()
         if not 200 <= response.status <= 299:
