@@ -45,6 +45,14 @@ def test_an_unhealthy_fraction_of_1_that_can_never_brake_is_refused(run_pass):
     assert "unhealthy-fraction" in line and "never" in line
 
 
+@pytest.mark.parametrize("fraction", ["0.95", "0.9"])
+def test_a_fraction_just_below_1_that_lets_9_of_10_not_ready_act_is_refused_too(run_pass, fraction):
+    """Found attacking the first fix: 0.95 switched the brake off as surely as 1 in any cluster of up to 20
+    nodes, silently; the issue's case (9 of 10 nodes not Ready, and a pass acts) holds for 0.9 too."""
+    line = one_config_line(run_pass(MAX_UNHEALTHY_FRACTION=fraction), "MAX_UNHEALTHY_FRACTION", "ALLOW_UNSAFE")
+    assert "unhealthy-fraction" in line
+
+
 def test_no_not_ready_wait_without_fencing_is_refused(run_pass):
     line = one_config_line(run_pass(MIN_NOT_READY_SECONDS="0"), "MIN_NOT_READY_SECONDS", "FENCING", "ALLOW_UNSAFE")
     assert "min-not-ready" in line

@@ -121,7 +121,7 @@ SPECS: tuple[Spec, ...] = (
          _RANGE.format(0, DAY)),
     Spec("MAX_UNHEALTHY_FRACTION", number_in(0, 1), "0.5",
          "Brake: act on nothing when more than this fraction of all nodes is not Ready.",
-         "a number in (0, 1]; 1 only with ALLOW_UNSAFE=unhealthy-fraction"),
+         "a number in (0, 1]; 0.9 or more only with ALLOW_UNSAFE=unhealthy-fraction"),
     Spec("MAX_NODES_PER_PASS", int_at_least(1), "5",
          "Brake: act on nothing when more nodes than this are proven down.", _WHOLE.format(1)),
     Spec("MAX_PODS_PER_PASS", int_at_least(1), "50",
@@ -226,8 +226,8 @@ SPECS: tuple[Spec, ...] = (
     Spec("KUBE_CONTEXT", optional_text, "", "Kubeconfig context; empty means the current context.",
          "a context name, or empty", empty_ok=True),
     Spec("ALLOW_UNSAFE", unsafe_rules, "",
-         "Safety rules a value may switch off, each named: unhealthy-fraction (MAX_UNHEALTHY_FRACTION=1, the "
-         "brake never trips), min-not-ready (MIN_NOT_READY_SECONDS=0 without FENCING). Without it such a value "
+         "Safety rules a value may switch off, each named: unhealthy-fraction (MAX_UNHEALTHY_FRACTION of 0.9 or "
+         "more, the brake all but never trips), min-not-ready (MIN_NOT_READY_SECONDS=0 without FENCING). Without it such a value "
          "exits 2; with it, start-up warns what is off.",
          f"a comma-separated list of {', '.join(UNSAFE_RULES)}, or empty", empty_ok=True),
 )

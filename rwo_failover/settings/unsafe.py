@@ -7,13 +7,18 @@ from __future__ import annotations
 from .errors import ConfigError
 from .table import Settings
 
+UNSAFE_FRACTION = 0.9  # MAX_UNHEALTHY_FRACTION from here on needs ALLOW_UNSAFE=unhealthy-fraction
+
 
 def switched_off(settings: Settings) -> list[tuple[str, str]]:
     """(rule, what the value disables) for each safety rule these settings switch off, acknowledged or not."""
     found = []
-    if settings.max_unhealthy_fraction >= 1:
-        found.append(("unhealthy-fraction", "MAX_UNHEALTHY_FRACTION=1: the partition brake can never trip, so a "
-                                            "pass acts with every node but one not Ready"))
+    if settings.max_unhealthy_fraction >= UNSAFE_FRACTION:
+        # Not only 1: at 0.9 a pass of a 10-node cluster acts with 9 nodes not Ready, and at 0.95 the brake of
+        # any cluster of up to 20 nodes never trips while one node is Ready.
+        found.append(("unhealthy-fraction", f"MAX_UNHEALTHY_FRACTION={settings.max_unhealthy_fraction:g}: the "
+                                            "partition brake all but never trips (at 0.9, a 10-node cluster acts "
+                                            "with 9 nodes not Ready; at 1, never)"))
     if settings.min_not_ready_seconds == 0 and settings.fencing == "none":
         # With fencing, confirmed before anything is touched, no wait is FENCED_MIN_NOT_READY_SECONDS' default.
         found.append(("min-not-ready", "MIN_NOT_READY_SECONDS=0 with FENCING=none: a node is down at the node "
