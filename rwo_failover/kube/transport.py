@@ -45,6 +45,7 @@ from .errors import (
 log = logging.getLogger("rwo_failover")
 MAX_RETRY_AFTER_SECONDS = 30.0
 BODY_READ_BYTES = 1 << 16
+MIN_ATTEMPT_SECONDS = 0.05
 PAST_DEADLINE = "no complete answer before the pass deadline (PASS_TIMEOUT_SECONDS)"
 
 
@@ -187,14 +188,14 @@ class Transport:
             if self.on_attempt:
                 self.on_attempt(verb, what, code)
 
-    def _read_body(self, raw: Any, per_read: float) -> bytes:
-        """The whole body, or ReadTimeoutError once the pass deadline has passed. urllib3 times each socket read,
-        so an answer trickled a few bytes at a time, each within the read timeout, would outlive any deadline:
-        each read here is given no more than what is left of the pass, and the deadline is judged between them."""
+    def _read_body(self, raw: Any, per_read: float, ends: float) -> bytes:
+        """The whole body, or ReadTimeoutError once `ends` has passed. urllib3 times each socket read, so an
+        answer trickled a few bytes at a time, each within the read timeout, would outlive any deadline: each
+        read here is given no more than what is left, and the deadline is judged between them."""
         sock = getattr(getattr(raw, "connection", None), "sock", None)
         parts = []
         while True:
-            left = self.remaining()
+            left = ends - self.clock()
             if left <= 0:
                 raise urllib3.exceptions.ReadTimeoutError(None, "", PAST_DEADLINE)  # type: ignore[arg-type]
             if sock is not None:
@@ -206,7 +207,10 @@ class Transport:
 
     def _send(self, method: str, path: str, query: list, body: Optional[dict], content_type: str,
               stream: bool = False) -> tuple[Any, str]:
-        timeout = max(0.05, min(self.settings.request_timeout_seconds, self.remaining()))
+        timeout = max(MIN_ATTEMPT_SECONDS, min(self.settings.request_timeout_seconds, self.remaining()))
+        # The whole answer ends with the pass; an attempt started at its very end (a read is never refused: the
+        # live re-check that may stop a write) still gets its short minimum, as each of its reads always had.
+        ends = max(self.deadline, self.clock() + MIN_ATTEMPT_SECONDS)
         headers = {"Accept": "application/json"}
         if body is not None:
             headers["Content-Type"] = content_type
@@ -219,7 +223,7 @@ class Transport:
         if stream and 200 <= response.status <= 299:
             return response.response, str(response.status)
         try:
-            data = self._read_body(response.response, timeout)  # it can fail mid-way: inside the attempt
+            data = self._read_body(response.response, timeout, ends)  # it can fail mid-way: inside the attempt
         finally:
             response.response.release_conn()
         if not 200 <= response.status <= 299:
