@@ -12,8 +12,13 @@ import http.client
 import io
 import socket
 import ssl
+import threading
+import time
 import urllib.request
-from typing import Any, Callable, Optional
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, Optional
+
+import urllib3
 
 PAST_DEADLINE = "no complete answer before the deadline"
 
@@ -86,3 +91,56 @@ def deadline_handlers(per_read: float, remaining: Callable[[], float], past: str
     `remaining()` reaches 0."""
     return [DeadlineHTTP(per_read, remaining, past),
             DeadlineHTTPS(context or ssl.create_default_context(), per_read, remaining, past)]
+
+
+# --- the same bound for the API client's urllib3 pool (kube/transport.py) ------------------------------------
+# urllib3 reads the status line and headers inside call_api, before any body read the transport could bound: a
+# proxy trickling its headers kept a 3 s pass running 13.8 s. Its connections build their responses through
+# these classes, read through _DeadlineReader while the calling thread has set an end (`answer_deadline`).
+_CURRENT = threading.local()
+
+
+class _PoolResponse(http.client.HTTPResponse):
+    def __init__(self, sock: socket.socket, *args: Any, **kwargs: Any) -> None:
+        super().__init__(sock, *args, **kwargs)
+        bound: Optional[tuple[float, float]] = getattr(_CURRENT, "bound", None)
+        if bound is not None:
+            ends, per_read = bound
+            self.fp = io.BufferedReader(_DeadlineReader(sock, self.fp, per_read, lambda: ends - time.monotonic(),
+                                                        "no complete answer before the pass deadline "
+                                                        "(PASS_TIMEOUT_SECONDS)"))
+
+
+class _Connection(urllib3.connection.HTTPConnection):
+    response_class = _PoolResponse
+
+
+class _TLSConnection(urllib3.connection.HTTPSConnection):
+    response_class = _PoolResponse
+
+
+class _Pool(urllib3.HTTPConnectionPool):
+    ConnectionCls = _Connection
+
+
+class _TLSPool(urllib3.HTTPSConnectionPool):
+    ConnectionCls = _TLSConnection
+
+
+def bound_answers(pool_manager: Any) -> None:
+    """Make the API client's pools read answers through the deadline reader (a SOCKS proxy's pools are left as
+    they are). Idempotent; before the first request, since pools are made on first use."""
+    classes = getattr(pool_manager, "pool_classes_by_scheme", None)
+    if classes == {"http": urllib3.HTTPConnectionPool, "https": urllib3.HTTPSConnectionPool}:
+        pool_manager.pool_classes_by_scheme = {"http": _Pool, "https": _TLSPool}
+
+
+@contextmanager
+def answer_deadline(ends: Optional[float], per_read: float) -> Iterator[None]:
+    """Answers whose reading starts in this block, on this thread, end at `ends` (time.monotonic); None: as
+    urllib3 reads them (a watch's stream, which its own staleness bounds)."""
+    _CURRENT.bound = None if ends is None else (ends, per_read)
+    try:
+        yield
+    finally:
+        _CURRENT.bound = None

@@ -30,6 +30,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_at
 
 from ..settings import Settings
 from .clock import ServerClock
+from .deadline_http import answer_deadline, bound_answers
 from .errors import (
     NO_ANSWER,
     ApiError,
@@ -218,7 +219,12 @@ class Transport:
                                                   header_params=headers, body=body, auth_settings=["BearerToken"])
         # A watch's reads wait for the next event or bookmark: WATCH_STALE_SECONDS, not a request's timeout.
         read = self.settings.watch_stale_seconds if stream else timeout
-        response = self.api_client.call_api(*request, _request_timeout=(timeout, read))
+        bound_answers(self.api_client.rest_client.pool_manager)
+        # The monotonic end of this answer, status line and headers included (the transport's clock may be a
+        # test's; the reader's is time.monotonic).
+        answer_ends = None if stream else time.monotonic() + (ends - self.clock())
+        with answer_deadline(answer_ends, timeout):
+            response = self.api_client.call_api(*request, _request_timeout=(timeout, read))
         self.server_clock.observe(response.getheader("Date"))
         if stream and 200 <= response.status <= 299:
             return response.response, str(response.status)
