@@ -93,6 +93,7 @@ class Response:
     # Set by a fault: close the connection after sending this many body bytes.
     cut_after: Optional[int] = None
     delay: float = 0.0
+    trickle: float = 0.0  # seconds between pieces of the body (the "trickle" fault)
     stream: Optional[Iterator[bytes]] = None  # a watch: sent chunked, one event a chunk, instead of `body`
 
 
@@ -112,8 +113,9 @@ def _status_body(code: int, reason: str, message: str) -> bytes:
 
 
 Hook = Callable[[Request], Optional[Response]]
-FAULT_KINDS = ("status", "reset", "timeout", "truncate", "expired-continue", "reshape", "watch-drop", "watch-lag",
-               "watch-gone")
+FAULT_KINDS = ("status", "reset", "timeout", "truncate", "expired-continue", "reshape", "trickle", "watch-drop",
+               "watch-lag", "watch-gone")
+TRICKLE_BYTES = 8
 WATCH_FAULTS = ("watch-drop", "watch-lag", "watch-gone")
 
 
@@ -123,7 +125,9 @@ class Fault:
 
     kind "status" answers `status` (with Retry-After when given) instead of serving the call;
     "reset" sends half the body and closes the connection; "timeout" answers after `delay`
-    seconds; "truncate" sends a cut JSON body with a matching Content-Length; "expired-continue"
+    seconds; "truncate" sends a cut JSON body with a matching Content-Length; "trickle" sends the headers at
+    once and the body TRICKLE_BYTES at a time, `delay` seconds apart (each piece within any read timeout, the
+    whole answer past every deadline); "expired-continue"
     answers 410 to list calls that carry a continue token; "reshape" serves the call (a write lands) and,
     when that succeeded, answers with `body` instead: complete JSON of another shape, as a proxy might. The
     watch faults hit watch calls only: "watch-drop" cuts the stream after `delay` seconds, "watch-lag" holds
@@ -157,7 +161,7 @@ class Fault:
         if self.kind in WATCH_FAULTS:
             if req.verb != "watch":
                 return False
-        elif self.kind in ("reset", "timeout", "truncate") and req.verb == "watch":
+        elif self.kind in ("reset", "timeout", "truncate", "trickle") and req.verb == "watch":
             return False  # a watch's body is a stream: its own faults cut or hold it
         return self.kind != "expired-continue" or "continue" in req.query
 
@@ -182,6 +186,8 @@ class FakeApiServer:
         self.history = History(self.lock)  # the changes watches are served from
         self.bookmark_seconds = fake_watch.BOOKMARK_SECONDS
         self.omit_date_header = False  # as a proxy that strips Date would
+        self.missing_namespaces: set[str] = set()  # creates there answer 404, as in a namespace never created
+        self.missing_apis: set[str] = set()  # resources whose API is not installed: every call answers 404
         self.date_offset = 0.0  # seconds added to the Date header: a proxy sending its own, skewed Date
         self._server: Optional[ThreadingHTTPServer] = None
 
@@ -385,6 +391,7 @@ class FakeApiServer:
                 raise ApiStatus(403, "Forbidden",
                                 f'{req.resource} is forbidden: User "system:serviceaccount:rwo-failover:rwo-failover" '
                                 f'cannot {req.verb} resource "{req.resource}"')
+            self._check_exists(req)
             with self.lock:
                 return getattr(self, f"_do_{req.verb}")(req)
         except ApiStatus as err:
@@ -393,6 +400,14 @@ class FakeApiServer:
         except Exception as err:  # noqa: BLE001 - as the real server recovers a panic: a 500, not a dropped call
             return Response(500, _status_body(500, "InternalError", f"fixture: {type(err).__name__}: {err}"),
                             {"Content-Type": "application/json"})
+
+    def _check_exists(self, req: Request) -> None:
+        """As the real server: every call to a resource whose API is not installed (a CRD never applied) is 404,
+        and so is a create in a namespace that does not exist (a list there is only empty)."""
+        if req.resource in self.missing_apis:
+            raise ApiStatus(404, "NotFound", "the server could not find the requested resource")
+        if req.verb == "create" and req.namespace in self.missing_namespaces:
+            raise ApiStatus(404, "NotFound", f'namespaces "{req.namespace}" not found')
 
     @staticmethod
     def _json(status: int, obj: Any) -> Response:
@@ -606,6 +621,8 @@ def _damage(response: Response, fault: Fault) -> Response:
         response.cut_after = len(response.body) // 2
     elif fault.kind == "timeout":
         response.delay = fault.delay
+    elif fault.kind == "trickle":
+        response.trickle = fault.delay
     elif fault.kind == "truncate":
         response.body = response.body[: max(1, len(response.body) // 2)]
     elif fault.kind == "reshape" and 200 <= response.status <= 299:
@@ -801,6 +818,12 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(response.body[: response.cut_after])
             self.wfile.flush()
             self.close_connection = True
+            return
+        if response.trickle:
+            for start in range(0, len(response.body), TRICKLE_BYTES):
+                self.wfile.write(response.body[start:start + TRICKLE_BYTES])
+                self.wfile.flush()
+                threading.Event().wait(response.trickle)
             return
         self.wfile.write(response.body)
 

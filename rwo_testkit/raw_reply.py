@@ -13,8 +13,9 @@ from typing import Optional
 
 
 class RawReply:
-    def __init__(self, reply: bytes) -> None:
+    def __init__(self, reply: bytes, trickle: float = 0.0) -> None:
         self.reply = reply
+        self.trickle = trickle  # > 0: the reply goes out 4 bytes at a time, this many seconds apart
         self.requests: list[bytes] = []
         self._sock: Optional[socket.socket] = None
 
@@ -43,9 +44,17 @@ class RawReply:
                 conn.settimeout(5)
                 self.requests.append(self._read_head(conn))
                 try:
-                    conn.sendall(self.reply)
+                    self._send(conn)
                 except OSError:
                     pass
+
+    def _send(self, conn: socket.socket) -> None:
+        if not self.trickle:
+            conn.sendall(self.reply)
+            return
+        for start in range(0, len(self.reply), 4):
+            conn.sendall(self.reply[start:start + 4])
+            threading.Event().wait(self.trickle)
 
     @staticmethod
     def _read_head(conn: socket.socket) -> bytes:

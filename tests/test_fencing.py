@@ -66,7 +66,7 @@ def test_one_networkfence_then_nothing_until_it_succeeds_then_the_failover(clust
 
     pending = networkfence(run_pass)
     assert pending.code == EXIT_OK and untouched(cluster), "pending across passes: still nothing touched"
-    creates = [r for r in cluster.requests if r.verb == "create" and r.resource == "networkfences"]
+    creates = [r for r in cluster.requests if r.verb == "create" and r.resource == "networkfences" and r.could_change]
     assert len(creates) == 1, "never a second object for the same node"
 
     set_result(cluster, "Succeeded")
@@ -92,7 +92,7 @@ def test_a_networkfence_that_is_not_ours_is_never_replaced_nor_trusted(cluster, 
                  "status": {"result": "Succeeded"}})
     result = networkfence(run_pass)
     assert result.code == EXIT_FAILED and untouched(cluster)
-    assert not [r for r in cluster.requests if r.resource == "networkfences" and r.verb != "list"]
+    assert not [r for r in cluster.requests if r.resource == "networkfences" and r.verb != "list" and r.could_change]
 
 
 def test_an_ipv6_address_is_fenced_as_a_128(cluster, run_pass):
@@ -209,7 +209,8 @@ def test_a_fence_that_appears_between_the_look_and_the_create_is_not_touched(clu
     """Someone else creates a NetworkFence for the node after we listed: our create gets 409, and we neither
     patch theirs nor act; the next pass judges whose it is."""
     def racing_create(req):
-        if req.verb == "create" and req.resource == "networkfences" and not cluster.get("networkfences", "dead"):
+        if req.verb == "create" and req.resource == "networkfences" and req.could_change and \
+                not cluster.get("networkfences", "dead"):
             cluster.add({"apiVersion": "csiaddons.openshift.io/v1alpha1", "kind": "NetworkFence",
                          "metadata": {"name": "dead"}, "spec": {"fenceState": "Fenced", "cidrs": [DEAD_CIDR]}})
         return None

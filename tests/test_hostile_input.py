@@ -95,7 +95,7 @@ def test_a_tenants_recovery_record_never_makes_a_pass_list_its_namespace(api, ru
 def split_brain_next_to_an_outage(api, run_pass):
     fc.outage(api)
     fc.live_node(api, "alive", taints=[fc.SHUTDOWN])
-    assert run_pass(MIN_NOT_READY_SECONDS="100000").code == EXIT_REFUSED  # the Warning Event exists now
+    assert run_pass(MIN_NOT_READY_SECONDS="86400").code == EXIT_REFUSED  # the Warning Event exists now
     return api
 
 
@@ -206,7 +206,7 @@ def test_a_lease_duration_of_zero_or_less_never_makes_a_heartbeating_node_look_d
     fc.add_volume(api, "data-db-0", attached_to="dead")
     api.add(fc.pod("db-0", "dead", claims=["data-db-0"], terminating=True))
 
-    result = run_pass(MIN_NOT_READY_SECONDS="0")
+    result = run_pass(MIN_NOT_READY_SECONDS="0", ALLOW_UNSAFE="min-not-ready")
 
     assert api.get("pods", "db-0", "default") is not None and not [r for r in api.mutations()
                                                                    if r.verb == "delete"]

@@ -64,7 +64,7 @@ def test_a_dead_node_waits_min_not_ready_seconds_by_the_server_clock(cluster, ku
 def test_a_low_min_never_makes_a_fresh_lease_stale(cluster, run_pass):
     tainted_node(cluster, "n", not_ready_for=30, lease_renewed_ago=10)
     stuck(cluster, "n")
-    result = run_pass(MIN_NOT_READY_SECONDS="0")
+    result = run_pass(MIN_NOT_READY_SECONDS="0", ALLOW_UNSAFE="min-not-ready")
     assert result.code == EXIT_REFUSED and states(result) == {"n": "split-brain"}
     assert deletes(cluster, "pods") == []
 

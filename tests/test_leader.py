@@ -8,6 +8,8 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 
 import pytest
 
@@ -18,6 +20,7 @@ from rwo_failover.kube import Api, ApiError, load_api_client
 from rwo_failover.run.exitcodes import EXIT_CONFIG, EXIT_OK
 from rwo_failover.kube.leader import LeaderElector
 from rwo_testkit import fake_cluster as fc
+from rwo_testkit.control_plane import free_port
 from rwo_testkit.fake_apiserver import Fault
 
 LEASE = ("rwo-failover", "rwo-failover-leader")
@@ -243,3 +246,42 @@ def test_a_leader_lease_that_cannot_be_read_is_a_failed_round_naming_why(api, el
     assert not candidate.leading
     candidate.release()  # on stop: never raises for what the Lease holds
     assert holder(api) == "b", "nothing was written"
+
+
+def _probe(port: int, path: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+    except OSError:
+        return 0, ""
+
+
+def test_an_api_outage_never_fails_liveness_only_readiness(api, kubeconfig):
+    """Issue 28: /healthz turned 503 while the API server was unreachable, so the liveness probe restarted every
+    replica during the outage (and the kubelet's back-off then delayed the first pass after it). Liveness is
+    the loop turning; readiness says the API server does not answer."""
+    fc.live_node(api, "a")
+    port = free_port()
+    proc = loop(kubeconfig, LEADER_ELECTION="true", METRICS_PORT=str(port), INTERVAL="1", PASS_TIMEOUT_SECONDS="2",
+                REQUEST_TIMEOUT_SECONDS="1", LEADER_ELECTION_LEASE_SECONDS="4", API_MAX_ATTEMPTS="1")
+    try:
+        deadline = time.monotonic() + 20
+        while _probe(port, "/readyz")[0] != 200 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert holder(api) and _probe(port, "/healthz")[0] == 200
+        api.faults.append(Fault("status", status=503))  # the outage: every call fails from now on
+        window = 3 * 1 + 2  # 3 x INTERVAL + PASS_TIMEOUT_SECONDS: no progress this long was "not alive"
+        seen = []
+        end = time.monotonic() + window + 4 + 3  # + the lease, which the leader loses, + slack
+        while time.monotonic() < end:
+            seen.append(_probe(port, "/healthz")[0])
+            time.sleep(0.5)
+        ready, why = _probe(port, "/readyz")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=60)
+        SESSION_LOG.add(out)
+    assert set(seen) == {200}, f"liveness failed during the API outage: {seen}"
+    assert ready == 503 and "API server" in why, (ready, why)

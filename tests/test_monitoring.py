@@ -181,12 +181,12 @@ def test_no_recovery_within_the_timeout_says_what_is_missing(api, run_pass, setu
     setup(api)
     time.sleep(1.1)
 
-    result = run_pass(RECOVERY_TIMEOUT_SECONDS="1", OUT_OF_SERVICE_TAINT="never", MIN_NOT_READY_SECONDS="100000")
+    result = run_pass(RECOVERY_TIMEOUT_SECONDS="1", OUT_OF_SERVICE_TAINT="never", MIN_NOT_READY_SECONDS="86400")
 
     [event] = [e for e in api.objects("events") if e["reason"] == "RWOVolumeNotRecovered"]
     assert event["type"] == "Warning" and missing in event["message"], event["message"]
     assert result.summary["not_recovered"] == 1
-    again = run_pass(RECOVERY_TIMEOUT_SECONDS="1", OUT_OF_SERVICE_TAINT="never", MIN_NOT_READY_SECONDS="100000")
+    again = run_pass(RECOVERY_TIMEOUT_SECONDS="1", OUT_OF_SERVICE_TAINT="never", MIN_NOT_READY_SECONDS="86400")
     assert again.summary["not_recovered"] == 0, "reported once"
 
 

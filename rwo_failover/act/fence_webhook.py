@@ -13,20 +13,18 @@ write may start.
 
 from __future__ import annotations
 
-import functools
 import http.client
-import io
 import json
 import logging
-import socket
 import ssl
 import urllib.error
 import urllib.request
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from ..kube import WriteStopped
+from ..kube.deadline_http import DeadlineHTTPS
 from ..settings import Settings, TokenError, read_bearer_token
 from ..settings.urls import without_userinfo
 
@@ -72,6 +70,22 @@ def _context(ca_file: Optional[str]) -> ssl.SSLContext:
     return ssl.create_default_context(cafile=ca_file) if ca_file else ssl.create_default_context()
 
 
+def ca_file_problem(path: str) -> Optional[str]:
+    """Why the CA file at `path` cannot verify the webhook (None when it holds a certificate ssl loads): asked at
+    start-up, with the parser the calls use, so a token mounted at the wrong path is exit 2 naming the setting,
+    not a TLS error on every fence that blames the fencer. Never quotes the file: it may hold a secret."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    try:
+        context.load_verify_locations(cafile=path)
+    except OSError as err:  # ssl.SSLError is one: no PEM block, or one that does not parse
+        return err.strerror if not isinstance(err, ssl.SSLError) else "it holds no PEM certificate that parses"
+    except (ValueError, UnicodeError):
+        return "it holds no PEM certificate that parses"
+    if not context.cert_store_stats().get("x509"):
+        return "it holds no certificate (a CRL alone verifies nothing)"
+    return None
+
+
 def _headers(token_file: Optional[str]) -> dict[str, str]:
     """The request's headers; TokenError when the token file (checked at start-up) no longer holds a token
     that can be sent: a rotation caught mid-write, say."""
@@ -81,58 +95,10 @@ def _headers(token_file: Optional[str]) -> dict[str, str]:
     return headers
 
 
-class _DeadlineReader(io.RawIOBase):
-    """The answer's bytes, each socket read given no more than what is left of the pass: http.client's timeout
-    bounds each read, so an answer trickled a byte at a time would otherwise outlive any deadline."""
-
-    def __init__(self, sock: socket.socket, plain: io.BufferedReader, per_read: float,
-                 remaining: Callable[[], float]) -> None:
-        super().__init__()
-        self.sock, self.plain, self.per_read, self.remaining = sock, plain, per_read, remaining
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        left = self.remaining()
-        if left > 0:
-            self.sock.settimeout(min(self.per_read, left))
-            try:
-                return self.sock.recv_into(buffer)
-            except TimeoutError:
-                if self.remaining() > 0:
-                    raise
-        raise TimeoutError(PAST_DEADLINE)
-
-    def close(self) -> None:
-        self.plain.close()  # it holds the socket's reference that http.client counts on to close it
-        super().close()
-
-
-class _DeadlineResponse(http.client.HTTPResponse):
-    def __init__(self, sock: socket.socket, *args: Any, per_read: float, remaining: Callable[[], float],
-                 **kwargs: Any) -> None:
-        super().__init__(sock, *args, **kwargs)
-        self.fp = io.BufferedReader(_DeadlineReader(sock, self.fp, per_read, remaining))
-
-
-class _DeadlineHTTPS(urllib.request.HTTPSHandler):
-    """HTTPS whose answers end with the pass: a connection class per attempt, its responses read through
-    _DeadlineReader. (No HTTP library here bounds an answer's total time: urllib3, requests and httpx time
-    each read, as http.client does; this is the smallest change to the one urllib already uses.)"""
-
-    def __init__(self, context: ssl.SSLContext, per_read: float, remaining: Callable[[], float]) -> None:
-        super().__init__(context=context)
-        self.per_read, self.remaining = per_read, remaining
-
-    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-        class Connection(http.client.HTTPSConnection):
-            response_class = functools.partial(_DeadlineResponse, per_read=self.per_read, remaining=self.remaining)
-        return self.do_open(Connection, req, context=self._context)
-
-
 def _opener(ca_file: Optional[str], per_read: float, remaining: Callable[[], float]) -> urllib.request.OpenerDirector:
-    return urllib.request.build_opener(_DeadlineHTTPS(_context(ca_file), per_read, remaining), _NoRedirects())
+    """HTTPS whose answers end with the pass (kube/deadline_http.py), and no redirects."""
+    return urllib.request.build_opener(DeadlineHTTPS(_context(ca_file), per_read, remaining, PAST_DEADLINE),
+                                       _NoRedirects())
 
 
 def _attempt(url: str, payload: bytes, asked: dict, settings: Settings,

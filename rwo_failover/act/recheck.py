@@ -12,6 +12,7 @@ from typing import Callable, Iterator, Optional
 from ..kube import Api, ApiError
 from ..model import BadObject, Lease, Node
 from ..planner import NodePlan, NodeState, NodeVerdict, judge_ours, judge_tainted_node, shutdown_taint
+from ..planner.nodes import OPTED_OUT
 from ..settings import Settings
 from .outcome import Outcome
 from .writer import Writer
@@ -52,7 +53,9 @@ class Rechecker:
             return None
         node, lease, raw = live
         taint = shutdown_taint(node, self.settings.shutdown_taints)
-        if taint is not None:
+        if node.opted_out:  # labelled since the plan: the operator's word, read live as liveness is
+            verdict = NodeVerdict(name, NodeState.NOT_YET, "", OPTED_OUT)
+        elif taint is not None:
             verdict = judge_tainted_node(node, lease, taint, self.settings, self.now(), seen, status_seen)
         elif node.our_taint is not None:
             verdict = judge_ours(node, lease, self.settings, self.now(), seen, status_seen)

@@ -105,6 +105,12 @@ class Api(Lister):
                               "answer carries no creationTimestamp")
         return stamp, self.server_clock.last_date
 
+    def dry_run_create(self, what: str, path: str, body: dict) -> None:
+        """A server-side dry run of a create (stored nowhere): ApiError (404) when the namespace or the API the
+        create needs does not exist, as the real create would get. One attempt: an unreachable server is the
+        pass's to find out, and must not cost its deadline twice."""
+        self.call("create", what, "POST", path, [("dryRun", "All")], body, attempts=1)
+
     def server_version(self) -> Optional[tuple[int, int]]:
         """(major, minor) from /version, a non-resource URL every authenticated client may read."""
         found = self.call("get", "/version", "GET", "/version") or {}

@@ -46,11 +46,19 @@ class LeaderElector:
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
         self._round_at: Optional[float] = None  # when a round last reached the API server and got an answer
+        self.turned_at: Optional[float] = None  # when a round last ended, answered or not: the loop turns
 
     @property
     def last_round_ok(self) -> bool:
         """A round answered within the last lease duration: the election loop itself is healthy."""
         return self._round_at is not None and self.monotonic() - self._round_at < self.lease_seconds
+
+    def unanswered(self) -> Optional[str]:
+        """Why this replica is not ready: no round has reached the API server within the lease."""
+        if self.last_round_ok:
+            return None
+        return (f"leader election: the API server has not answered a round within the lease "
+                f"({self.lease_seconds}s)")
 
     @property
     def leading(self) -> bool:
@@ -91,6 +99,7 @@ class LeaderElector:
             except Exception:  # noqa: BLE001 - only the stop signal may end this thread; a bad Lease must not
                 # (the replica would stand by for good, silently, until the liveness probe notices)
                 log.exception("leader election: a round failed unexpectedly; retrying")
+            self.turned_at = self.monotonic()  # liveness: the loop turns, whatever the API server says
             if self.leading != was:
                 log.info("leader election: now leading" if self.leading else "leader election: lost the lead",
                          extra={"identity": self.identity, "lease": f"{self.namespace}/{self.name}"})

@@ -23,12 +23,14 @@ import logging
 import time
 from typing import Any, Callable, Optional
 
+import urllib3
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from ..settings import Settings
 from .clock import ServerClock
+from .deadline_http import answer_deadline, bound_answers
 from .errors import (
     NO_ANSWER,
     ApiError,
@@ -43,6 +45,9 @@ from .errors import (
 
 log = logging.getLogger("rwo_failover")
 MAX_RETRY_AFTER_SECONDS = 30.0
+BODY_READ_BYTES = 1 << 16
+MIN_ATTEMPT_SECONDS = 0.05
+PAST_DEADLINE = "no complete answer before the pass deadline (PASS_TIMEOUT_SECONDS)"
 
 
 def _retry_after(err: BaseException) -> Optional[float]:
@@ -104,20 +109,28 @@ class Transport:
         return before_sleep
 
     def call(self, verb: str, what: str, method: str, path: str, query: Optional[list] = None,
-             body: Optional[dict] = None, content_type: str = "application/json", stream: bool = False) -> Any:
-        """One API call, retried within bounds; its parsed JSON body, or None for 404.
+             body: Optional[dict] = None, content_type: str = "application/json", stream: bool = False,
+             attempts: Optional[int] = None) -> Any:
+        """One API call, retried within bounds; its parsed JSON body, or None for 404 (but a create's 404 is an
+        ApiError: nothing can be "already gone" before it exists).
 
         `verb` and `what` name the RBAC verb and resource: they go in every error message. With `stream`, the
-        answer is the open urllib3 response (status checked, body unread), for a watch.
+        answer is the open urllib3 response (status checked, body unread), for a watch. `attempts` lowers
+        API_MAX_ATTEMPTS for a call whose failure the pass finds out anyway (the start-up check).
         """
         self.call_attempts, self.call_unanswered = 0, False
         retrying = Retrying(
-            stop=stop_after_attempt(self.settings.api_max_attempts) | self._past_deadline,
+            stop=stop_after_attempt(attempts or self.settings.api_max_attempts) | self._past_deadline,
             wait=self._wait, retry=retry_if_exception(is_transient), sleep=self.sleep,
             before_sleep=self._log_retry(verb, what), reraise=True)
         try:
             return retrying(self._attempt, verb, what, method, path, query or [], body, content_type, stream)
         except ApiException as err:
+            if err.status == 404 and method == "POST":
+                # Nothing was there to finish: the namespace or the API itself does not exist. A failure, with
+                # the server's own words for which (namespaces "x" not found, or no such resource).
+                raise ApiError(f"{verb} {what}: {message_of(err)} (HTTP 404: a namespace or an API that does not "
+                               "exist)", 404) from None
             if err.status == 404:
                 return None
             if err.status == 403:
@@ -176,9 +189,29 @@ class Transport:
             if self.on_attempt:
                 self.on_attempt(verb, what, code)
 
+    def _read_body(self, raw: Any, per_read: float, ends: float) -> bytes:
+        """The whole body, or ReadTimeoutError once `ends` has passed. urllib3 times each socket read, so an
+        answer trickled a few bytes at a time, each within the read timeout, would outlive any deadline: each
+        read here is given no more than what is left, and the deadline is judged between them."""
+        sock = getattr(getattr(raw, "connection", None), "sock", None)
+        parts = []
+        while True:
+            left = ends - self.clock()
+            if left <= 0:
+                raise urllib3.exceptions.ReadTimeoutError(None, "", PAST_DEADLINE)  # type: ignore[arg-type]
+            if sock is not None:
+                sock.settimeout(max(0.05, min(per_read, left)))
+            chunk = raw.read1(BODY_READ_BYTES)
+            if not chunk:
+                return b"".join(parts)
+            parts.append(chunk)
+
     def _send(self, method: str, path: str, query: list, body: Optional[dict], content_type: str,
               stream: bool = False) -> tuple[Any, str]:
-        timeout = max(0.05, min(self.settings.request_timeout_seconds, self.remaining()))
+        timeout = max(MIN_ATTEMPT_SECONDS, min(self.settings.request_timeout_seconds, self.remaining()))
+        # The whole answer ends with the pass; an attempt started at its very end (a read is never refused: the
+        # live re-check that may stop a write) still gets its short minimum, as each of its reads always had.
+        ends = max(self.deadline, self.clock() + MIN_ATTEMPT_SECONDS)
         headers = {"Accept": "application/json"}
         if body is not None:
             headers["Content-Type"] = content_type
@@ -186,12 +219,17 @@ class Transport:
                                                   header_params=headers, body=body, auth_settings=["BearerToken"])
         # A watch's reads wait for the next event or bookmark: WATCH_STALE_SECONDS, not a request's timeout.
         read = self.settings.watch_stale_seconds if stream else timeout
-        response = self.api_client.call_api(*request, _request_timeout=(timeout, read))
+        bound_answers(self.api_client.rest_client.pool_manager)
+        # The monotonic end of this answer, status line and headers included (the transport's clock may be a
+        # test's; the reader's is time.monotonic).
+        answer_ends = None if stream else time.monotonic() + (ends - self.clock())
+        with answer_deadline(answer_ends, timeout):
+            response = self.api_client.call_api(*request, _request_timeout=(timeout, read))
         self.server_clock.observe(response.getheader("Date"))
         if stream and 200 <= response.status <= 299:
             return response.response, str(response.status)
         try:
-            data = response.read()  # reading the body can fail mid-way, so it stays inside the attempt
+            data = self._read_body(response.response, timeout, ends)  # it can fail mid-way: inside the attempt
         finally:
             response.response.release_conn()
         if not 200 <= response.status <= 299:

@@ -6,6 +6,9 @@ from __future__ import annotations
 import re
 
 OPT_OUT_ANNOTATION = "rwo-failover.io/opt-out"
+# The same key as a Node *label* (so `kubectl get nodes -l` finds them): a node we never judge, taint, fence or
+# free. Any value but "false" opts out, as the annotation's.
+NODE_OPT_OUT_LABEL = OPT_OUT_ANNOTATION
 # Set by us when we add the out-of-service taint; it records when, so the taint can be proven ours.
 OOS_ANNOTATION = "rwo-failover.io/out-of-service-added-at"
 # The one name for the out-of-service taint key across the code.

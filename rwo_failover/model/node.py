@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Optional
 
 from .fields import Json, items_at, obj_at, ready_condition, server_time, strings_at, text_at
-from .names import OOS_ANNOTATION, OUT_OF_SERVICE_KEY, OUT_OF_SERVICE_VALUE
+from .names import NODE_OPT_OUT_LABEL, OOS_ANNOTATION, OUT_OF_SERVICE_KEY, OUT_OF_SERVICE_VALUE
 
 SHUTTING_DOWN = "node is shutting down"  # kubelet nodeshutdown manager's ShutdownStatus(), in Ready's message
 
@@ -57,6 +57,7 @@ class Node:
     # When the node itself (not its status) last changed, on the server's clock: its taints are written there.
     # A Lease renewal after it is the kubelet heartbeating while tainted for shutdown (planner.liveness).
     spec_written_at: Optional[datetime] = None
+    opted_out: bool = False  # labelled NODE_OPT_OUT_LABEL (any value but "false"): never judged nor acted on
 
     @property
     def has_oos_taint(self) -> bool:
@@ -84,4 +85,5 @@ class Node:
         return cls(text_at(meta, "name"), taints, ready, since, strings_at(meta, "annotations").get(OOS_ANNOTATION),
                    text_at(meta, "uid"), text_at(spec, "providerID"), ips,
                    server_time(meta, "status"), ready == "False" and SHUTTING_DOWN in _ready_message(status),
-                   server_time(meta, ""))
+                   server_time(meta, ""),
+                   strings_at(meta, "labels").get(NODE_OPT_OUT_LABEL, "false") != "false")

@@ -28,6 +28,7 @@ from .nodes import (
     nodes_brake,
     nodes_to_inspect,
     not_ready_count,
+    opted_out_skips,
     shutdown_taint,
     tainted_nodes,
     unhealthy_brake,
@@ -103,6 +104,7 @@ def plan(snapshot: Snapshot, settings: Settings) -> Plan:
     verdicts = judge_nodes(snapshot, settings)
     skips = [Skip(u.kind, u.name, f"cannot be read: {u.reason}") for u in snapshot.unreadable]
     skips += [Skip("node", v.node, v.reason) for v in verdicts if v.state is not NodeState.DOWN]
+    skips += opted_out_skips(snapshot, settings)
     nodes = {n.name: n for n in snapshot.nodes}
     untainted, stale, undo_skips = untaint(verdicts, snapshot, settings)
     unfence, unfence_skips = unfence_steps(snapshot, settings)

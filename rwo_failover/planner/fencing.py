@@ -16,6 +16,7 @@ from typing import Optional
 
 from ..model import Fence, Lease, Node, Snapshot
 from ..settings import Settings
+from ..model.names import NODE_OPT_OUT_LABEL
 from .nodes import shutdown_taint
 from .taint import recovered
 from .types import Skip
@@ -141,6 +142,9 @@ def unfence_steps(snapshot: Snapshot, settings: Settings) -> tuple[tuple[tuple[s
     steps, skips = [], []
     for name, fence in sorted(snapshot.fences.items()):
         if not fence.ours:
+            continue
+        if name in nodes and nodes[name].opted_out:
+            skips.append(Skip("networkfence", name, f"its node is opted out by the label {NODE_OPT_OUT_LABEL}"))
             continue
         step, why = unfence_step(nodes.get(name), snapshot.leases.get(name), fence, settings, snapshot.now)
         if step:

@@ -7,10 +7,11 @@ from datetime import datetime
 from typing import AbstractSet, Iterable, Optional, Sequence
 
 from ..model import DEFAULT_LEASE_SECONDS, Lease, Node, Snapshot
+from ..model.names import NODE_OPT_OUT_LABEL
 from ..model.matchers import TaintSpec, any_taint_matches
 from ..settings import Settings
 from .liveness import judge_liveness
-from .types import NodePlan, NodeState, NodeVerdict, Refusal, RefusalKind
+from .types import NodePlan, NodeState, NodeVerdict, Refusal, RefusalKind, Skip
 
 
 def shutdown_taint(node: Node, specs: Sequence[TaintSpec]) -> Optional[TaintSpec]:
@@ -39,8 +40,19 @@ def judge_tainted_node(node: Node, lease: Optional[Lease], taint: TaintSpec, set
     return judge_liveness(node, lease, str(taint), min_not_ready(settings, lease), now, seen, status_seen)
 
 
+OPTED_OUT = (f"opted out by its label {NODE_OPT_OUT_LABEL}: never judged, tainted, fenced or freed (our "
+             "out-of-service taint or NetworkFence, if it has one, stays until the label goes)")
+
+
+def opted_out_skips(snapshot: Snapshot, settings: Settings) -> list[Skip]:
+    """Why an opted-out node that would otherwise be judged (a shutdown taint, or our taint) is not."""
+    return [Skip("node", n.name, OPTED_OUT) for n in sorted(snapshot.nodes, key=lambda n: n.name)
+            if n.opted_out and (n.our_taint is not None or shutdown_taint(n, settings.shutdown_taints))]
+
+
 def tainted_nodes(nodes: Iterable[Node], settings: Settings) -> list[tuple[Node, TaintSpec]]:
-    found = ((node, shutdown_taint(node, settings.shutdown_taints)) for node in nodes)
+    """Nodes with a shutdown taint, each with the spec it matches; opted-out nodes never."""
+    found = ((node, shutdown_taint(node, settings.shutdown_taints)) for node in nodes if not node.opted_out)
     return sorted(((n, t) for n, t in found if t is not None), key=lambda pair: pair[0].name)
 
 
@@ -49,7 +61,8 @@ def judge_nodes(snapshot: Snapshot, settings: Settings) -> list[NodeVerdict]:
     only out-of-service taint is ours (whatever SHUTDOWN_TAINTS says, so undo never depends on it)."""
     tainted = {node.name: taint for node, taint in tainted_nodes(snapshot.nodes, settings)}
     verdicts = []
-    judged = (n for n in snapshot.nodes if n.name in tainted or n.our_taint is not None)  # the others: no verdict
+    judged = (n for n in snapshot.nodes  # the others: no verdict
+              if n.name in tainted or (n.our_taint is not None and not n.opted_out))
     for node in sorted(judged, key=lambda n: n.name):
         lease = snapshot.leases.get(node.name)
         if node.name in tainted:

@@ -15,6 +15,7 @@ from typing import IO, Callable, Iterator, Mapping, Optional, Sequence
 
 from .. import __version__
 from .. import settings as config
+from ..act.fence_webhook import ca_file_problem
 from ..act.writer import Guard
 from ..kube import Api, WatchedCluster, load_api_client
 from ..kube.clock import SharedServerClock
@@ -25,6 +26,7 @@ from .exitcodes import EXIT_CONFIG, EXIT_CRASH
 from .loop import StopFlag, Trigger, run_loop
 from .metrics import Metrics
 from .once import run_once
+from .preflight import check_install
 from .runner import run_pass
 
 log = logging.getLogger(logs.LOGGER)
@@ -42,10 +44,17 @@ def main(argv: Optional[Sequence[str]] = None, environ: Optional[Mapping[str, st
     except config.ConfigError as err:
         print(f"rwo-failover: configuration error: {err}", file=stderr)
         return EXIT_CONFIG
+    ca_problem = settings.fence_webhook_ca_file and ca_file_problem(settings.fence_webhook_ca_file)
+    if ca_problem:
+        print(f"rwo-failover: configuration error: FENCE_WEBHOOK_CA_FILE={settings.fence_webhook_ca_file!r} is "
+              f"invalid ({ca_problem}); allowed: a readable file of PEM certificates", file=stderr)
+        return EXIT_CONFIG
     logs.setup(settings.log_format, settings.log_level, stdout)
     continuous = bool(settings.interval and not args.once)
     log.info("rwo-failover starting", extra={"version": __version__, "mode": "continuous" if continuous else "one pass",
                                              "dry_run": settings.dry_run})
+    for rule, disables in config.switched_off(settings):  # only acknowledged ones get this far
+        log.warning("safety rule switched off by ALLOW_UNSAFE", extra={"rule": rule, "disables": disables})
     try:
         api_client = load_api_client(settings)
     except config.ConfigError as err:
@@ -67,19 +76,31 @@ def main(argv: Optional[Sequence[str]] = None, environ: Optional[Mapping[str, st
             if settings.leader_election else None
         guard = elector.write_guard if elector else None
         if not settings.watch:
-            return _crash_is_exit_70(metrics, lambda: run_loop(
+            return _crash_is_exit_70(metrics, lambda: _checked(new_api(), settings, lambda: run_loop(
                 lambda: _listing_pass(new_api(), settings, metrics, guard, show), settings,
-                elector=elector, metrics=metrics))
+                elector=elector, metrics=metrics)))
         trigger = Trigger()
         cluster = WatchedCluster(new_api, settings, trigger.fire, metrics)
-        return _crash_is_exit_70(metrics, lambda: run_loop(
+        return _crash_is_exit_70(metrics, lambda: _checked(new_api(), settings, lambda: run_loop(
             lambda: _watched_pass(new_api(), settings, metrics, guard, show, cluster), settings,
-            elector=elector, metrics=metrics, watched=(cluster, trigger)))
+            elector=elector, metrics=metrics, watched=(cluster, trigger))))
+    api = new_api()  # the start-up check shares the pass's deadline: an unreachable server costs it once
     with _stop_on_signals() as stop:
-        code = _crash_is_exit_70(metrics, lambda: run_once(new_api, settings, metrics, stop, show))
+        first = [api]  # the start-up check's Api: the first pass shares its deadline
+
+        def next_api() -> Api:
+            return first.pop() if first else new_api()
+        code = _crash_is_exit_70(metrics, lambda: _checked(api, settings, lambda: run_once(
+            next_api, settings, metrics, stop, show)))
         if settings.pushgateway_url:  # after a crash too: the alerts must see it
             metrics.push(settings.pushgateway_url, settings.pushgateway_instance)
     return code
+
+
+def _checked(api: Api, settings: config.Settings, run: Callable[[], int]) -> int:
+    """Say once what the settings need and the cluster lacks (preflight.py), then run."""
+    check_install(api, settings)
+    return run()
 
 
 def _listing_pass(api: Api, settings: config.Settings, metrics: Metrics, guard: Optional[Guard],

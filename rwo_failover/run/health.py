@@ -1,9 +1,10 @@
 """Continuous mode's HTTP endpoints: /metrics, /healthz and /readyz, on METRICS_PORT.
 
-/healthz fails once no pass (or, on a standby, no leader-election round) has finished within
-3 x INTERVAL + PASS_TIMEOUT_SECONDS, so a hung loop gets restarted by its liveness probe, and when a watch
-thread is stuck (watch.WatchedCluster.stuck). /readyz is ready after the first pass (or first election
-round) while no watch is behind (WatchedCluster.behind). Both answer from state the loop updates; they never
+/healthz fails once no pass (or, on a standby, no leader-election round) has ended within
+3 x INTERVAL + PASS_TIMEOUT_SECONDS, answered or not, so a hung loop gets restarted by its liveness probe, and
+when a watch thread is stuck (watch.WatchedCluster.stuck); never because the API server does not answer.
+/readyz is ready after the first pass (or first election round) while no watch is behind
+(WatchedCluster.behind) and, with leader election, a round has reached the API server within the lease. Both answer from state the loop updates; they never
 call the API server, so a slow cluster cannot make the probes time out.
 """
 
@@ -26,9 +27,12 @@ class Liveness:
         self.stuck: Callable[[], Optional[str]] = lambda: None
         self.behind: Callable[[], Optional[str]] = lambda: None
 
-    def progressed(self) -> None:
-        """A pass finished (or, on a standby, an election round did)."""
-        self.last_progress = self.monotonic()
+    def progressed(self, at: Optional[float] = None) -> None:
+        """A pass finished (or, on a standby, an election round ended, `at` then), answered or not: liveness is
+        the process making progress, never the API server answering, or an API outage would restart every
+        replica (and the kubelet's back-off delay the first pass after it). Readiness says the rest."""
+        stamp = self.monotonic() if at is None else at
+        self.last_progress = max(stamp, self.last_progress or stamp)
 
     @property
     def ready(self) -> bool:

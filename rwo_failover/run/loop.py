@@ -110,6 +110,8 @@ def run_loop(one_pass: Callable[[], Optional[float]], settings: Settings, flag: 
     liveness = Liveness(3 * settings.interval + settings.pass_timeout_seconds)
     if watched:
         liveness.stuck, liveness.behind = watched[0].stuck, watched[0].behind
+    if elector:
+        liveness.behind = _either(liveness.behind, elector.unanswered)
     try:
         server = HealthServer(settings.metrics_port, metrics.registry, liveness).start() \
             if metrics and settings.metrics_port else None
@@ -133,12 +135,17 @@ def run_loop(one_pass: Callable[[], Optional[float]], settings: Settings, flag: 
             server.stop()
 
 
+def _either(*reasons: Callable[[], Optional[str]]) -> Callable[[], Optional[str]]:
+    """The first reason any of them gives."""
+    return lambda: next((why for why in (reason() for reason in reasons) if why), None)
+
+
 def _standing_by(elector: Optional[LeaderElector], liveness: Liveness, flag: StopFlag) -> bool:
     """True (after a short sleep) while another replica leads."""
     if elector is None or elector.leading:
         return False
-    if elector.last_round_ok:  # a healthy standby is alive and ready, though it does not pass
-        liveness.progressed()
+    if elector.turned_at is not None:  # a standby whose election loop turns is alive, though it does not pass
+        liveness.progressed(elector.turned_at)
     flag.sleep(SLEEP_SLICE_SECONDS * 5)  # standby: check again soon, to pass as soon as we lead
     return True
 

@@ -20,6 +20,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, push
 from prometheus_client.registry import Collector
 
 from ..act.outcome import Outcome
+from ..kube.deadline_http import deadline_handlers
 from ..planner.types import NodeState, Plan, RefusalKind
 from ..settings.urls import without_userinfo
 from .exitcodes import EXIT_OK, EXIT_REFUSED, NAMES
@@ -156,7 +157,7 @@ class Metrics:
         self.not_recovered.inc()
         self.last_not_recovered.set(time.time())
 
-    def push(self, url: str, instance: str) -> None:
+    def push(self, url: str, instance: str, timeout: float = PUSH_TIMEOUT_SECONDS) -> None:
         """Push this pass's metrics into the one group of this CronJob; a failure is a warning, never a failed
         pass. A POST (pushadd) replaces the metrics it carries and keeps the others, so a failed pass leaves the
         last success's time in place; every other metric is pushed by every pass and so replaced. A
@@ -171,7 +172,7 @@ class Metrics:
         pushed.register(_SetThisPass(self.registry))
         try:
             pushadd_to_gateway(shown, job="rwo-failover", registry=pushed, grouping_key=grouping,
-                               timeout=PUSH_TIMEOUT_SECONDS, handler=_no_redirect_handler(user, password))
+                               timeout=timeout, handler=_no_redirect_handler(user, password))
             log.info("pushed metrics to the Pushgateway", extra={"url": shown, **grouping})
         except Exception as err:  # noqa: BLE001 - any failure (a reply that is not HTTP, say) is this warning
             error = f"{type(err).__name__}: {err}"
@@ -200,7 +201,11 @@ def _no_redirect_handler(user: str, password: str) -> Callable[..., Callable[[],
             if user or password:
                 token = base64.b64encode(f"{user}:{password}".encode()).decode()
                 request.add_header("Authorization", f"Basic {token}")
-            with build_opener(_Refuse).open(request, timeout=timeout) as answer:
+            # The whole answer within `timeout`, not each read: a trickling gateway held the process 22 s past it.
+            ends = time.monotonic() + (timeout or PUSH_TIMEOUT_SECONDS)
+            handlers = deadline_handlers(timeout or PUSH_TIMEOUT_SECONDS, lambda: ends - time.monotonic(),
+                                         "no complete answer from the Pushgateway within its timeout")
+            with build_opener(_Refuse, *handlers).open(request, timeout=timeout) as answer:
                 if answer.status >= 300:
                     raise OSError(f"the Pushgateway answered {answer.status} {answer.reason}")
         return send

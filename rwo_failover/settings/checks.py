@@ -5,12 +5,14 @@ from __future__ import annotations
 from .errors import ConfigError
 from .table import Settings
 from .tokens import TOKEN_ALLOWED, TokenError, read_bearer_token
+from .unsafe import check_unsafe
 
 
 def check_settings(settings: Settings, once: bool) -> None:
     """Every check on a whole Settings; ConfigError names the first one that fails. `once` is --once."""
     _check_consistent(settings)
     _check_fencing(settings)
+    check_unsafe(settings)
     if settings.leader_election and (once or not settings.interval):
         raise ConfigError("LEADER_ELECTION=true needs continuous mode; allowed: INTERVAL > 0 without --once")
     if settings.leader_election and settings.dry_run:

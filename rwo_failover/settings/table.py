@@ -18,6 +18,7 @@ from .values import (
     OUT_OF_SERVICE_MODES,
     OUTPUTS,
     STUCK_STATES,
+    UNSAFE_RULES,
     boolean,
     choice,
     http_url,
@@ -36,6 +37,7 @@ from .values import (
     pod_states,
     port_number,
     taint_specs,
+    unsafe_rules,
 )
 
 
@@ -82,6 +84,7 @@ class Settings:
     recovery_namespace: str
     kubeconfig: Optional[str]
     kube_context: Optional[str]
+    allow_unsafe: frozenset[str]
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,10 @@ class Spec:
 
 
 _WHOLE = "a whole number >= {}"
+# Durations have a sane maximum: a larger one passed start-up, then overflowed a datetime in every pass that
+# used it (exit 70), so the next outage was never freed. A day, or a week for a replacement's recovery.
+_RANGE = "a whole number from {} to {}"
+DAY, WEEK = 86400, 7 * 86400
 SPECS: tuple[Spec, ...] = (
     Spec("DRY_RUN", boolean, "false", "Print the plan and the calls it would make; change nothing.",
          "true or false"),
@@ -110,12 +117,12 @@ SPECS: tuple[Spec, ...] = (
          "Comma-separated taints; a node carrying any of them is a candidate.",
          "a comma-separated list of key[=value][:effect], effect one of NoSchedule, PreferNoSchedule, NoExecute; "
          "not node.kubernetes.io/unreachable nor not-ready"),
-    Spec("MIN_NOT_READY_SECONDS", int_at_least(0), "3",
+    Spec("MIN_NOT_READY_SECONDS", int_in(0, DAY), "3",
          "How long Ready=Unknown, with the Lease unrenewed for its own duration, before a node counts as down.",
-         _WHOLE.format(0)),
+         _RANGE.format(0, DAY)),
     Spec("MAX_UNHEALTHY_FRACTION", number_in(0, 1), "0.5",
          "Brake: act on nothing when more than this fraction of all nodes is not Ready.",
-         "a number in (0, 1]"),
+         "a number in (0, 1]; 0.9 or more only with ALLOW_UNSAFE=unhealthy-fraction"),
     Spec("MAX_NODES_PER_PASS", int_at_least(1), "5",
          "Brake: act on nothing when more nodes than this are proven down.", _WHOLE.format(1)),
     Spec("MAX_PODS_PER_PASS", int_at_least(1), "50",
@@ -136,9 +143,9 @@ SPECS: tuple[Spec, ...] = (
          "Add node.kubernetes.io/out-of-service=nodeshutdown:NoExecute to proven-down nodes: auto (when the "
          "server is 1.28 or newer), always, or never.",
          f"one of {', '.join(OUT_OF_SERVICE_MODES)}"),
-    Spec("RECOVERY_SECONDS", int_at_least(0), "60",
+    Spec("RECOVERY_SECONDS", int_in(0, DAY), "60",
          "Remove our out-of-service taint once the node has been Ready this long with a fresh Lease.",
-         _WHOLE.format(0)),
+         _RANGE.format(0, DAY)),
     Spec("INTERVAL", interval_seconds, "0",
          "Continuous mode: the longest time between passes (with WATCH, a watched change or the moment time "
          "alone changes a verdict starts one sooner); 0 runs one pass. --once forces one pass.",
@@ -155,9 +162,9 @@ SPECS: tuple[Spec, ...] = (
          "Continuous mode: a watch silent this long (no event, no bookmark) has fallen behind; the next pass "
          "lists afresh before deciding anything. The API server bookmarks about once a minute: under 60, a quiet "
          "collection is listed again every time.", "a whole number from 5 to 600"),
-    Spec("RELIST_SECONDS", int_at_least(30), "3600",
+    Spec("RELIST_SECONDS", int_in(30, DAY), "3600",
          "Continuous mode: list everything watched afresh this often, whatever the watch says: a backstop against "
-         "a lost event.", _WHOLE.format(30)),
+         "a lost event.", _RANGE.format(30, DAY)),
     Spec("FENCING", choice(FENCING_MODES), "none",
          "Fence a proven-down node before touching anything on it: none, networkfence (csi-addons NetworkFence), "
          "or webhook (FENCE_WEBHOOK_URL).", f"one of {', '.join(FENCING_MODES)}"),
@@ -171,14 +178,14 @@ SPECS: tuple[Spec, ...] = (
     Spec("FENCE_WEBHOOK_CA_FILE", optional_text, "",
          "CA bundle to verify the webhook's TLS certificate; empty uses the system's.", "a path, or empty",
          empty_ok=True),
-    Spec("FENCED_MIN_NOT_READY_SECONDS", lease_or_seconds, "0",
+    Spec("FENCED_MIN_NOT_READY_SECONDS", lease_or_seconds(DAY), "0",
          "With fencing, which is confirmed before anything is touched: the NotReady time that makes a node down, "
          "when shorter than MIN_NOT_READY_SECONDS; lease means the node's Lease duration. 0: down at the node "
          "lifecycle controller's verdict, once the Lease has been silent for its own duration.",
-         "lease, or " + _WHOLE.format(0)),
-    Spec("RECOVERY_TIMEOUT_SECONDS", int_at_least(1), "600",
+         "lease, or " + _RANGE.format(0, DAY)),
+    Spec("RECOVERY_TIMEOUT_SECONDS", int_in(1, WEEK), "600",
          "After a force-delete, how long its replacement may take to be Running and Ready elsewhere with the "
-         "volume attached, before a RWOVolumeNotRecovered Warning.", _WHOLE.format(1)),
+         "volume attached, before a RWOVolumeNotRecovered Warning.", _RANGE.format(1, WEEK)),
     Spec("METRICS_PORT", lambda t: port_number(t), "8080",
          "Continuous mode: serve /metrics, /healthz and /readyz on this port; 0 serves nothing.",
          "a port number in [0, 65535]"),
@@ -192,8 +199,8 @@ SPECS: tuple[Spec, ...] = (
     Spec("LEADER_ELECTION", boolean, "false",
          "Continuous mode with several replicas: run passes only while holding the leader Lease.",
          "true or false"),
-    Spec("LEADER_ELECTION_LEASE_SECONDS", int_at_least(3), "15",
-         "How long a leader's Lease lasts unrenewed before a standby takes over.", _WHOLE.format(3)),
+    Spec("LEADER_ELECTION_LEASE_SECONDS", int_in(3, 300), "15",
+         "How long a leader's Lease lasts unrenewed before a standby takes over.", _RANGE.format(3, 300)),
     Spec("LEADER_ELECTION_NAMESPACE", namespace_name, "rwo-failover", "Namespace of the leader Lease.",
          "a namespace name"),
     Spec("LEADER_ELECTION_LEASE_NAME", object_name, "rwo-failover-leader", "Name of the leader Lease.",
@@ -223,6 +230,11 @@ SPECS: tuple[Spec, ...] = (
          "a path, or empty", empty_ok=True),
     Spec("KUBE_CONTEXT", optional_text, "", "Kubeconfig context; empty means the current context.",
          "a context name, or empty", empty_ok=True),
+    Spec("ALLOW_UNSAFE", unsafe_rules, "",
+         "Safety rules a value may switch off, each named: unhealthy-fraction (MAX_UNHEALTHY_FRACTION of 0.9 or "
+         "more, the brake all but never trips), min-not-ready (MIN_NOT_READY_SECONDS=0 without FENCING). Without it such a value "
+         "exits 2; with it, start-up warns what is off.",
+         f"a comma-separated list of {', '.join(UNSAFE_RULES)}, or empty", empty_ok=True),
 )
 
 BY_NAME = {spec.name: spec for spec in SPECS}

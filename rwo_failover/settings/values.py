@@ -164,9 +164,25 @@ def port_number(text: str) -> int:
     return value
 
 
-def lease_or_seconds(text: str) -> Optional[int]:
-    """None means "the node's own Lease duration"."""
-    return None if text.strip().lower() == "lease" else int_at_least(0)(text)
+def lease_or_seconds(high: int) -> Callable[[str], Optional[int]]:
+    """None means "the node's own Lease duration"; otherwise seconds in [0, high]."""
+    seconds = int_in(0, high)
+
+    def parse(text: str) -> Optional[int]:
+        return None if text.strip().lower() == "lease" else seconds(text)
+    return parse
+
+
+# Safety rules that a value may switch off only when ALLOW_UNSAFE names them (checks.py says which values).
+UNSAFE_RULES = ("unhealthy-fraction", "min-not-ready")
+
+
+def unsafe_rules(text: str) -> frozenset[str]:
+    items = [item.lower() for item in comma_items(text)]
+    unknown = [item for item in items if item not in UNSAFE_RULES]
+    if unknown:
+        raise ValueError(f"unknown rule {unknown[0]!r}")
+    return frozenset(items)
 
 
 def label_selector(text: str) -> LabelSelector:

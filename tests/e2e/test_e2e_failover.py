@@ -134,3 +134,16 @@ def test_a_protected_pod_is_deleted_by_nothing_not_even_through_our_taint(cluste
     assert still and still["metadata"]["uid"] == keep["metadata"]["uid"]
     assert not still["metadata"].get("deletionTimestamp")
     cluster.sim.remove_node("p-node")
+
+
+def test_start_up_names_a_recovery_namespace_that_does_not_exist(cluster, sa):
+    """The real API server answers a create in a namespace that was never created with 404 (the fixture's
+    missing_namespaces copies it): start-up says once that recovery confirmation is off. Run as an admin would
+    by hand (our ServiceAccount's Role would get 403 there first), as a dry run: nothing is written."""
+    off = "off: what the settings need does not exist"
+    missing = cluster.run_pass(cluster.kubeconfig, RECOVERY_NAMESPACE="never-created", DRY_RUN="true")
+    [line] = [line for line in missing.logs if line["message"] == off]
+    assert line["setting"] == "RECOVERY_NAMESPACE=never-created" and "404" in line["error"]
+    assert 'namespaces "never-created" not found' in line["error"]
+    there = cluster.run_pass(sa, DRY_RUN="true")
+    assert there.code == EXIT_OK and not [line for line in there.logs if line["message"] == off]

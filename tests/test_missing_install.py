@@ -1,0 +1,40 @@
+"""Silent losses (issue 28): a create answered 404 (a namespace never created, an API not installed) is a failure
+with its cause named, never "someone else finished it"; start-up says once what is off."""
+
+from __future__ import annotations
+
+from rwo_failover.run.exitcodes import EXIT_FAILED
+from rwo_testkit import fake_cluster as fc
+
+OFF = "off: what the settings need does not exist"
+
+
+def test_without_the_recovery_namespace_every_record_create_is_a_named_failure(api, run_pass):
+    """The issue's case: run by hand on a cluster without RECOVERY_NAMESPACE, every record's create got 404, was
+    filed as "gone", and recovery confirmation was silently off, exit 0 every pass."""
+    fc.outage(api)
+    api.missing_namespaces.add("rwo-failover")
+    result = run_pass()
+    assert result.code == EXIT_FAILED
+    assert result.summary["failures"] == 1
+    [failed] = [line for line in result.logs if line["level"] == "ERROR" and "recovery record" in line["message"]]
+    assert 'namespaces "rwo-failover" not found' in failed["message"]
+    assert api.get("pods", "db-0", "default") is None, "the failover itself goes on"
+
+
+def test_start_up_says_once_that_recovery_confirmation_is_off(api, run_pass):
+    fc.outage(api)
+    api.missing_namespaces.add("rwo-failover")
+    [off] = run_pass().lines(OFF)
+    assert off["level"] == "WARNING" and off["setting"] == "RECOVERY_NAMESPACE=rwo-failover"
+    assert "recovery confirmation" in off["off"]
+    assert not run_pass(RECOVERY_NAMESPACE="ops").lines(OFF)
+
+
+def test_without_the_networkfence_api_start_up_says_fencing_cannot_work_and_the_create_fails(api, run_pass):
+    fc.outage(api)
+    api.missing_apis.add("networkfences")
+    result = run_pass(FENCING="networkfence", NETWORK_FENCE_CLASS="ceph")
+    [off] = result.lines(OFF)
+    assert off["setting"] == "FENCING=networkfence" and "csiaddons" in off["off"]
+    assert result.code != 0 and api.get("pods", "db-0", "default") is not None
