@@ -69,7 +69,10 @@ def test_a_wait_that_would_not_leave_a_pass_its_time_is_not_taken(api, kubeconfi
 
 
 def test_a_dry_run_and_once_wait_seconds_0_never_wait(api, kubeconfig):
-    about_to_be_down(api, 3)
+    # 15 s, well inside the default ONCE_WAIT_SECONDS (30), so a pass that did wait would free the pod; and far
+    # enough off that two process start-ups on a loaded 2-core machine cannot reach the proof (at 3 s they did,
+    # and the second pass freed the pod without any wait).
+    about_to_be_down(api, 15)
 
     for env in ({"DRY_RUN": "true"}, {"ONCE_WAIT_SECONDS": "0"}):
         code, logs, _ = one_pass(kubeconfig, **env)
