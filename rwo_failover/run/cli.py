@@ -179,6 +179,6 @@ def _table_printer(settings: config.Settings, continuous: bool, stdout: IO[str],
     def show(plan: Plan) -> None:
         for handler in logging.getLogger(logs.LOGGER).handlers:
             handler.flush()  # the table comes after the log lines that led to it
-        stream.write(plan_table.render(plan, settings.dry_run))
+        stream.write(plan_table.render(plan, settings.dry_run or bool(plan.paused)))
         stream.flush()
     return show

@@ -64,6 +64,9 @@ class Metrics:
         self.last_refusal = Gauge(P + "last_refusal_timestamp_seconds",
                                   "When the last pass that refused (exit 3: a brake or split-brain) finished.",
                                   registry=r)
+        self.paused = Gauge(P + "paused", "1 while the last pass was paused (the control ConfigMap's data.paused, or "
+                            "that ConfigMap unreadable): it observed and planned, and wrote nothing.", registry=r)
+        self.pause_reason = ""  # the last pass's, for /readyz's body
         self.pods = Counter(P + "pods_force_deleted", "Pods force-deleted from proven-down nodes.", registry=r)
         self.attachments = Counter(P + "attachments_deleted", "VolumeAttachments deleted.", registry=r)
         self.taints_added = Counter(P + "out_of_service_taints_added", "Out-of-service taints added.", registry=r)
@@ -127,8 +130,12 @@ class Metrics:
     def api_request(self, verb: str, what: str, code: str) -> None:
         self.requests.labels(verb, what.split(" ")[0], code).inc()
 
-    def record_pass(self, plan: Optional[Plan], outcome: Optional[Outcome], code: int, seconds: float) -> None:
+    def record_pass(self, plan: Optional[Plan], outcome: Optional[Outcome], code: int, seconds: float,
+                    paused: str = "") -> None:
         now = time.time()
+        if plan is not None:  # a pass that could not read the cluster knows nothing of the switch
+            self.paused.set(1 if paused else 0)
+            self.pause_reason = paused
         self.passes.labels(NAMES.get(code, str(code))).inc()
         self.duration.observe(seconds)
         self.last_pass.set(now)

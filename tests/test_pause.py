@@ -1,0 +1,113 @@
+"""The pause switch (issue 28): data.paused=true in the control ConfigMap (rwo-failover/rwo-failover-control)
+stops every write cluster-wide; a paused pass still observes and plans, says who paused and when, and exits 6.
+An unreadable control object fails safe: nothing is written, and the pass says why."""
+
+from __future__ import annotations
+
+from rwo_failover.run.exitcodes import EXIT_OK, EXIT_PAUSED
+from rwo_testkit import fake_cluster as fc
+from rwo_testkit.fake_apiserver import ApiStatus
+
+NAMESPACE, NAME = "rwo-failover", "rwo-failover-control"
+PAUSED_AT = "2026-01-02T03:04:05Z"
+
+
+def control(api, data: dict, manager: str = "kubectl-patch") -> dict:
+    return api.add({"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": NAME, "namespace": NAMESPACE, "managedFields": [
+                        {"manager": manager, "operation": "Update", "apiVersion": "v1", "time": PAUSED_AT,
+                         "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {f"f:{k}": {} for k in data}}}]},
+                    "data": data})
+
+
+def writes(api) -> list:
+    return api.mutations()
+
+
+def test_a_paused_pass_observes_and_plans_writes_nothing_and_says_who_paused_and_when(api, run_pass):
+    fc.outage(api)
+    control(api, {"paused": "true"})
+    result = run_pass()
+    assert result.code == EXIT_PAUSED == 6
+    assert writes(api) == [], "no taint, no delete, no Event, no record"
+    assert api.get("pods", "db-0", "default") is not None
+    assert [line["state"] for line in result.lines("node verdict") if line["node"] == "dead"] == ["down"]
+    assert result.summary["pods_planned"] == 1, "it still plans"
+    assert any("would force-delete pod" in line["message"] for line in result.logs), "dry-run-like: says what it would"
+    paused = result.summary["paused"]
+    assert "by kubectl-patch" in paused and "2026-01-02T03:04:05" in paused and NAME in paused
+
+
+def test_the_operator_s_own_words_name_who_and_why(api, run_pass):
+    fc.outage(api)
+    control(api, {"paused": "true", "pausedBy": "alice (INC-1234)", "reason": "storage maintenance"})
+    result = run_pass()
+    assert result.code == EXIT_PAUSED and writes(api) == []
+    assert "by alice (INC-1234)" in result.summary["paused"] and "storage maintenance" in result.summary["paused"]
+
+
+def test_paused_false_or_no_control_object_changes_nothing(api, run_pass):
+    fc.outage(api)
+    control(api, {"paused": "false"})
+    result = run_pass()
+    assert result.code == EXIT_OK and result.summary["paused"] == ""
+    assert api.get("pods", "db-0", "default") is None
+
+
+def test_no_control_object_is_not_paused(api, run_pass):
+    fc.outage(api)
+    result = run_pass()
+    assert result.code == EXIT_OK and result.summary["paused"] == ""
+    assert api.get("pods", "db-0", "default") is None
+
+
+def test_a_value_that_is_neither_true_nor_false_fails_safe(api, run_pass):
+    fc.outage(api)
+    control(api, {"paused": "yes please"})
+    result = run_pass()
+    assert result.code == EXIT_PAUSED and writes(api) == []
+    assert "neither true nor false" in result.summary["paused"] and "failing safe" in result.summary["paused"]
+
+
+def test_a_control_object_that_cannot_be_read_fails_safe(api, run_pass):
+    """The API server errs on the control object alone (every retry): nothing is written, with the reason."""
+    fc.outage(api)
+
+    def broken(req):
+        if req.resource == "configmaps" and "metadata.name=" + NAME in req.query.get("fieldSelector", ""):
+            raise ApiStatus(500, "InternalError", "etcd is unwell")
+        return None
+    api.hooks.append(broken)
+    result = run_pass(API_MAX_ATTEMPTS="1")
+    assert result.code == EXIT_PAUSED and writes(api) == []
+    assert "cannot be read" in result.summary["paused"] and "failing safe" in result.summary["paused"]
+
+
+def test_rbac_that_denies_the_read_fails_safe(api, run_pass):
+    """Trimmed RBAC, or a new version applied before its rbac.yaml: refused, the pass says which verb."""
+    fc.outage(api)
+
+    def forbidden(req):
+        if req.resource == "configmaps" and "metadata.name=" + NAME in req.query.get("fieldSelector", ""):
+            raise ApiStatus(403, "Forbidden", 'configmaps is forbidden: cannot list resource "configmaps"')
+        return None
+    api.hooks.append(forbidden)
+    result = run_pass()
+    assert writes(api) == [] and api.get("pods", "db-0", "default") is not None
+    assert result.code == EXIT_PAUSED and "list" in result.summary["paused"]
+
+
+def test_a_pause_set_after_the_plan_stops_the_first_write(api, run_pass):
+    """The switch is read again, live, before the pass's first write: set while the pass re-checks the node,
+    nothing is written at all."""
+    fc.outage(api)
+
+    def pause_on_recheck(req):
+        if req.verb == "get" and req.resource == "nodes" and req.name == "dead" and api.get("configmaps", NAME,
+                                                                                             NAMESPACE) is None:
+            control(api, {"paused": "true", "pausedBy": "bob"})
+        return None
+    api.hooks.append(pause_on_recheck)
+    result = run_pass()
+    assert writes(api) == [] and api.get("pods", "db-0", "default") is not None
+    assert result.code == EXIT_PAUSED and "by bob" in result.summary["paused"]
