@@ -4,6 +4,8 @@ An unreadable control object fails safe: nothing is written, and the pass says w
 
 from __future__ import annotations
 
+import time
+
 from rwo_failover.run.exitcodes import EXIT_OK, EXIT_PAUSED
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.fake_apiserver import ApiStatus
@@ -111,3 +113,37 @@ def test_a_pause_set_after_the_plan_stops_the_first_write(api, run_pass):
     result = run_pass()
     assert writes(api) == [] and api.get("pods", "db-0", "default") is not None
     assert result.code == EXIT_PAUSED and "by bob" in result.summary["paused"]
+
+
+def test_continuous_mode_honours_the_switch_within_a_second_and_reports_it(api, kubeconfig):
+    """The loop watches the control object: a pause is a pass at once, the metric and /readyz's body say so, an
+    outage meanwhile is left alone, and resuming frees it at once."""
+    import urllib.request
+
+    from rwo_testkit.control_plane import free_port
+    from test_watch import break_node, running_loop, stop, wait_until
+
+    port = free_port()
+
+    def get(path: str) -> str:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as answer:
+                return answer.read().decode()
+        except OSError:
+            return ""
+    proc = running_loop(api, kubeconfig, METRICS_PORT=str(port))
+    try:
+        assert "rwo_failover_paused 0.0" in get("/metrics")
+        control(api, {"paused": "true", "pausedBy": "carol"})
+        wait_until("the paused gauge", lambda: "rwo_failover_paused 1.0" in get("/metrics"), timeout=1.5)
+        assert "paused" in get("/readyz") and "by carol" in get("/readyz")
+        break_node(api)
+        time.sleep(2)
+        assert api.get("pods", "db-0", "default") is not None and not writes(api)
+        control(api, {"paused": "false"})
+        wait_until("the pod freed", lambda: api.get("pods", "db-0", "default") is None, timeout=3)
+        wait_until("/readyz without the pause", lambda: get("/readyz") == "ok\n", timeout=3)
+    finally:
+        logs = stop(proc)
+    paused = [line for line in logs if line["message"] == "pass finished" and line["exit_code"] == EXIT_PAUSED]
+    assert paused and all("by carol" in line["paused"] for line in paused)
