@@ -292,11 +292,12 @@ def test_each_pass_replaces_every_series_of_the_last_one_on_the_pushgateway(api,
         fc.outage(api, live=6)
         fc.outage(api, dead="dead-2", pods=("db-1",), live=0)
         # No storm cool-down: the second pass must not refuse for the first one's brake.
-        refused = run_pass(PUSHGATEWAY_URL=url, MAX_NODES_PER_PASS="1", STORM_COOLDOWN_SECONDS="0")
+        no_cooldown = {"STORM_COOLDOWN_SECONDS": "0", "ALLOW_UNSAFE": "storm-cooldown"}
+        refused = run_pass(PUSHGATEWAY_URL=url, MAX_NODES_PER_PASS="1", **no_cooldown)
         assert refused.code == EXIT_REFUSED
         [group] = groups(url)
         assert series(group, "rwo_failover_refusals_total")[(("reason", "nodes-per-pass"),)] == 1
-        assert run_pass(PUSHGATEWAY_URL=url, STORM_COOLDOWN_SECONDS="0").code == EXIT_OK
+        assert run_pass(PUSHGATEWAY_URL=url, **no_cooldown).code == EXIT_OK
         [group] = groups(url)
     finally:
         gateway.terminate()

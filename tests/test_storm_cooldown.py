@@ -117,10 +117,10 @@ def test_the_moment_is_written_with_the_version_it_read_and_never_over_someone_e
 
 def test_zero_switches_the_cool_down_off_and_writes_nothing(api, run_pass):
     storm(api)
-    assert run_pass(STORM_COOLDOWN_SECONDS="0").code == EXIT_REFUSED
+    assert run_pass(STORM_COOLDOWN_SECONDS="0", ALLOW_UNSAFE="storm-cooldown").code == EXIT_REFUSED
     assert api.get("configmaps", NAME, NAMESPACE) is None
     calm(api)
-    assert run_pass(STORM_COOLDOWN_SECONDS="0").code == EXIT_OK
+    assert run_pass(STORM_COOLDOWN_SECONDS="0", ALLOW_UNSAFE="storm-cooldown").code == EXIT_OK
     assert api.get("pods", "db-0", "default") is None
 
 
