@@ -147,3 +147,29 @@ def test_continuous_mode_honours_the_switch_within_a_second_and_reports_it(api, 
         logs = stop(proc)
     paused = [line for line in logs if line["message"] == "pass finished" and line["exit_code"] == EXIT_PAUSED]
     assert paused and all("by carol" in line["paused"] for line in paused)
+
+
+def test_continuous_mode_stops_a_pass_in_flight_at_the_next_write_once_the_watch_sees_the_pause(api, kubeconfig):
+    """Paused while a pass force-deletes the first of two pods: the leader's watched copy stops the next write."""
+    from test_watch import running_loop, stop, wait_until
+
+    proc = running_loop(api, kubeconfig)
+    try:
+        def pause_on_first_delete(req):
+            if req.verb == "delete" and req.resource == "pods" and api.get("configmaps", NAME, NAMESPACE) is None:
+                control(api, {"paused": "true", "pausedBy": "dave"})
+                time.sleep(1)  # the watch event reaches the loop before this delete's answer does
+            return None
+        api.hooks.append(pause_on_first_delete)
+        fc.dead_node(api, "dead")
+        for name in ("db-0", "db-1"):
+            fc.add_volume(api, f"data-{name}", attached_to="dead")
+            api.add(fc.pod(name, "dead", claims=[f"data-{name}"], terminating=True))
+        wait_until("the pause", lambda: api.get("configmaps", NAME, NAMESPACE) is not None, timeout=10)
+        time.sleep(2)
+    finally:
+        logs = stop(proc)
+    deleted = [r for r in api.requests if r.verb == "delete" and r.resource in ("pods", "volumeattachments")]
+    assert len(deleted) == 1, "only the delete already sent"
+    stopped = [line for line in logs if line["message"] == "pass finished" and "by dave" in line["paused"]]
+    assert stopped and stopped[0]["exit_code"] == EXIT_PAUSED

@@ -87,9 +87,10 @@ class Actor:
         # The cool-down has its own reason: its message (when it resumes) must not be hidden under a brake's.
         busy = [n.verdict for n in plan.busy_nodes] or [v for v in plan.verdicts if v.state is NodeState.DOWN]
         cooling = plan.refusal is not None and plan.refusal.kind is RefusalKind.STORM_COOLDOWN
+        reason = "StormCooldown" if cooling else "FailoverRefused"
         for verdict in busy[: self.settings.max_nodes_per_pass]:
-            self.events.repeated(verdict.node, self.node_uids.get(verdict.node, ""),
-                                 "StormCooldown" if cooling else "FailoverRefused", f"{plan.refusal}; nothing was deleted")
+            self.events.repeated(verdict.node, self.node_uids.get(verdict.node, ""), reason,
+                                 f"{plan.refusal}; nothing was deleted")
 
     def execute(self, plan: Plan) -> Outcome:
         plan.raise_if_unsafe()

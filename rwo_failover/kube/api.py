@@ -165,7 +165,8 @@ class Api(Lister):
         return self.call("delete", RECOVERY_RECORDS, "DELETE", f"/api/v1/namespaces/{namespace}/configmaps/{name}")
 
     # The control ConfigMap: read and watched by its name, written with its resourceVersion as precondition.
-    def list_control(self, namespace: str, name: str, convert: Callable[[dict], T], consistent: bool = False) -> list[T]:
+    def list_control(self, namespace: str, name: str, convert: Callable[[dict], T],
+                     consistent: bool = False) -> list[T]:
         return self.list_all(CONTROL, f"/api/v1/namespaces/{namespace}/configmaps", convert,
                              query=[("fieldSelector", f"metadata.name={name}")], consistent=consistent)
 

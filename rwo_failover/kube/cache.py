@@ -55,7 +55,10 @@ class WatchedCluster:
         control, error = _control(list(self.reflectors[CONTROL.name].items.values()), self.settings)
         if error:
             return f"{error}; failing safe: nothing is written until it can be read"
-        return f"paused {control.describe()} (seen by the watch)".replace("  ", " ") if control and control.paused else ""
+        if control is None or not control.paused:
+            return ""
+        said = control.describe()
+        return f"paused{' ' + said if said else ''} (seen by the watch)"
 
     def stuck(self) -> Optional[str]:
         """For /healthz: a watch thread that has shown no sign of life for much longer than its read timeout

@@ -57,7 +57,8 @@ from .snapshot import Cached, Snapshot, Unreadable
 from .volume import Volume
 
 __all__ = [
-    "Attachment", "BadObject", "CLOUD_SHUTDOWN_KEY", "CONTROL_NAME", "Cached", "Claim", "Control", "DEFAULT_LEASE_SECONDS", "DNS_LABEL",
+    "Attachment", "BadObject", "CLOUD_SHUTDOWN_KEY", "CONTROL_NAME", "Cached", "Claim", "Control",
+    "DEFAULT_LEASE_SECONDS", "DNS_LABEL",
     "DNS_SUBDOMAIN", "FENCE_ASKED_ANNOTATION", "FENCE_LABEL", "Fence", "Json", "Lease", "MIRROR_ANNOTATION",
     "MULTI_ATTACH_MODES", "Node", "OOS_ANNOTATION", "OPT_OUT_ANNOTATION", "OUT_OF_SERVICE_KEY", "OUT_OF_SERVICE_VALUE",
     "Pod", "RECOVERY_ANNOTATION", "RECOVERY_LABEL", "Reader", "RecoveryEntry", "SHUTTING_DOWN", "Snapshot", "TIME_YEARS",

@@ -204,7 +204,8 @@ class Metrics:
         pushed.register(_SetThisPass(self.registry, self._carried(shown, user, password, instance, timeout / 2)))
         try:
             pushadd_to_gateway(shown, job="rwo-failover", registry=pushed, grouping_key=grouping,
-                               timeout=max(ends - time.monotonic(), 0.001), handler=_no_redirect_handler(user, password))
+                               timeout=max(ends - time.monotonic(), 0.001),
+                               handler=_no_redirect_handler(user, password))
             log.info("pushed metrics to the Pushgateway", extra={"url": shown, **grouping})
         except Exception as err:  # noqa: BLE001 - any failure (a reply that is not HTTP, say) is this warning
             error = f"{type(err).__name__}: {err}"
