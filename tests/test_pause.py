@@ -173,3 +173,22 @@ def test_continuous_mode_stops_a_pass_in_flight_at_the_next_write_once_the_watch
     assert len(deleted) == 1, "only the delete already sent"
     stopped = [line for line in logs if line["message"] == "pass finished" and "by dave" in line["paused"]]
     assert stopped and stopped[0]["exit_code"] == EXIT_PAUSED
+
+
+def test_a_paused_cronjob_pass_pushes_the_paused_gauge_and_its_result(api, run_pass, tmp_path):
+    from test_monitoring import gauge, groups, pushgateway, series
+
+    gateway, url = pushgateway(tmp_path)
+    try:
+        fc.outage(api)
+        control(api, {"paused": "true"})
+        assert run_pass(PUSHGATEWAY_URL=url).code == EXIT_PAUSED
+        [paused] = groups(url)
+        api.remove("configmaps", NAME, NAMESPACE)
+        assert run_pass(PUSHGATEWAY_URL=url).code == EXIT_OK
+        [resumed] = groups(url)
+    finally:
+        gateway.terminate()
+        gateway.wait(timeout=30)
+    assert gauge(paused, "rwo_failover_paused") == 1 and gauge(resumed, "rwo_failover_paused") == 0
+    assert series(paused, "rwo_failover_passes_total")[(("result", "paused"),)] == 1
