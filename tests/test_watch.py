@@ -429,14 +429,15 @@ def test_a_standby_keeps_no_watch_and_lists_once_it_leads(api, kubeconfig):
     live_nodes(api, 3)
     leader = loop(kubeconfig, LEADER_ELECTION="true", INTERVAL="5")
     try:
-        wait_until("the leader's watches", lambda: len(watches(api)) == 2, timeout=30)
+        # Nodes, recovery records and the control ConfigMap (the pause switch).
+        wait_until("the leader's watches", lambda: len(watches(api)) == 3, timeout=30)
         standby = loop(kubeconfig, LEADER_ELECTION="true", INTERVAL="5")
         try:
             time.sleep(3)
-            assert len(watches(api)) == 2, "the standby opened no watch"
+            assert len(watches(api)) == 3, "the standby opened no watch"
             lists_before = len([r for r in api.requests if r.verb == "list" and r.resource == "nodes"])
             stop(leader)  # releases the Lease: the standby leads at once
-            wait_until("the new leader's watches", lambda: len(watches(api)) == 4, timeout=30)
+            wait_until("the new leader's watches", lambda: len(watches(api)) == 6, timeout=30)
             assert len([r for r in api.requests if r.verb == "list" and r.resource == "nodes"]) == lists_before + 1
         finally:
             stop(standby)

@@ -16,6 +16,9 @@ LEASE_NAMESPACE = "kube-node-lease"
 NETWORK_FENCES = "/apis/csiaddons.openshift.io/v1alpha1/networkfences"
 ELECTION_LEASES = "leases (leader election)"  # named apart: their RBAC is another Role, in another namespace
 RECOVERY_RECORDS = "configmaps (recovery records)"  # a Role in RECOVERY_NAMESPACE only, where tenants cannot write
+# The control ConfigMap (pause, storm cool-down) in the same namespace, read by a name-selected list: the same
+# Role's list, watch, create and patch, and no new grant (a GET would need one).
+CONTROL = "configmaps (control)"
 
 # PVCs and VolumeAttachments are ~1 KB against ~9 KB for a node or ~5 KB for a pod, so their pages can be
 # ten times longer for the same memory per page, and a big cluster's lists take ten times fewer requests.
@@ -160,6 +163,25 @@ class Api(Lister):
 
     def delete_recovery_record(self, namespace: str, name: str) -> Optional[dict]:
         return self.call("delete", RECOVERY_RECORDS, "DELETE", f"/api/v1/namespaces/{namespace}/configmaps/{name}")
+
+    # The control ConfigMap: read and watched by its name, written with its resourceVersion as precondition.
+    def list_control(self, namespace: str, name: str, convert: Callable[[dict], T],
+                     consistent: bool = False) -> list[T]:
+        return self.list_all(CONTROL, f"/api/v1/namespaces/{namespace}/configmaps", convert,
+                             query=[("fieldSelector", f"metadata.name={name}")], consistent=consistent)
+
+    def watch_control(self, namespace: str, name: str, version: str, timeout_seconds: int,
+                      watcher: k8s_watch.Watch) -> Iterator[dict]:
+        return self.watch(CONTROL, f"/api/v1/namespaces/{namespace}/configmaps", version, timeout_seconds, watcher,
+                          [("fieldSelector", f"metadata.name={name}")])
+
+    def create_control(self, namespace: str, body: dict) -> Optional[dict]:
+        return self.call("create", CONTROL, "POST", f"/api/v1/namespaces/{namespace}/configmaps", body=body)
+
+    def patch_control(self, namespace: str, name: str, patch: dict) -> Optional[dict]:
+        """A merge patch carrying metadata.resourceVersion: 409 when someone wrote since our read."""
+        return self.call("patch", CONTROL, "PATCH", f"/api/v1/namespaces/{namespace}/configmaps/{name}", body=patch,
+                         content_type="application/merge-patch+json")
 
     # Leader election (continuous mode with LEADER_ELECTION=true); RBAC in deploy/ha, one namespace only.
     def read_namespaced_lease(self, namespace: str, name: str) -> Optional[dict]:

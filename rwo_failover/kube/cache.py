@@ -6,11 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from ..model import Cached, Unreadable
+from ..model import CONTROL_NAME, Cached, Control, Unreadable
 from ..settings import Settings
 from .api import Api
 from .reflector import Reflector
-from .sources import FENCES, NODES, RECOVERY_RECORDS
+from .sources import CONTROL, FENCES, NODES, RECOVERY_RECORDS
 
 
 @dataclass
@@ -24,7 +24,7 @@ class WatchedCluster:
     reflectors: dict[str, Reflector] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        sources = [NODES, RECOVERY_RECORDS] + ([FENCES] if self.settings.fencing == "networkfence" else [])
+        sources = [NODES, RECOVERY_RECORDS, CONTROL] + ([FENCES] if self.settings.fencing == "networkfence" else [])
         self.reflectors = {s.name: Reflector(s, self.new_api, self.settings, self.on_change, self.metrics)
                            for s in sources}
         if self.metrics:
@@ -44,9 +44,21 @@ class WatchedCluster:
     def view(self, api: Api) -> Cached:
         """For one pass: every collection current (listed afresh first when behind)."""
         found = {name: reflector.current(api) for name, reflector in self.reflectors.items()}
+        control, control_error = _control(found.pop(CONTROL.name), self.settings)
         readable = {name: tuple(i for i in items if not isinstance(i, Unreadable)) for name, items in found.items()}
         return Cached(readable["nodes"], readable.get("networkfences", ()), readable["recovery records"],
-                      tuple(i for items in found.values() for i in items if isinstance(i, Unreadable)))
+                      tuple(i for items in found.values() for i in items if isinstance(i, Unreadable)),
+                      control, control_error)
+
+    def paused(self) -> str:
+        """The watched pause switch, for the write guard: why no write may start, or ""."""
+        control, error = _control(list(self.reflectors[CONTROL.name].items.values()), self.settings)
+        if error:
+            return f"{error}; failing safe: nothing is written until it can be read"
+        if control is None or not control.paused:
+            return ""
+        said = control.describe()
+        return f"paused{' ' + said if said else ''} (seen by the watch)"
 
     def stuck(self) -> Optional[str]:
         """For /healthz: a watch thread that has shown no sign of life for much longer than its read timeout
@@ -63,3 +75,12 @@ class WatchedCluster:
             if self.running and reflector.listed_at is not None and reflector.stale():
                 return f"the {name} watch is behind: nothing heard for over {self.settings.watch_stale_seconds}s"
         return None
+
+
+def _control(items: list, settings: Settings) -> tuple[Optional[Control], str]:
+    """The watched control object, or why it cannot be read."""
+    where = f"ConfigMap {settings.recovery_namespace}/{CONTROL_NAME}"
+    bad = [i for i in items if isinstance(i, Unreadable)]
+    if bad:
+        return None, f"{where} cannot be read: {bad[0].reason}"
+    return (items[0] if items else None), ""

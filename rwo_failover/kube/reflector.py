@@ -55,6 +55,7 @@ class Source(Generic[T]):
     watch: Callable[[Api, Settings, str, int, k8s_watch.Watch], Iterator[dict]]
     from_json: Callable[[Any], T]
     signature: Callable[[T], Hashable]
+    absent: Optional[Hashable] = None  # the signature of no object at all, when creating one may change nothing
 
 
 class Reflector(Generic[T]):
@@ -225,11 +226,12 @@ class Reflector(Generic[T]):
         """Called with the lock held; what changed that matters to a pass, or ""."""
         key, item = self._read(obj)
         old = self.items.pop(key, None)
+        before = self.source.absent if old is None else self._signature(old)
         if kind != "DELETED":
             self.items[key] = item
-            if old is not None and self._signature(old) == self._signature(item):
+            if before is not None and before == self._signature(item):
                 return ""
-        elif old is None:
+        elif old is None or before == self.source.absent:
             return ""
         return f"{self.source.name} {key} {kind.lower()}"
 

@@ -11,6 +11,7 @@ May use: the standard library only. Everything else in rwo_failover may use this
 
 from .attachment import Attachment
 from .claim import Claim
+from .control import Control
 from .fence import Fence, fence_asked
 from .fields import (
                      TIME_YEARS,
@@ -32,6 +33,7 @@ from .fields import (
 from .lease import Lease
 from .names import (
                      CLOUD_SHUTDOWN_KEY,
+                     CONTROL_NAME,
                      DEFAULT_LEASE_SECONDS,
                      DNS_LABEL,
                      DNS_SUBDOMAIN,
@@ -55,7 +57,8 @@ from .snapshot import Cached, Snapshot, Unreadable
 from .volume import Volume
 
 __all__ = [
-    "Attachment", "BadObject", "CLOUD_SHUTDOWN_KEY", "Cached", "Claim", "DEFAULT_LEASE_SECONDS", "DNS_LABEL",
+    "Attachment", "BadObject", "CLOUD_SHUTDOWN_KEY", "CONTROL_NAME", "Cached", "Claim", "Control",
+    "DEFAULT_LEASE_SECONDS", "DNS_LABEL",
     "DNS_SUBDOMAIN", "FENCE_ASKED_ANNOTATION", "FENCE_LABEL", "Fence", "Json", "Lease", "MIRROR_ANNOTATION",
     "MULTI_ATTACH_MODES", "Node", "OOS_ANNOTATION", "OPT_OUT_ANNOTATION", "OUT_OF_SERVICE_KEY", "OUT_OF_SERVICE_VALUE",
     "Pod", "RECOVERY_ANNOTATION", "RECOVERY_LABEL", "Reader", "RecoveryEntry", "SHUTTING_DOWN", "Snapshot", "TIME_YEARS",

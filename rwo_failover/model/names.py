@@ -47,3 +47,8 @@ def is_name(text: object, namespace: bool = False) -> bool:
     if not isinstance(text, str):
         return False
     return bool(DNS_LABEL.match(text)) if namespace else len(text) <= 253 and bool(DNS_SUBDOMAIN.match(text))
+
+# The control ConfigMap, in RECOVERY_NAMESPACE (ours; tenants cannot write there): an operator's pause switch
+# (data.paused, with data.pausedBy and data.reason if they say so), and the storm cool-down's memory, which a
+# CronJob's passes cannot keep themselves (data.stormTrippedAt, data.stormCalmSince; the API server's times).
+CONTROL_NAME = "rwo-failover-control"

@@ -86,6 +86,7 @@ class RefusalKind(str, Enum):
 
     UNHEALTHY_FRACTION = "unhealthy-fraction"
     NODES_PER_PASS = "nodes-per-pass"
+    STORM_COOLDOWN = "storm-cooldown"  # a brake tripped, and STORM_COOLDOWN_SECONDS of calm have not passed
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,16 @@ class Refusal:
 
     def __str__(self) -> str:
         return self.message
+
+
+@dataclass(frozen=True)
+class StormMark:
+    """A storm moment to write into the control object: `key` (TRIPPED_AT or CALM_SINCE) at `at`, the other
+    key removed when a storm starts; preconditioned on `resource_version` ("" : create the object)."""
+
+    key: str
+    at: datetime
+    resource_version: str
 
 
 class UnsafePlan(Exception):
@@ -121,6 +132,8 @@ class Plan:
     # an undo allowed, a recovery timed out. None when only a change in the cluster can.
     wake_at: Optional[datetime] = None
     deferred: tuple[str, ...] = ()  # pods left for later passes by MAX_PODS_PER_PASS (planner/caps.py)
+    paused: str = ""  # why this pass writes nothing (the pause switch, an unreadable control object): control.py
+    storm_mark: Optional[StormMark] = None  # a storm moment for act to record (control.py)
 
     @property
     def busy_nodes(self) -> tuple[NodePlan, ...]:

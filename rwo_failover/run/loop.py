@@ -108,6 +108,8 @@ def run_loop(one_pass: Callable[[], Optional[float]], settings: Settings, flag: 
     log.info("continuous mode", extra={"interval_seconds": settings.interval, "leader_election": bool(elector),
                                        "watch": bool(watched)})
     liveness = Liveness(3 * settings.interval + settings.pass_timeout_seconds)
+    if metrics:
+        liveness.paused = lambda: metrics.pause_reason
     if watched:
         liveness.stuck, liveness.behind = watched[0].stuck, watched[0].behind
     if elector:
