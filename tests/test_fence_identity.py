@@ -9,7 +9,9 @@ from __future__ import annotations
 import pytest
 
 from rwo_failover.model.names import FENCE_ADDRESSES_ANNOTATION, FENCE_BOOT_ID_ANNOTATION, FENCE_NODE_UID_ANNOTATION
+from rwo_failover.planner.types import Plan
 from rwo_failover.run.exitcodes import EXIT_FAILED, EXIT_OK
+from rwo_failover.run.metrics import Metrics
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.fake_apiserver import Fault
 
@@ -239,6 +241,22 @@ def test_a_node_re_registered_under_the_name_does_not_lift_the_old_machines_fenc
     assert result.code == EXIT_OK
 
 
+def test_a_fresh_node_object_without_our_taint_does_not_lift_the_old_machines_fence(cluster, run_pass):
+    """As a new machine registers: a new Node object with no taint at all, Ready for longer than
+    RECOVERY_SECONDS, at another address. Nothing else keeps the old fence: the machine rule does."""
+    fenced(cluster, run_pass)
+    cluster.requests.clear()
+    cluster.delete_object("nodes", "dead")
+    new = fc.node("dead", ready="True", since=300)
+    new["status"]["addresses"][0]["address"] = "10.9.9.9"
+    cluster.add(new)
+    cluster.add(fc.lease("dead", 2))
+
+    result = networkfence(run_pass)
+
+    left_in_place(cluster, result, "another machine")
+
+
 def test_a_node_whose_addresses_changed_does_not_lift_the_fence(cluster, run_pass):
     """Same Node object, another address: unfencing would lift the fence on an address the node no longer has."""
     fenced(cluster, run_pass)
@@ -272,3 +290,15 @@ def test_the_same_machine_back_for_good_is_unfenced(cluster, run_pass):
     networkfence(run_pass)
     assert fence_of(cluster)["spec"]["fenceState"] == "Unfenced"
     assert not [e for e in cluster.objects("events") if e["reason"] == "FenceLeftInPlace"]
+
+
+def test_fences_left_in_place_are_a_gauge_by_cause_with_no_node_label():
+    metrics = Metrics()
+    held = (("dead", "other-machine", "why"), ("w9", "other-machine", "why"), ("w8", "no-record", "why"))
+    metrics.record_pass(Plan((), (), (), fences_held=held), None, EXIT_OK, 1.0)
+    [family] = [f for f in metrics.registry.collect() if f.name == "rwo_failover_fences_left_in_place"]
+    assert {s.labels["cause"]: s.value for s in family.samples} == {"other-machine": 2, "addresses": 0,
+                                                                    "no-record": 1}
+    metrics.record_pass(Plan((), (), ()), None, EXIT_OK, 1.0)
+    [family] = [f for f in metrics.registry.collect() if f.name == "rwo_failover_fences_left_in_place"]
+    assert {s.value for s in family.samples} == {0}, "a fence lifted by hand is gone from the next pass's figure"
