@@ -104,7 +104,8 @@ class Fencer:
 
     def _rejudge(self, node: Node, why: str, recreate: bool) -> bool:
         """A write found the fence changed (409): read it again and judge it from scratch, as the plan would.
-        True only when it now answers fenced; a RECREATE is carried out (once) only with `recreate`."""
+        True only when it answers fenced (now, or while this pass waits for the answer of one not answered yet);
+        a RECREATE is carried out (once) only with `recreate`."""
         log.info(f"NetworkFence changed since it was read ({why}); judging it again", extra={"node": node.name})
         wanted, refused = cidrs(node)
         fence = self._read_fence(node.name, "after a conflict", anyone=True) if not refused else None
@@ -117,6 +118,8 @@ class Fencer:
         step, why = judge_fence(node, fence, wanted)
         if step is None:
             return True
+        if step == PENDING:
+            return self._await_answer(node, why)
         if step == FAILED:
             self._refuse(node, why)
         elif step == RECREATE and recreate:

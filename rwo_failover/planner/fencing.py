@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ipaddress
 from datetime import datetime
-from typing import Optional
+from typing import Iterable, Optional
 
 from ..model import Fence, Lease, Node, Snapshot
 from ..settings import Settings
@@ -121,8 +121,9 @@ def judge_fence(node: Node, fence: Fence, wanted: tuple[str, ...]) -> tuple[Opti
 
 def unfence_step(node: Optional[Node], lease: Optional[Lease], fence: Fence, settings: Settings,
                  now: datetime) -> tuple[Optional[str], Optional[str]]:
-    """For one NetworkFence of ours: (UNFENCE or DELETE, None) once its node is back for good; else (None, why
-    it stays, or None when nothing needs saying). Act re-judges with this on a live read before each step."""
+    """For one NetworkFence of ours: (UNFENCE or DELETE, None) once its node is back for good and the fence was
+    made for that machine; (HOLD, why) when it was not (held_by); else (None, why it stays, or None when nothing
+    needs saying). Act re-judges with this on a live read before each step."""
     if node is None:
         return None, "its node is gone; the fence stays until a human removes it"
     reason = recovered(node, lease, settings, now)
@@ -154,14 +155,21 @@ def held_by(node: Node, fence: Fence) -> Optional[tuple[str, str]]:
                                 f"for, so rwo-failover never lifts it{tail}")
     if machine.uid != node.uid:
         return HELD_OTHER_MACHINE, (f"NetworkFence {fence.node} was made for another machine (Node uid "
-                                    f"{machine.uid}) than the node now registered as {node.name} ({node.uid}): "
-                                    f"the fenced machine may still run{tail}")
+                                    f"{machine.uid[:64]}) than the node now registered as {node.name} "
+                                    f"({node.uid[:64]}): the fenced machine may still run{tail}")
     fenced = tuple(sorted({_cidr(c) for c in fence.cidrs}))
     if not (fenced == cidrs(node)[0] == tuple(sorted({_cidr(c) for c in machine.cidrs}))):
-        now = ", ".join(sorted(_addresses(node))) or "none"
-        return HELD_ADDRESSES, (f"NetworkFence {fence.node} fences {', '.join(fence.cidrs) or 'nothing'} (made for "
-                                f"{', '.join(machine.cidrs)}), but the node's addresses are now {now}{tail}")
+        return HELD_ADDRESSES, (f"NetworkFence {fence.node} fences {_few(fence.cidrs)} (made for "
+                                f"{_few(machine.cidrs)}), but the node's addresses are now "
+                                f"{_few(sorted(_addresses(node)))}{tail}")
     return None
+
+
+def _few(texts: Iterable[str], most: int = 4) -> str:
+    """At most `most` of them, each cut short, for a message: what is quoted comes from objects others write."""
+    found = [t[:64] for t in texts]
+    shown = ", ".join(found[:most]) or "nothing"
+    return f"{shown} and {len(found) - most} more" if len(found) > most else shown
 
 
 def unfence_steps(snapshot: Snapshot, settings: Settings) -> tuple[tuple[tuple[str, str], ...], list[Skip],
@@ -180,10 +188,10 @@ def unfence_steps(snapshot: Snapshot, settings: Settings) -> tuple[tuple[tuple[s
             continue
         node = nodes.get(name)
         step, why = unfence_step(node, snapshot.leases.get(name), fence, settings, snapshot.now)
-        if step == HOLD and node is not None:
-            kind = held_by(node, fence)
-            held.append((name, kind[0] if kind else HELD_NO_RECORD, why or ""))
-            skips.append(Skip("networkfence", name, why or ""))
+        found = held_by(node, fence) if step == HOLD and node is not None else None
+        if found:
+            held.append((name, *found))
+            skips.append(Skip("networkfence", name, found[1]))
         elif step:
             steps.append((name, step))
         elif why:
