@@ -163,6 +163,19 @@ def test_the_unfence_patch_is_judged_again_after_a_409(cluster, run_pass):
     assert fence_of(cluster)["spec"]["fenceState"] == "Unfenced"
 
 
+def test_our_own_unfence_patch_whose_answer_was_lost_is_not_sent_again(cluster, run_pass):
+    """The patch lands, its answer is lost, and the retry meets its own new resourceVersion (409). Read and
+    judged again: Unfenced, asked, no answer yet: nothing more is sent."""
+    fenced(cluster, run_pass)
+    back(cluster)
+    cluster.inject(Fault("reset", verb="patch", resource="networkfences", first=1))
+
+    result = networkfence(run_pass)
+
+    assert [(r.status, r.fault) for r in writes(cluster, "patch")] == [(200, "reset"), (409, "")]
+    assert fence_of(cluster)["spec"]["fenceState"] == "Unfenced" and result.code == EXIT_OK
+
+
 def test_a_fence_set_back_to_fenced_before_our_delete_is_not_deleted(cluster, run_pass):
     """Unfenced and answered, about to be deleted: a human sets it back to Fenced. The delete's precondition
     fails, and the fresh read no longer calls for a delete."""
