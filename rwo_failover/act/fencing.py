@@ -205,8 +205,7 @@ class Fencer:
 
     def leave_in_place(self, name: str, uid: str, why: str) -> None:
         """A fence of ours the node is back from, that is not ours to lift for it: one Warning for a human,
-        bumped, however many passes see it (the metric counts it each pass)."""
-        log.warning("NetworkFence left in place for a human", extra={"node": name, "reason": why})
+        bumped, however many passes see it (the plan's skip line says it each pass, and the metric counts it)."""
         self.events.repeated(name, uid, "FenceLeftInPlace", why)
 
     def _judge_unfence(self, name: str, planned: str) -> Optional[tuple[Node, Fence]]:
