@@ -318,7 +318,7 @@ def test_every_labelled_metric_starts_with_each_documented_value_at_zero():
     """So a pass exposes (and pushes) every series it owns; only api_requests' label values are open-ended."""
     doc = (ROOT / "docs" / "monitoring.md").read_text()
     documented = {label: re.findall(r"`([a-z-]+)`", re.search(rf"`{label}` is (.*?)\.", doc, re.S)[1])
-                  for label in ("result", "reason", "verdict")}
+                  for label in ("result", "reason", "verdict", "cause")}
     exposed: dict[str, set[str]] = {}
     for family in Metrics().registry.collect():
         for sample in family.samples:

@@ -103,6 +103,8 @@ class Actor:
             self._drop_annotation(name)
         for name, step in plan.unfence:
             self.fencer.unfence(name, step)
+        for name, _kind, why in plan.fences_held:
+            self.fencer.leave_in_place(name, self.node_uids.get(name, ""), why)
         for verdict in plan.recovery:
             self.recovery.settle(verdict)
         return self.outcome

@@ -155,10 +155,10 @@ class Writer:
         return self._write(f"patching NetworkFence {name} to {purpose}", f"would {purpose}", {"networkfence": name},
                            lambda: self.api.patch_networkfence(name, patch), conflict_ok=True)
 
-    def delete_networkfence(self, name: str, resource_version: str = "") -> Result:
-        """With `resource_version`, CONFLICT when the fence changed since it was read."""
+    def delete_networkfence(self, name: str, uid: str, resource_version: str) -> Result:
+        """CONFLICT when the fence changed, or was replaced, since it was read."""
         return self._write(f"deleting NetworkFence {name}", "would delete NetworkFence", {"networkfence": name},
-                           lambda: self.api.delete_networkfence(name, resource_version), conflict_ok=True)
+                           lambda: self.api.delete_networkfence(name, uid, resource_version), conflict_ok=True)
 
     def call_fence_webhook(self, node: str, call: Callable[[Guard], tuple[bool, str]]) -> tuple[Result, str]:
         """The webhook is a write too: dry-run logs it, the deadline and the guard refuse it, and `call` gets

@@ -136,10 +136,10 @@ class Api(Lister):
         return self.call("patch", "networkfences", "PATCH", f"{NETWORK_FENCES}/{name}", body=patch,
                          content_type="application/merge-patch+json")
 
-    def delete_networkfence(self, name: str, resource_version: str = "") -> Optional[dict]:
-        """With `resource_version`, preconditioned on it: 409 when the fence changed since it was read."""
-        body = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"resourceVersion": resource_version}} \
-            if resource_version else None
+    def delete_networkfence(self, name: str, uid: str, resource_version: str) -> Optional[dict]:
+        """Preconditioned on the object read: 409 when the fence changed, or was replaced, since."""
+        body = {"apiVersion": "v1", "kind": "DeleteOptions",
+                "preconditions": {"uid": uid, "resourceVersion": resource_version}}
         return self.call("delete", "networkfences", "DELETE", f"{NETWORK_FENCES}/{name}", body=body)
 
     # Recovery records: ConfigMaps in RECOVERY_NAMESPACE (a Role there; tenants cannot write them).

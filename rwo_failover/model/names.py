@@ -33,6 +33,12 @@ FENCE_LABEL = "app.kubernetes.io/managed-by"  # value "rwo-failover": a NetworkF
 # had then. For a controller that sets no observedGeneration, a result counts for that generation only once
 # the status differs from what it was when we asked.
 FENCE_ASKED_ANNOTATION = "rwo-failover.io/asked"
+# On each NetworkFence we create: the machine it was made for, so undo lifts it only for that machine. A Node
+# deleted and re-registered under the same name is another object (another uid), maybe another machine at
+# another address, while the fenced one may still run. The addresses are the spec.cidrs we asked for.
+FENCE_NODE_UID_ANNOTATION = "rwo-failover.io/fence-node-uid"
+FENCE_BOOT_ID_ANNOTATION = "rwo-failover.io/fence-boot-id"
+FENCE_ADDRESSES_ANNOTATION = "rwo-failover.io/fence-addresses"
 
 
 # Object names as the API server validates them (RFC 1123 subdomains; namespaces are labels). A name that is

@@ -83,7 +83,9 @@ def _plan_node(verdict: NodeVerdict, node: Node, snapshot: Snapshot, settings: S
                          lease_seen=lease.version if lease is not None else "", status_seen=node.status_written_at)
     if node_plan.has_work:
         step, why = fence_step(node, snapshot, settings)
-        node_plan = dataclasses.replace(node_plan, fence=step, fence_reason=why)
+        seen = snapshot.fences.get(node.name)
+        node_plan = dataclasses.replace(node_plan, fence=step, fence_reason=why,
+                                        fence_seen=(seen.uid, seen.version) if seen else ("", ""))
     return node_plan, skips
 
 
@@ -109,7 +111,7 @@ def plan(snapshot: Snapshot, settings: Settings) -> Plan:
     skips += opted_out_skips(snapshot, settings)
     nodes = {n.name: n for n in snapshot.nodes}
     untainted, stale, undo_skips = untaint(verdicts, snapshot, settings)
-    unfence, unfence_skips = unfence_steps(snapshot, settings)
+    unfence, unfence_skips, fences_held = unfence_steps(snapshot, settings)
     skips += undo_skips + unfence_skips
     node_plans = []
     for verdict in (v for v in verdicts if v.state is NodeState.DOWN):
@@ -123,6 +125,7 @@ def plan(snapshot: Snapshot, settings: Settings) -> Plan:
     skips += [Skip("recovery record", v.entry.name, v.detail) for v in recovery if v.state == "unreadable"]
     totals = {"not_ready": not_ready_count(snapshot), "total_nodes": len(snapshot.nodes), "untaint": untainted,
               "drop_annotation": stale, "unfence": unfence, "recovery": recovery,
+              "fences_held": fences_held,
               "wake_at": wake_at(verdicts, snapshot, settings, recovery)}
     refusal, mark, resumes = storm(snapshot, settings,
                                    unhealthy_brake(snapshot, settings, idle) or nodes_brake(node_plans, settings))

@@ -63,6 +63,9 @@ class NodePlan:
     add_taint: bool = False  # add the out-of-service taint before deleting anything
     fence: Optional[str] = None  # a fencing step still needed (fencing.REQUEST, PENDING, "failed"); None: go on
     fence_reason: str = ""
+    # The NetworkFence the plan judged, (uid, resourceVersion): a write the plan decided on it (the delete that
+    # recreates it) is preconditioned on exactly that object.
+    fence_seen: tuple[str, str] = ("", "")
     # The node's Lease as this pass first read it (its resourceVersion, "" when it had none): every live
     # re-check before a write compares, so a renewal the pass watches happen is seen as one.
     lease_seen: str = ""
@@ -127,6 +130,8 @@ class Plan:
     untaint: tuple[str, ...] = ()  # recovered nodes whose out-of-service taint (ours) comes off
     drop_annotation: tuple[str, ...] = ()  # nodes whose annotation outlived our taint (a human removed it)
     unfence: tuple[tuple[str, str], ...] = ()  # (node, fencing.UNFENCE or DELETE) for nodes back for good
+    # (node, fencing.HELD_* kind, why): our fences on nodes back for good that are not ours to lift for them
+    fences_held: tuple[tuple[str, str, str], ...] = ()
     recovery: tuple = ()  # recovery.Verdict for each claim whose freed pod we still watch
     # The next moment (server clock) at which time alone changes what this plan decides: a node proven down,
     # an undo allowed, a recovery timed out. None when only a change in the cluster can.

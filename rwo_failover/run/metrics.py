@@ -20,6 +20,7 @@ from prometheus_client.registry import Collector
 
 from ..act.outcome import Outcome
 from ..kube.deadline_http import deadline_handlers
+from ..planner.fencing import HELD_REASONS
 from ..planner.types import NodeState, Plan, RefusalKind
 from ..settings.urls import without_userinfo
 from .exitcodes import EXIT_OK, EXIT_REFUSED, NAMES
@@ -113,6 +114,9 @@ class Metrics:
         self.triggers = Counter(P + "pass_triggers", "Continuous mode: what started each pass (change: a watched "
                                 "object changed; wake: time alone changes a verdict; interval; start).", ["reason"],
                                 registry=r)
+        self.fences_held = Gauge(P + "fences_left_in_place", "NetworkFences of ours on nodes back for good, left "
+                                 "in place in the last pass for a human, by cause (other-machine, addresses, "
+                                 "no-record).", ["cause"], registry=r)
         # Every known label value starts at zero, so every pass exposes, and pushes, every series it owns: a
         # push is a POST, which replaces only the families it carries samples for, and a family left without
         # samples would keep an earlier pass's series on the Pushgateway for ever (an old refusal, say).
@@ -123,6 +127,8 @@ class Metrics:
             self.passes.labels(result)
         for reason in (*(kind.value for kind in RefusalKind), SPLIT_BRAIN):
             self.refusals.labels(reason)
+        for cause in HELD_REASONS:
+            self.fences_held.labels(cause)
 
     def watch_event(self, resource: str, kind: str) -> None:
         # The type comes from the server's text: only the known ones become a label value, never a new series.
@@ -162,6 +168,8 @@ class Metrics:
                 self.nodes.labels(state.value).set(states.count(state))
             if plan.refusal:
                 self.refusals.labels(plan.refusal.kind.value).inc()
+            for cause in HELD_REASONS:
+                self.fences_held.labels(cause).set(sum(1 for _, held, _ in plan.fences_held if held == cause))
         if outcome is not None:
             if outcome.split_brain:
                 self.refusals.labels(SPLIT_BRAIN).inc(len(outcome.split_brain))
