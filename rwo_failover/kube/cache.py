@@ -1,16 +1,24 @@
 """Continuous mode's view of the cluster: one Reflector per watched collection (reflector.py), started while
-leading and stopped while standing by, and the view a pass reads from them."""
+leading and stopped while standing by, and the view a pass reads from them. A probe thread reads the server's
+current resourceVersion PROBES_PER_GRACE times per WATCH_STALE_SECONDS, and a cache that has not reached a
+version read longer ago than that is listed afresh (progress.py): judged by progress, not by traffic."""
 
 from __future__ import annotations
 
+import logging
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from ..model import Cached, Unreadable
 from ..settings import Settings
 from .api import Api
+from .errors import ApiError
 from .reflector import Reflector
 from .sources import FENCES, NODES, RECOVERY_RECORDS
+
+log = logging.getLogger("rwo_failover")
+PROBES_PER_GRACE = 3  # at the default WATCH_STALE_SECONDS (90), a list of one node every 30 s
 
 
 @dataclass
@@ -30,16 +38,42 @@ class WatchedCluster:
         if self.metrics:
             self.metrics.watch_ages(lambda name: self.reflectors[name].age(), list(self.reflectors))
         self.running = False
+        self._probe_stop = threading.Event()
 
     def start(self) -> None:
         for reflector in self.reflectors.values():
             reflector.start()
+        self._probe_stop = threading.Event()  # its own per thread, as the reflectors' (a late one just ends)
+        threading.Thread(target=self._probe, args=(self._probe_stop,), name="cache-progress", daemon=True).start()
         self.running = True
 
     def stop(self) -> None:
+        self._probe_stop.set()
         for reflector in self.reflectors.values():
             reflector.stop()
         self.running = False
+
+    def _probe(self, stop: threading.Event) -> None:
+        """Now and then the server's current resourceVersion, which every cache must reach within
+        WATCH_STALE_SECONDS; one that has not is listed afresh (the pass would list it anyway)."""
+        while not stop.wait(self.settings.watch_stale_seconds / PROBES_PER_GRACE):
+            try:
+                version = self.new_api().latest_version()
+            except (ApiError, OSError) as err:  # a pass reports an API server that does not answer
+                log.debug("cannot read the server's resourceVersion", extra={"error": str(err)})
+                continue
+            for reflector in self.reflectors.values():
+                reflector.progress.probed(version, reflector.monotonic())
+            for name, reflector in self.reflectors.items():
+                why = reflector.lagging()
+                if why is None or stop.is_set():
+                    continue
+                log.warning("watch cache behind; listing afresh", extra={"resource": name, "reason": why})
+                try:
+                    reflector.relist("no_progress")
+                except (ApiError, OSError) as err:
+                    log.warning("cannot list; the next pass lists first", extra={"resource": name,
+                                                                                 "error": str(err)})
 
     def view(self, api: Api) -> Cached:
         """For one pass: every collection current (listed afresh first when behind)."""
@@ -58,8 +92,10 @@ class WatchedCluster:
         return None
 
     def behind(self) -> Optional[str]:
-        """For /readyz: a cache older than WATCH_STALE_SECONDS (the next pass lists afresh first)."""
+        """For /readyz: a cache silent for WATCH_STALE_SECONDS, or whose resourceVersion has not kept up with
+        the server's (the next pass lists afresh first)."""
         for name, reflector in self.reflectors.items():
-            if self.running and reflector.listed_at is not None and reflector.stale():
-                return f"the {name} watch is behind: nothing heard for over {self.settings.watch_stale_seconds}s"
+            why = reflector.behind() if self.running and reflector.listed_at is not None else None
+            if why:
+                return f"the {name} watch is behind: {why}"
         return None
