@@ -37,7 +37,7 @@ def test_bookmarks_without_progress_are_found_out_listed_afresh_and_counted(api,
         time.sleep(2)
         assert "b" not in nodes.items and nodes.age() < 1, "bookmarks keep coming; the change does not"
         wait_until("the node that died, seen without a pass", lambda: "b" in nodes.items, timeout=15)
-        assert time.monotonic() - began < 5 + 5 / 3 + 3, "within WATCH_STALE_SECONDS and a probe's period"
+        assert time.monotonic() - began < 5 + 5 / 2 + 3, "within WATCH_STALE_SECONDS and a probe's period"
         assert relists(metrics, "no_progress") == 1
         probes = [r for r in api.requests if r.verb == "list" and r.query.get("limit") == "1"]
         assert probes and all("resourceVersion" not in r.query for r in probes), "consistent reads"
