@@ -3,11 +3,12 @@
 
     nice -n 10 .venv/bin/python bench/storms.py                      # 5,000 nodes, 1 minute per scenario
     .venv/bin/python bench/storms.py --nodes 300 --minutes 0.25      # a quick look
+    nice -n 10 .venv/bin/python bench/storms.py --only 410 --settle 90   # a 410 storm once its back-off is capped
 
 The fixture API server holds --nodes live nodes (10 KB each, with their Leases) and plays the kubelets' status
 reports as bench/steady.py does (each node posted again every 5 minutes, spread evenly). For each scenario a
 fresh `reconcile.py` runs in continuous mode (WATCH=true, INTERVAL=15); after its first pass the scenario
-starts, and after 3 s to settle its CPU seconds (utime + stime from /proc), requests and bytes are measured
+starts, and after --settle seconds (3) its CPU seconds (utime + stime from /proc), requests and bytes are measured
 over --minutes:
 
 - steady: nothing but the status reports;
@@ -53,7 +54,7 @@ def flapping(api: FakeApiServer, name: str, done: threading.Event) -> None:
         api.add(node)
 
 
-def scenario(api: FakeApiServer, kubeconfig: str, minutes: float, begin: Callable[[], None],
+def scenario(api: FakeApiServer, kubeconfig: str, minutes: float, settle: float, begin: Callable[[], None],
              end: Callable[[], None]) -> tuple[float, float, float]:
     """CPU seconds, requests and MB a minute of a fresh watching process while the scenario runs."""
     before = len(ours(api))
@@ -61,7 +62,7 @@ def scenario(api: FakeApiServer, kubeconfig: str, minutes: float, begin: Callabl
     try:
         wait_first_pass(api, proc, before, True)
         begin()
-        time.sleep(3)
+        time.sleep(settle)
         cpu0, made = cpu_seconds(proc.pid), ours(api)
         n0, bytes0 = len(made), sum(r.response_bytes for r in made)
         time.sleep(minutes * 60)
@@ -77,6 +78,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--minutes", type=float, default=1.0)
+    parser.add_argument("--settle", type=float, default=3.0, help="seconds from a scenario's start to its window")
+    parser.add_argument("--only", default="", help="run only the scenarios whose name contains this")
     args = parser.parse_args()
     print(f"# rwo-failover continuous mode under watch storms, {time.strftime('%Y-%m-%d')}, {platform.machine()}, "
           f"{os.cpu_count()} cores, Python {platform.python_version()}", flush=True)
@@ -104,11 +107,12 @@ def main() -> int:
                      ("clean-closing watches", fault("watch-empty"), api.clear_faults),
                      ("410 storm", fault("watch-gone"), api.clear_faults)]
         rows = []
-        for name, begin, end in scenarios:
-            rows.append((name, scenario(api, kubeconfig, args.minutes, begin, end)))
+        for name, begin, end in [found for found in scenarios if args.only in found[0]]:
+            rows.append((name, scenario(api, kubeconfig, args.minutes, args.settle, begin, end)))
             print(f"{name} done: {rows[-1][1]}", file=sys.stderr, flush=True)
         kubelets.stop.set()
-    print(f"\n## Watch storms, {args.nodes:,} nodes, WATCH=true, INTERVAL=15, {args.minutes:g} min per scenario")
+    print(f"\n## Watch storms, {args.nodes:,} nodes, WATCH=true, INTERVAL=15, {args.minutes:g} min per scenario, "
+          f"from {args.settle:g} s after it starts")
     print(f"{'':<28}{'CPU s/min':>11}{'% of a core':>13}{'requests/min':>14}{'MB/min':>10}")
     for name, (cpu, requests, mb) in rows:
         print(f"{name:<28}{cpu:>11.2f}{cpu / 60 * 100:>12.1f}%{requests:>14.1f}{mb:>10.2f}")
