@@ -97,7 +97,8 @@ class SharedServerClock(ServerClock):
     A Date header says the server's time was at least that (truncated to the second) when the response
     arrived, so each one is a lower bound, lagging the server by up to a second. Many responses, arriving at
     different fractions of a second, give a tighter one: the largest lower bound seen in the last
-    WINDOW_SECONDS, carried forward on the monotonic clock. It is still never ahead of the server (beyond
+    WINDOW_SECONDS, carried forward on the monotonic clock (kept as a sliding-window maximum in bounded memory:
+    any bound it lets go only makes "now" earlier). It is still never ahead of the server (beyond
     this machine's monotonic drift over that window), so ages are never overestimated; it only lets a
     decision that waits for a moment (Plan.wake_at) come up to a second sooner.
 
