@@ -1,6 +1,6 @@
 """Continuous mode's view of the cluster: one Reflector per watched collection (reflector.py), started while
 leading and stopped while standing by, and the view a pass reads from them. A probe thread reads the server's
-current resourceVersion PROBES_PER_GRACE times per WATCH_STALE_SECONDS, and a cache that has not reached a
+current resourceVersion PROBES_PER_GRACE times per WATCH_STALE_SECONDS, and a node cache that has not reached a
 version read longer ago than that is listed afresh (progress.py): judged by progress, not by traffic."""
 
 from __future__ import annotations
@@ -54,26 +54,30 @@ class WatchedCluster:
         self.running = False
 
     def _probe(self, stop: threading.Event) -> None:
-        """Now and then the server's current resourceVersion, which every cache must reach within
-        WATCH_STALE_SECONDS; one that has not is listed afresh (the pass would list it anyway)."""
+        """Now and then the server's current resourceVersion, which the node cache must reach within
+        WATCH_STALE_SECONDS; if it has not, it is listed afresh (the pass would list it anyway)."""
         while not stop.wait(self.settings.watch_stale_seconds / PROBES_PER_GRACE):
             try:
                 version = self.new_api().latest_version()
             except (ApiError, OSError) as err:  # a pass reports an API server that does not answer
                 log.debug("cannot read the server's resourceVersion", extra={"error": str(err)})
                 continue
-            for reflector in self.reflectors.values():
-                reflector.progress.probed(version, reflector.monotonic())
-            for name, reflector in self.reflectors.items():
-                why = reflector.lagging()
-                if why is None or stop.is_set():
-                    continue
-                log.warning("watch cache behind; listing afresh", extra={"resource": name, "reason": why})
-                try:
-                    reflector.relist("no_progress")
-                except (ApiError, OSError) as err:
-                    log.warning("cannot list; the next pass lists first", extra={"resource": name,
-                                                                                 "error": str(err)})
+            # Nodes only: the probe is a consistent read of nodes, which on kube-apiserver (consistent reads from
+            # its cache, KEP-2340) makes the nodes cache request progress from etcd, so a healthy node watch's
+            # next bookmark carries the version. The other collections' caches get no such request: on a quiet
+            # collection their bookmarks may advance only with etcd's periodic progress notifications (every
+            # 10 minutes by default), so judging them by this version would relist them for nothing.
+            nodes = self.reflectors[NODES.name]
+            nodes.progress.probed(version, nodes.monotonic())
+            why = nodes.lagging()
+            if why is None or stop.is_set():
+                continue
+            log.warning("watch cache behind; listing afresh", extra={"resource": NODES.name, "reason": why})
+            try:
+                nodes.relist("no_progress")
+            except (ApiError, OSError) as err:
+                log.warning("cannot list; the next pass lists first", extra={"resource": NODES.name,
+                                                                             "error": str(err)})
 
     def view(self, api: Api) -> Cached:
         """For one pass: every collection current (listed afresh first when behind)."""

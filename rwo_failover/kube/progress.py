@@ -3,7 +3,7 @@
 A watch that keeps sending bookmarks at the resourceVersion it started from (what a server-side watch cache
 that stopped advancing looks like) is "heard from" all the time, yet its cache never moves: a node that died
 went unseen for 40 s of passes while /readyz said 200. So now and then the cache (kube/cache.py) reads the
-server's current resourceVersion cheaply and consistently (a list of one node, its metadata only) and each
+server's current resourceVersion cheaply and consistently (a list of one node, its metadata only) and the node
 reflector must reach that version within the grace period (WATCH_STALE_SECONDS: the API server bookmarks the
 version it has reached about once a minute, so a healthy watch reaches it well within that). A cache that
 has not is behind: it is listed afresh, /readyz fails, and the metric counts it.
