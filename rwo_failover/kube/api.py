@@ -41,6 +41,14 @@ class Api(Lister):
     def watch_nodes(self, version: str, timeout_seconds: int, watcher: k8s_watch.Watch) -> Iterator[dict]:
         return self.watch("nodes", "/api/v1/nodes", version, timeout_seconds, watcher)
 
+    def latest_version(self) -> str:
+        """The API server's current resourceVersion, read consistently and cheaply: a list of at most one node,
+        of which only the list's metadata is read (the watch cache's progress, kube/progress.py)."""
+        body = self.call("list", "nodes", "GET", "/api/v1/nodes", [("limit", 1)])
+        meta = body.get("metadata") if isinstance(body, dict) else None
+        version = meta.get("resourceVersion") if isinstance(meta, dict) else None
+        return version if isinstance(version, str) else ""
+
     def read_node(self, name: str) -> Optional[dict]:
         return self.call("get", "nodes", "GET", f"/api/v1/nodes/{name}")
 

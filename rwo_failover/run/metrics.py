@@ -103,11 +103,13 @@ class Metrics:
         self.watch_events = Counter(P + "watch_events", "Continuous mode: watch events received, by resource and "
                                     "type (ADDED, MODIFIED, DELETED, BOOKMARK).", ["resource", "type"], registry=r)
         self.relists = Counter(P + "relists", "Continuous mode: full lists of a watched resource, by reason (initial, "
-                               "expired: 410 Gone, stale: the watch fell behind, error: any other watch error, periodic).",
+                               "expired: 410 Gone, stale: the watch went silent, no_progress: its resourceVersion stopped "
+                               "keeping up with the server's, error: any other watch error, periodic).",
                                ["resource", "reason"],
                                registry=r)
         self.watch_restarts = Counter(P + "watch_restarts", "Continuous mode: watches that broke and were resumed, "
-                                      "by reason (dropped, stalled, error).", ["resource", "reason"], registry=r)
+                                      "by reason (dropped, stalled, short: ended within a second, expired, error, list failed); each "
+                                      "waits behind one back-off.", ["resource", "reason"], registry=r)
         self.cache_age = Gauge(P + "watch_cache_age_seconds", "Continuous mode: seconds since the API server last "
                                "said anything (a list, an event, a bookmark) about a watched resource.", ["resource"],
                                registry=r)
