@@ -7,15 +7,12 @@ event to a map of slim model objects (never the raw JSON). Like the reflector:
 - the first list asks for resourceVersion "0" (the API server's watch cache may answer, cheaply); every
   later one (after 410 Gone, after a watch fell behind, the periodic one) asks for the latest state (no
   resourceVersion), so a stale cache is never listed again;
-- a watch that ends (its timeoutSeconds, a dropped connection) is resumed from the last version seen, an
-  event's or a bookmark's; 410 Gone ("too old resource version") means relist;
+- a watch that ends is resumed from the last version seen (an event's or a bookmark's); 410 Gone: relist;
 - a watch silent for WATCH_STALE_SECONDS (no event, no bookmark; the API server bookmarks about every
   minute) has fallen behind: its read times out and it relists. A pass never decides from such a cache: it
   lists afresh first (`view`), in the spirit of KEP-5647's stale-cache circuit breaker; so does a cache
   whose resourceVersion stopped keeping up with the server's, however much it hears (progress.py);
-- every failed round waits behind one back-off gate (backoff.py); every RELIST_SECONDS everything is
-  listed afresh anyway.
-
+- every failed round waits behind one back-off gate (backoff.py); every RELIST_SECONDS, a fresh list.
 The cache is never the last word: act re-reads each node and its Lease live before every write.
 A change that matters to a pass (a node's taints, its Ready condition, our annotation; any change to a
 fence or a recovery record) calls `on_change`; a heartbeat does not. An object that cannot be read is kept as an
