@@ -19,6 +19,7 @@ from ..model import Node, Snapshot
 from ..settings import Settings
 from .attachments import attachments_for
 from .caps import cap_pods
+from .evidence import ignored, left_out, unproven
 from .fencing import fence_step, unfence_step, unfence_steps
 from .liveness import judge_liveness, lease_expires_at, lease_fresh
 from .nodes import (
@@ -78,7 +79,8 @@ def _plan_node(verdict: NodeVerdict, node: Node, snapshot: Snapshot, settings: S
         skips.append(Skip("node", node.name, blocker))
     lease = snapshot.leases.get(node.name)
     node_plan = NodePlan(verdict, actions, tuple(attachments), add_taint and blocker is None,
-                         lease_seen=lease.version if lease is not None else "", status_seen=node.status_written_at)
+                         lease_seen=lease.version if lease is not None else "", status_seen=node.status_written_at,
+                         unproven=unproven(verdict.node, selected, snapshot))
     if node_plan.has_work:
         step, why = fence_step(node, snapshot, settings)
         node_plan = dataclasses.replace(node_plan, fence=step, fence_reason=why)
@@ -114,14 +116,14 @@ def plan(snapshot: Snapshot, settings: Settings) -> Plan:
         node_plan, node_skips = _plan_node(verdict, nodes[verdict.node], snapshot, settings)
         node_plans.append(node_plan)
         skips += node_skips
-    # Down with nothing to release: a stopped instance. Not a node left alone because something on it could not
-    # be read: what it holds is unknown.
-    idle = frozenset(n.verdict.node for n in node_plans if not n.has_work and not n.blocked)
+    # Down with nothing to release that a tenant could not have made up: a stopped instance, tenants' pods
+    # naming it or not (evidence.py).
+    idle = left_out(node_plans, snapshot)
     recovery = judge_all(snapshot, settings)
     skips += [Skip("recovery record", v.entry.name, v.detail) for v in recovery if v.state == "unreadable"]
     totals = {"not_ready": not_ready_count(snapshot), "total_nodes": len(snapshot.nodes), "untaint": untainted,
               "drop_annotation": stale, "unfence": unfence, "recovery": recovery,
-              "wake_at": wake_at(verdicts, snapshot, settings, recovery)}
+              "wake_at": wake_at(verdicts, snapshot, settings, recovery), "ignored": ignored(node_plans, idle)}
     refusal = unhealthy_brake(snapshot, settings, idle) or nodes_brake(node_plans, settings)
     minute = int(snapshot.now.timestamp() // 60)
     capped, deferred, cap_skips = cap_pods(node_plans, settings.max_pods_per_pass, minute)
