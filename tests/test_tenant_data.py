@@ -110,3 +110,66 @@ def test_a_partition_still_trips_the_unhealthy_fraction_whatever_tenants_add(api
 
     assert result.code == EXIT_REFUSED and result.summary["brake"] == "unhealthy-fraction"
     assert [r for r in api.requests if r.verb == "delete"] == []
+
+
+# --- round trips through our own records -----------------------------------------------------------------------
+
+LONG_OWNER = "r" * 404  # the API server checks an ownerReference's name is non-empty, nothing more
+
+
+def long_owned_outage(api, owner_kind: str = "ReplicaSet") -> dict:
+    fc.outage(api, dead="dead", pods=())
+    fc.add_volume(api, "data-app", attached_to="dead")
+    pod = fc.pod("app-7d9f-x2x4q", "dead", claims=["data-app"], terminating=True, owner=owner_kind)
+    pod["metadata"]["ownerReferences"][0]["name"] = LONG_OWNER
+    return api.add(pod)
+
+
+def test_a_record_of_a_pod_with_a_404_character_owner_is_read_back_and_reported(api, run_pass):
+    long_owned_outage(api)
+    assert run_pass(OUT_OF_SERVICE_TAINT="never").code == EXIT_OK
+    [record] = recovery_records(api)
+    assert record["controller"].startswith("ReplicaSet/") and len(record["controller"]) <= 320
+    time.sleep(1.1)
+
+    result = run_pass(RECOVERY_TIMEOUT_SECONDS="1", OUT_OF_SERVICE_TAINT="never")
+
+    assert not [line for line in result.lines("skipped") if line["kind"] == "recovery record"], result.logs
+    [event] = [e for e in api.objects("events") if e["reason"] == "RWOVolumeNotRecovered"]
+    assert event["involvedObject"]["name"] == "data-app" and result.summary["not_recovered"] == 1
+    assert recovery_records(api) == [], "settled: removed"
+
+
+def test_a_replacement_of_the_same_long_named_controller_is_confirmed(api, run_pass):
+    long_owned_outage(api)
+    assert run_pass(OUT_OF_SERVICE_TAINT="never").code == EXIT_OK
+    other = fc.pod("app-7d9f-zz9k1", "w1", claims=["data-app"], owner="ReplicaSet", ready="True")
+    other["metadata"]["ownerReferences"][0]["name"] = LONG_OWNER[:-1] + "s"  # same prefix, another controller
+    api.add(other)
+    api.add(fc.attachment("pv-default-data-app", "w1", attached=True))
+    assert run_pass(OUT_OF_SERVICE_TAINT="never").summary["recovery_pending"] == 1, "another controller's pod"
+
+    mine = fc.pod("app-7d9f-q8w2p", "w1", claims=["data-app"], owner="ReplicaSet", ready="True")
+    mine["metadata"]["ownerReferences"][0]["name"] = LONG_OWNER
+    api.add(mine)
+
+    done = run_pass(OUT_OF_SERVICE_TAINT="never")
+
+    assert done.summary["recovered"] == 1
+    assert [e["involvedObject"]["name"] for e in api.objects("events") if e["reason"] == "RWOVolumeRecovered"] == [
+        "data-app"]
+
+
+def test_the_events_about_a_pod_with_a_253_character_name_are_written(api, run_pass):
+    """An Event is named after its object, cut to 200 characters: a pod name with "-" there once made a name the
+    API server refuses (422), and the pod's RWOVolumeReleased-side Event was lost, the pass exiting 1."""
+    name = "a" * 199 + "-" + "b" * 53
+    fc.outage(api, dead="dead", pods=())
+    fc.add_volume(api, "data-long", attached_to="dead")
+    api.add(fc.pod(name, "dead", claims=["data-long"], terminating=True))
+
+    result = run_pass()
+
+    assert result.code == EXIT_OK and result.summary["failures"] == 0
+    assert api.get("pods", name, "default") is None
+    assert [e["reason"] for e in api.objects("events") if e["involvedObject"].get("name") == name]

@@ -35,7 +35,7 @@ from .nodes import (
     unhealthy_brake,
 )
 from .pods import exclusive_claims, pod_exclusion, select_pods, stuck_states
-from .recovery import judge_all
+from .recovery import controller_ref, judge_all
 from .taint import recovered, recovered_at, taint_blocker, undo_blocker, untaint, wants_out_of_service
 from .types import (
     AttachmentAction,
@@ -69,7 +69,7 @@ def _plan_node(verdict: NodeVerdict, node: Node, snapshot: Snapshot, settings: S
                               "stuck: " + ",".join(s for s in stuck_states(pod) if s in settings.stuck_pod_states)
                               + f" on node {verdict.node} ({verdict.taint})",
                               tuple(c.key for c in claims),
-                              f"{pod.controller_kind}/{pod.controller_name}" if pod.controller_kind else "",
+                              controller_ref(pod.controller_kind, pod.controller_name),
                               tuple((c.uid, c.volume) for c in claims))
                     for pod, claims in selected)
     # The taint only ever comes with something to release: a stopped instance with nothing on it needs none.
