@@ -22,14 +22,14 @@ import json
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from hypothesis import HealthCheck, event, given, settings as hsettings, strategies as st
+from hypothesis import HealthCheck, event, example, given, settings as hsettings, strategies as st
 
 from conftest import SESSION_LOG, SESSION_REQUESTS
 from rwo_failover import planner
 from rwo_failover.act.events import build_event, repeated_name
 from rwo_failover.act.recovery import records_for
 from rwo_failover.model import Attachment, Claim, Lease, Node, Pod, RecoveryEntry, Snapshot, Volume, is_name
-from rwo_failover.planner.recovery import Record, judge_all
+from rwo_failover.planner.recovery import Record, controller_ref, judge_all
 from rwo_failover.run.cli import main
 from rwo_failover.run.exitcodes import EXIT_CRASH, EXIT_OK, EXIT_REFUSED
 from rwo_failover import settings as config
@@ -55,6 +55,10 @@ def _snapshot(pod: dict, namespace: str, claim: str, node: str) -> Snapshot:
                     (Attachment.from_json(fc.attachment("pv-1", node)),), {"pv-1": Volume.from_json(pv)})
 
 
+@example(name="a" * 253, namespace="a" * 63, claim="c" * 253, node="n" * 253, kind="K" * 64, owner="o" * 253,
+         data=None).via("a kind bounded beside the longest plain name")
+@example(name="x", namespace="t", claim="c", node="n", kind="k" * 64, owner="r" * 404, data=None).via(
+    "issue 26: a 404-character owner")
 @given(name=h.dns_subdomains, namespace=h.dns_labels, claim=h.dns_subdomains, node=h.dns_subdomains,
        kind=h.owner_kinds, owner=h.owner_names, data=st.data())
 def test_any_pod_the_api_server_accepts_makes_a_record_we_read_back_and_settle(name, namespace, claim, node, kind,
@@ -77,7 +81,7 @@ def test_any_pod_the_api_server_accepts_makes_a_record_we_read_back_and_settle(n
     event(f"controller {'bounded' if '~' in read.controller else 'as written'}")
 
     later = dataclasses.replace(snapshot, pods=(), recovery_records=(RecoveryEntry(record_name, text),))
-    replace = data.draw(st.booleans())
+    replace = data.draw(st.booleans()) if data is not None else False
     if replace:  # a replacement of the same controller, Running and Ready on another node, the volume there
         again = fc.pod(name if kind == "StatefulSet" else "other-0", "w1", namespace=namespace, claims=[claim],
                        owner=None, ready="True")
@@ -91,6 +95,17 @@ def test_any_pod_the_api_server_accepts_makes_a_record_we_read_back_and_settle(n
     [verdict] = judge_all(later, SETTINGS)
     assert verdict.state == ("recovered" if replace else "not-recovered"), verdict
     assert verdict.claim is not None and verdict.claim.uid == "c-uid-1"
+
+
+@given(kind=h.owner_kinds | st.text(min_size=1, max_size=300), name=h.owner_names,
+       other=h.owner_names | h.owner_kinds)
+def test_a_controller_is_bounded_one_way_and_named_apart(kind, name, other):
+    """Within the record's limit, one "/" between kind and name (the kind is what says StatefulSet), and two
+    controllers that differ are named apart."""
+    ref = controller_ref(kind, name)
+    assert len(ref) <= 320 and ref.count("/") == 1 and ref.isascii() and ref.isprintable()
+    assert (ref.partition("/")[0] == "StatefulSet") == (kind == "StatefulSet")
+    assert controller_ref(kind, other) != ref or other == name
 
 
 @given(name=h.dns_subdomains, node=h.dns_subdomains, namespace=h.dns_labels,

@@ -37,10 +37,10 @@ def _plain(text: str, limit: int) -> bool:
 
 def _bounded(text: str, limit: int) -> str:
     """`text` when it is plain ASCII of at most `limit` characters without a "/" or "~"; else a readable prefix,
-    "~" and a hash of the whole: at most 105 characters, the same for the same text, never a plain one."""
+    "~" and a hash of the whole, at most `limit` characters too: the same for the same text, never a plain one."""
     if _plain(text, limit):
         return text
-    prefix = "".join(c for c in text[:64] if c.isascii() and c.isprintable() and c not in "/~")
+    prefix = "".join(c for c in text[:min(64, limit - 41)] if c.isascii() and c.isprintable() and c not in "/~")
     return f"{prefix}~{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()[:40]}"
 
 
