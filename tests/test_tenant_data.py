@@ -173,3 +173,38 @@ def test_the_events_about_a_pod_with_a_253_character_name_are_written(api, run_p
     assert result.code == EXIT_OK and result.summary["failures"] == 0
     assert api.get("pods", name, "default") is None
     assert [e["reason"] for e in api.objects("events") if e["involvedObject"].get("name") == name]
+
+
+def test_unreadable_tenant_pods_on_stopped_nodes_never_move_the_unhealthy_fraction(api, run_pass):
+    """A pod that cannot be read blocks its node (nothing there is touched), and a blocked node used to count
+    toward the fraction whatever it held: five stopped nodes, each with a tenant pod that cannot be read, refused
+    every pass. With no VolumeAttachment naming them they hold no volume: left out, and named in the Warning."""
+    fc.outage(api, dead="dead", pods=("db-0",), live=3)
+    for i in range(5):
+        fc.dead_node(api, f"stopped-{i}")
+        pod = fc.pod(f"odd-{i}", f"stopped-{i}", namespace="tenant", owner=None, terminating=True)
+        pod["status"] = "unreadable"
+        api.add(pod)
+
+    result = run_pass()
+
+    assert result.code == EXIT_OK, result.summary["refusal"]
+    assert api.get("pods", "db-0", "default") is None and api.objects("volumeattachments") == []
+    assert all(api.get("pods", f"odd-{i}", "tenant") for i in range(5)), "what cannot be read is never touched"
+    [warning] = ignored_warnings(api)
+    assert "node stopped-0 (nothing on node stopped-0 is touched" in warning["message"], warning["message"]
+
+
+def test_an_unreadable_pod_on_a_node_with_a_volume_attached_still_counts(api, run_pass):
+    for i in range(3):
+        fc.live_node(api, f"w{i}")
+    for i in range(4):
+        fc.dead_node(api, f"dead-{i}")
+        fc.add_volume(api, f"data-{i}", attached_to=f"dead-{i}")
+        pod = api.add(fc.pod(f"db-{i}", f"dead-{i}", claims=[f"data-{i}"], terminating=True))
+        pod["status"] = "unreadable"
+        api.add(pod)
+
+    result = run_pass()
+
+    assert result.code == EXIT_REFUSED and result.summary["brake"] == "unhealthy-fraction"

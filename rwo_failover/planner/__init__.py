@@ -1,8 +1,9 @@
 """Decide: a pure function from a cluster snapshot and the settings to a plan.
 
 Every rule about what may be touched lives in this package, one module per rule family:
-`liveness` and `nodes` (judgment and brakes), `pods` (selection), `attachments` (orphans included),
-`taint` (the out-of-service taint), `fencing`, `recovery`, `caps` (the pod cap) and `types` (the Plan).
+`liveness` and `nodes` (judgment and brakes), `evidence` (what the brakes count), `pods` (selection),
+`attachments` (orphans included), `taint` (the out-of-service taint), `fencing`, `recovery`, `caps` (the pod
+cap) and `types` (the Plan).
 Observe and act call the same functions, so the live re-check before acting uses the same rules as the plan.
 
 May use: the object model and settings, and nothing that does I/O or reads a clock (no kubernetes client,
