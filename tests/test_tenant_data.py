@@ -160,21 +160,6 @@ def test_a_replacement_of_the_same_long_named_controller_is_confirmed(api, run_p
         "data-app"]
 
 
-def test_the_events_about_a_pod_with_a_253_character_name_are_written(api, run_pass):
-    """An Event is named after its object, cut to 200 characters: a pod name with "-" there once made a name the
-    API server refuses (422), and the pod's RWOVolumeReleased-side Event was lost, the pass exiting 1."""
-    name = "a" * 199 + "-" + "b" * 53
-    fc.outage(api, dead="dead", pods=())
-    fc.add_volume(api, "data-long", attached_to="dead")
-    api.add(fc.pod(name, "dead", claims=["data-long"], terminating=True))
-
-    result = run_pass()
-
-    assert result.code == EXIT_OK and result.summary["failures"] == 0
-    assert api.get("pods", name, "default") is None
-    assert [e["reason"] for e in api.objects("events") if e["involvedObject"].get("name") == name]
-
-
 def test_unreadable_tenant_pods_on_stopped_nodes_never_move_the_unhealthy_fraction(api, run_pass):
     """A pod that cannot be read blocks its node (nothing there is touched), and a blocked node used to count
     toward the fraction whatever it held: five stopped nodes, each with a tenant pod that cannot be read, refused
