@@ -100,8 +100,9 @@ def not_ready_count(snapshot: Snapshot) -> int:
 
 def unhealthy_brake(snapshot: Snapshot, settings: Settings, idle: AbstractSet[str] = frozenset()) -> Optional[Refusal]:
     """Too many nodes not Ready: the control plane may be partitioned. `idle` nodes, proven down with nothing
-    to release (a stopped instance whose Node is kept), count neither way: they say nothing about a
-    partition, and however many there are they must not stop a real failover."""
+    to release that a tenant could not have made up (a stopped instance whose Node is kept: evidence.left_out),
+    count neither way: they say nothing about a partition, and however many there are they must not stop a real
+    failover."""
     counted = [n for n in snapshot.nodes if n.name not in idle]
     total, not_ready = len(counted), sum(1 for n in counted if n.ready != "True")
     if total and not_ready / total > settings.max_unhealthy_fraction:
@@ -113,9 +114,10 @@ def unhealthy_brake(snapshot: Snapshot, settings: Settings, idle: AbstractSet[st
 
 
 def nodes_brake(node_plans: Sequence[NodePlan], settings: Settings) -> Optional[Refusal]:
-    """Too many nodes to act on. Only nodes with something to release count: a stopped instance, down for good
-    with nothing left on it, must not make every later outage brake."""
-    busy = sum(1 for n in node_plans if n.has_work)
+    """Too many nodes to act on. Only nodes with something to release count, and only by evidence no tenant can
+    write (NodePlan.counted): a stopped instance, down for good with nothing left on it but pods a tenant bound
+    to it, must not make every later outage brake."""
+    busy = sum(1 for n in node_plans if n.counted)
     if busy > settings.max_nodes_per_pass:
         return Refusal(RefusalKind.NODES_PER_PASS, f"brake: {busy} proven-down nodes have something to release, "
                                                    f"more than MAX_NODES_PER_PASS={settings.max_nodes_per_pass}")

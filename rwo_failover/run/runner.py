@@ -57,6 +57,7 @@ def run_pass(api: Api, settings: Settings, metrics: Optional[Metrics] = None, gu
     actor.warn_unreadable(snapshot.unreadable, plan)
     actor.warn_unjudged(plan)
     actor.warn_split_brain(plan.split_brain)
+    actor.warn_ignored(plan)
     try:
         outcome = actor.execute(plan)
     except planner.UnsafePlan as err:
