@@ -58,6 +58,10 @@ class Node:
     # A Lease renewal after it is the kubelet heartbeating while tainted for shutdown (planner.liveness).
     spec_written_at: Optional[datetime] = None
     opted_out: bool = False  # labelled NODE_OPT_OUT_LABEL (any value but "false"): never judged nor acted on
+    labels: tuple[tuple[str, str], ...] = ()  # sorted (key, value): FENCING=redfish may key its BMC map by one
+
+    def label(self, key: str) -> Optional[str]:
+        return dict(self.labels).get(key)
 
     @property
     def has_oos_taint(self) -> bool:
@@ -86,4 +90,5 @@ class Node:
                    text_at(meta, "uid"), text_at(spec, "providerID"), ips,
                    server_time(meta, "status"), ready == "False" and SHUTTING_DOWN in _ready_message(status),
                    server_time(meta, ""),
-                   strings_at(meta, "labels").get(NODE_OPT_OUT_LABEL, "false") != "false")
+                   strings_at(meta, "labels").get(NODE_OPT_OUT_LABEL, "false") != "false",
+                   tuple(sorted(strings_at(meta, "labels").items())))
