@@ -128,6 +128,7 @@ def test_on_with_power_off_enabled_is_powered_off_then_freed(api, kubeconfig, tm
     logs = [json.loads(line) for line in out.getvalue().splitlines() if line.strip()]
 
     assert code == EXIT_OK, logs
+    assert Run(code, logs, "").summary["powered_off"] == 1
     assert bmc.power("on-poweroff") == "Off"
     assert freed(api)
     assert [e for e in api.objects("events") if e["reason"] == "NodePoweredOff"]
