@@ -2,8 +2,8 @@
 
 Every rule about what may be touched lives in this package, one module per rule family:
 `liveness` and `nodes` (judgment and brakes), `evidence` (what the brakes count), `pods` (selection),
-`attachments` (orphans included), `taint` (the out-of-service taint), `fencing`, `recovery`, `caps` (the pod
-cap) and `types` (the Plan).
+`attachments` (orphans included), `taint` (the out-of-service taint), `fencing`, `redfish` (a silent node,
+before NotReady), `recovery`, `caps` (the pod cap) and `types` (the Plan).
 Observe and act call the same functions, so the live re-check before acting uses the same rules as the plan.
 
 May use: the object model and settings, and nothing that does I/O or reads a clock (no kubernetes client,
@@ -16,7 +16,7 @@ import dataclasses
 from datetime import datetime, timezone
 from typing import Iterable, Optional
 
-from ..model import Node, Snapshot
+from ..model import Node, Pod, Snapshot
 from ..settings import Settings
 from .attachments import attachments_for
 from .caps import cap_pods
@@ -28,6 +28,7 @@ from .nodes import (
     judge_nodes,
     judge_ours,
     judge_tainted_node,
+    judge_untainted,
     nodes_brake,
     nodes_to_inspect,
     not_ready_count,
@@ -38,6 +39,7 @@ from .nodes import (
 )
 from .pods import exclusive_claims, pod_exclusion, select_pods, stuck_states
 from .recovery import controller_ref, judge_all
+from .redfish import WITNESS, silent_brake
 from .taint import recovered, recovered_at, taint_blocker, undo_blocker, untaint, wants_out_of_service
 from .types import (
     AttachmentAction,
@@ -56,7 +58,7 @@ from .unreadable import unreadable_on
 
 __all__ = ["AttachmentAction", "NodePlan", "NodeState", "NodeVerdict", "Plan", "PodAction", "Refusal",
            "RefusalKind", "Skip", "StormMark", "UnsafePlan", "exclusive_claims", "judge_liveness", "judge_nodes",
-           "judge_ours", "judge_tainted_node", "lease_fresh", "nodes_to_inspect", "plan", "pod_exclusion", "recovered",
+           "judge_ours", "judge_tainted_node", "judge_untainted", "lease_fresh", "nodes_to_inspect", "plan", "pod_exclusion", "recovered",
            "shutdown_taint", "stuck_states", "tainted_nodes", "undo_blocker", "unfence_step", "unreadable_on"]
 
 
@@ -65,12 +67,12 @@ def _plan_node(verdict: NodeVerdict, node: Node, snapshot: Snapshot, settings: S
     if blind:
         return NodePlan(verdict, blocked=blind), [Skip("node", verdict.node, blind)]
     pods = sorted((p for p in snapshot.pods if p.node == verdict.node), key=lambda p: p.key)
-    selected, skips = select_pods(pods, snapshot, settings)
+    witness = verdict.taint == WITNESS  # every pod counts as stuck: the BMC's Off is checked before any delete
+    selected, skips = select_pods(pods, snapshot, settings, powered_off=witness)
     attachments, attachment_skips = attachments_for(verdict.node, selected, pods, snapshot, settings)
     skips += attachment_skips
     actions = tuple(PodAction(pod.namespace, pod.name, pod.uid, pod.node,
-                              "stuck: " + ",".join(s for s in stuck_states(pod) if s in settings.stuck_pod_states)
-                              + f" on node {verdict.node} ({verdict.taint})",
+                              _stuck(pod, settings, witness) + f" on node {verdict.node} ({verdict.taint})",
                               tuple(c.key for c in claims),
                               controller_ref(pod.controller_kind, pod.controller_name),
                               tuple((c.uid, c.volume) for c in claims))
@@ -90,6 +92,12 @@ def _plan_node(verdict: NodeVerdict, node: Node, snapshot: Snapshot, settings: S
         node_plan = dataclasses.replace(node_plan, fence=step, fence_reason=why,
                                         fence_seen=(seen.uid, seen.version) if seen else ("", ""))
     return node_plan, skips
+
+
+def _stuck(pod: Pod, settings: Settings, powered_off: bool) -> str:
+    if powered_off:
+        return "on a node whose BMC must report it powered off before the pod is deleted"
+    return "stuck: " + ",".join(s for s in stuck_states(pod) if s in settings.stuck_pod_states)
 
 
 def wake_at(verdicts: Iterable[NodeVerdict], snapshot: Snapshot, settings: Settings,
@@ -130,8 +138,9 @@ def plan(snapshot: Snapshot, settings: Settings) -> Plan:
               "drop_annotation": stale, "unfence": unfence, "recovery": recovery,
               "fences_held": fences_held,
               "wake_at": wake_at(verdicts, snapshot, settings, recovery), "ignored": ignored(node_plans, idle)}
-    refusal, mark, resumes = storm(snapshot, settings,
-                                   unhealthy_brake(snapshot, settings, idle) or nodes_brake(node_plans, settings))
+    brake = (unhealthy_brake(snapshot, settings, idle) or silent_brake(snapshot, settings, idle)
+             or nodes_brake(node_plans, settings))
+    refusal, mark, resumes = storm(snapshot, settings, brake)
     if resumes is not None:  # the cool-down's end changes the decision with nothing but time
         totals["wake_at"] = min(resumes, totals["wake_at"] or resumes)
     minute = int(snapshot.now.timestamp() // 60)

@@ -11,6 +11,7 @@ from ..model.names import NODE_OPT_OUT_LABEL
 from ..model.matchers import TaintSpec, any_taint_matches
 from ..settings import Settings
 from .liveness import judge_liveness
+from .redfish import WITNESS, judge_silent
 from .types import NodePlan, NodeState, NodeVerdict, Refusal, RefusalKind, Skip
 
 
@@ -61,18 +62,36 @@ def judge_nodes(snapshot: Snapshot, settings: Settings) -> list[NodeVerdict]:
     only out-of-service taint is ours (whatever SHUTDOWN_TAINTS says, so undo never depends on it)."""
     tainted = {node.name: taint for node, taint in tainted_nodes(snapshot.nodes, settings)}
     verdicts = []
+    redfish = settings.fencing == "redfish"
     judged = (n for n in snapshot.nodes  # the others: no verdict
-              if n.name in tainted or (n.our_taint is not None and not n.opted_out))
+              if n.name in tainted or ((n.our_taint is not None or redfish) and not n.opted_out))
     for node in sorted(judged, key=lambda n: n.name):
         lease = snapshot.leases.get(node.name)
         if node.name in tainted:
             verdicts.append(judge_tainted_node(node, lease, tainted[node.name], settings, snapshot.now))
-        elif node.our_taint is not None:
-            verdict = judge_ours(node, lease, settings, snapshot.now)
-            counts = any(spec.matches(node.our_taint.as_dict()) for spec in settings.shutdown_taints)
-            if verdict.state is NodeState.RECOVERING or counts:
-                verdicts.append(verdict)
+            continue
+        verdict = judge_untainted(node, lease, settings, snapshot.now)
+        if verdict is None:
+            continue
+        counts = node.our_taint is not None and any(spec.matches(node.our_taint.as_dict())
+                                                    for spec in settings.shutdown_taints)
+        if verdict.taint == WITNESS or verdict.state is NodeState.RECOVERING or counts:
+            verdicts.append(verdict)
     return verdicts
+
+
+def judge_untainted(node: Node, lease: Optional[Lease], settings: Settings, now: datetime,
+                    seen: Optional[str] = None, status_seen: Optional[datetime] = None) -> Optional[NodeVerdict]:
+    """A node without a shutdown taint: with FENCING=redfish, silent long enough to ask its BMC (our taint or
+    not: a node we tainted that is still silent may hold more to free); else, with our taint, judge_ours; None
+    when there is nothing to judge."""
+    if settings.fencing == "redfish":
+        silent = judge_silent(node, lease, settings, now, seen)
+        if silent is not None and (silent.state is NodeState.DOWN or node.our_taint is None):
+            return silent
+    if node.our_taint is not None:
+        return judge_ours(node, lease, settings, now, seen, status_seen)
+    return None
 
 
 def judge_ours(node: Node, lease: Optional[Lease], settings: Settings, now: datetime,
