@@ -56,17 +56,19 @@ def check_server_clock(api: Api) -> None:
 
 
 def observe(api: Api, settings: Settings, now: Callable[[], datetime],
-            cache: Optional[Callable[[Api], Cached]] = None) -> Snapshot:
+            cache: Optional[Callable[[Api], Cached]] = None, consistent: bool = False) -> Snapshot:
     """`now` is read after the nodes and Leases, so ages are judged against the time of the reads. With a
-    `cache` (continuous mode's watches), nodes, fences and recovery records come from it instead of lists."""
+    `cache` (continuous mode's watches), nodes, fences and recovery records come from it instead of lists.
+    `consistent` lists them at the latest version (a quorum read), never from the API server's watch cache:
+    what a pass reads live before it writes (run/runner.py)."""
     reader = Reader()
     cached = cache(api) if cache else None
     if cached:
         reader.unreadable.extend(cached.unreadable)
-    listed = cached.nodes if cached else reader.each(api.list_nodes(reader.parse("node", Node.from_json)))
+    listed = cached.nodes if cached else reader.each(api.list_nodes(reader.parse("node", Node.from_json), consistent))
     nodes = tuple({n.name: n for n in listed}.values())  # keyed by name: never judged with a node twice
-    fences = {f.node: f for f in (cached.fences if cached else
-                                  reader.each(api.list_networkfences(reader.parse("networkfence", Fence.from_json))))} \
+    fences = {f.node: f for f in (cached.fences if cached else reader.each(
+        api.list_networkfences(reader.parse("networkfence", Fence.from_json), consistent)))} \
         if settings.fencing == "networkfence" else {}
     names = {n.name for n in nodes}
     watched = {n.name for n, _ in tainted_nodes(nodes, settings)} | {n.name for n in nodes if n.our_taint} | \
@@ -77,7 +79,8 @@ def observe(api: Api, settings: Settings, now: Callable[[], datetime],
     nodes = _unknown_stays_unknown(nodes, reader.unreadable)
     snapshot = Snapshot(now(), nodes, leases, fences=fences)
     entries = cached.recovery_records if cached else tuple(reader.each(api.list_recovery_records(
-        settings.recovery_namespace, RECOVERY_LABEL, reader.parse("recovery record", RecoveryEntry.from_json))))
+        settings.recovery_namespace, RECOVERY_LABEL, reader.parse("recovery record", RecoveryEntry.from_json),
+        consistent)))
     records = readable(entries)
     inspect = nodes_to_inspect(snapshot, settings)
     if not inspect and not records:

@@ -1,0 +1,102 @@
+"""Issue 25, items 1 and 7: the watch cache decides only *when* a pass runs, never *what* it writes; and a dead
+kubelet's last word about a pod is no alibi. Over HTTP through the real client, on the fixture API server."""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+from rwo_failover.kube import Api, load_api_client
+from rwo_failover.model import Cached, Fence, Node
+from rwo_failover.run import runner
+from rwo_failover.run.exitcodes import EXIT_OK, EXIT_REFUSED
+from rwo_testkit import fake_cluster as fc
+from rwo_testkit.fake_apiserver import Fault
+
+from test_watch import live_nodes, loop, outage_due_in, settings_for, stop, wait_until, watches
+
+
+def partition(api, nodes: int) -> None:
+    """The first `nodes` live nodes stop heartbeating at once: the node lifecycle controller marks them
+    Ready=Unknown (no shutdown taint: nobody says their machines are off)."""
+    for i in range(nodes):
+        api.add(fc.node(f"w{i}", ready="Unknown", since=1))
+
+
+def test_a_lagging_node_watch_never_lets_a_pass_write_past_the_brake(api, kubeconfig):
+    """Issue 25 item 1, as seen: the node watch holds its events back while 6 of 9 live nodes go NotReady (a
+    partition); the pass that wakes when the tainted node becomes provably down must judge the brake on the
+    server's 7 of 10 not Ready, not on its cache's 1 of 10, and write nothing."""
+    outage_due_in(api, 5)
+    for i in range(3, 9):
+        fc.live_node(api, f"w{i}")
+    api.inject(Fault("watch-lag", resource="nodes", delay=60, first=1))
+    proc = loop(kubeconfig, WATCH_STALE_SECONDS="300", INTERVAL="120", MAX_UNHEALTHY_FRACTION="0.5")
+    try:
+        wait_until("the first node watch", lambda: [w for w in watches(api) if w.resource == "nodes"], timeout=20)
+        partition(api, 6)
+        time.sleep(7)  # the dead node is provably down 5 s after the start: a wake pass has run by now
+    finally:
+        logs = stop(proc)
+    passes = [line for line in logs if line["message"] == "pass finished"]
+    assert api.objects("pods"), "the pod was force-deleted on a cache that had not seen the partition"
+    assert not [m for m in api.mutations() if m.resource != "events"], "nothing but Events is written"
+    assert any(line.get("trigger") == "wake" for line in logs), "the outage must have woken a pass"
+    assert passes[-1]["brake"] == "unhealthy-fraction" and passes[-1]["nodes_not_ready"] == 7, passes[-1]
+
+
+# --- one pass from a cache frozen in the past: what it reads live, and when ----------------------------------
+
+def frozen_cache(api, settings) -> Callable[[Api], Cached]:
+    """The cluster as a watch cache holding it now would hand it to every later pass: it never moves again."""
+    nodes = tuple(Node.from_json(n) for n in api.objects("nodes"))
+    fences = tuple(Fence.from_json(f) for f in api.objects("networkfences"))
+    return lambda _api: Cached(nodes, fences, (), ())
+
+
+def one_pass(api, kubeconfig, cache, **env: str) -> tuple[int, list]:
+    settings = settings_for(kubeconfig, **env)
+    before = len(api.requests)
+    code = runner.run_pass(Api(load_api_client(settings), settings), settings, cache=cache)
+    return code, api.requests[before:]
+
+
+def lists(requests: list, resource: str) -> list:
+    return [r for r in requests if r.verb == "list" and r.resource == resource]
+
+
+def test_a_cached_pass_with_nothing_to_write_reads_nothing_more(api, kubeconfig):
+    """Steady state stays cheap: a tainted node not yet down, judged from the cache, costs its Lease and the
+    clock's cross-check; no list of anything."""
+    live_nodes(api, 3)
+    api.add(fc.node("slow", ready="Unknown", since=1, taints=[fc.SHUTDOWN]))
+    api.add(fc.lease("slow", 100))
+    code, requests = one_pass(api, kubeconfig, frozen_cache(api, settings_for(kubeconfig)))
+    assert code == EXIT_OK
+    assert not [r for r in requests if r.verb == "list"], [(r.verb, r.resource) for r in requests]
+    assert [r.name for r in requests if r.resource == "leases"] == ["slow"]
+
+
+def test_a_cached_plan_that_writes_is_made_again_from_a_consistent_live_read(api, kubeconfig):
+    """The node list (both brakes, MAX_NODES_PER_PASS), the fences and the recovery records are listed at the
+    latest version (no resourceVersion: never the API server's watch cache), the Leases read after them."""
+    fc.outage(api)
+    fencing = {"FENCING": "networkfence", "NETWORK_FENCE_CLASS": "sim", "PASS_TIMEOUT_SECONDS": "3",
+               "REQUEST_TIMEOUT_SECONDS": "2"}
+    _, requests = one_pass(api, kubeconfig, frozen_cache(api, settings_for(kubeconfig, **fencing)), **fencing)
+    for resource in ("nodes", "networkfences", "configmaps"):
+        found = lists(requests, resource)
+        assert len(found) == 1 and "resourceVersion" not in found[0].query, (resource, found)
+    node_list = requests.index(lists(requests, "nodes")[0])
+    assert [r for r in requests[node_list:] if r.resource == "leases" and r.name == "dead"], "Leases after nodes"
+    assert [r for r in api.mutations() if r.resource == "networkfences"], "the live plan still fences"
+
+
+def test_a_cache_that_missed_a_partition_writes_nothing(api, kubeconfig):
+    """The cache saw 1 of 10 nodes not Ready; the server has 7 of 10: the brake holds, judged live."""
+    fc.outage(api, live=9)
+    cache = frozen_cache(api, settings_for(kubeconfig))
+    partition(api, 6)
+    code, _ = one_pass(api, kubeconfig, cache, MAX_UNHEALTHY_FRACTION="0.5")
+    assert code == EXIT_REFUSED
+    assert api.objects("pods") and not [m for m in api.mutations() if m.resource != "events"]
