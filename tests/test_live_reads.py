@@ -100,3 +100,46 @@ def test_a_cache_that_missed_a_partition_writes_nothing(api, kubeconfig):
     code, _ = one_pass(api, kubeconfig, cache, MAX_UNHEALTHY_FRACTION="0.5")
     assert code == EXIT_REFUSED
     assert api.objects("pods") and not [m for m in api.mutations() if m.resource != "events"]
+
+
+# --- item 7: a dead kubelet's last word is no alibi ---------------------------------------------------------
+
+def test_a_pod_its_dead_kubelet_last_reported_ready_is_freed(api, run_pass):
+    """The kubelet posted Ready=False with its pods still Running and Ready (a failed network plugin), the
+    shutdown taint came, then the power went: the node lifecycle controller marks pods NotReady only when a node
+    leaves Ready=True, so the pod still reads Running and Ready. On a proven-down node that is a dead kubelet's
+    last word: its readiness is Unknown now, and it is freed like any stuck pod."""
+    live_nodes(api, 3)
+    fc.dead_node(api, "dead")
+    _pvc, _pv, va = fc.add_volume(api, "data-db-0", attached_to="dead")
+    api.add(fc.pod("db-0", "dead", claims=["data-db-0"], phase="Running", ready="True"))
+    result = run_pass()
+    assert result.code == EXIT_OK
+    assert not api.objects("pods") and not api.objects("volumeattachments"), result.lines("skipped")
+    [deleted] = result.lines("force-deleted pod")
+    assert "NotReady" in deleted["reason"]
+
+
+def test_what_a_dead_kubelet_last_reported_changes_no_other_rule(api, run_pass):
+    """Completed pods stay never deleted; opt-outs, the namespace filters, STUCK_POD_STATES and the volume
+    rules still decide."""
+    live_nodes(api, 3)
+    fc.dead_node(api, "dead")
+    fc.add_volume(api, "data-done-0", attached_to="dead")
+    api.add(fc.pod("done-0", "dead", claims=["data-done-0"], phase="Succeeded", ready="False"))
+    fc.add_volume(api, "data-mine-0", attached_to="dead")
+    api.add(fc.pod("mine-0", "dead", claims=["data-mine-0"], ready="True",
+                   annotations={"rwo-failover.io/opt-out": "true"}))
+    fc.add_volume(api, "shared", modes=("ReadWriteMany",), attached_to="dead")
+    api.add(fc.pod("web-0", "dead", claims=["shared"], ready="True"))
+    fc.add_volume(api, "data-db-0", attached_to="dead")
+    api.add(fc.pod("db-0", "dead", claims=["data-db-0"], ready="True"))
+    result = run_pass(STUCK_POD_STATES="Terminating,Unknown", OUT_OF_SERVICE_TAINT="never")
+    assert {p["metadata"]["name"] for p in api.objects("pods")} == {"done-0", "mine-0", "web-0", "db-0"}
+    reasons = {line["object"]: line["reason"] for line in result.lines("skipped") if line["kind"] == "pod"}
+    assert reasons["default/db-0"].startswith("not stuck"), reasons
+    result = run_pass(OUT_OF_SERVICE_TAINT="never")
+    assert {p["metadata"]["name"] for p in api.objects("pods")} == {"done-0", "mine-0", "web-0"}
+    reasons = {line["object"]: line["reason"] for line in result.lines("skipped") if line["kind"] == "pod"}
+    assert reasons["default/done-0"].startswith("completed") and "opted out" in reasons["default/mine-0"]
+    assert reasons["default/web-0"].startswith("mounts no exclusive volume"), reasons
