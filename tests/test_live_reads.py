@@ -102,6 +102,30 @@ def test_a_cache_that_missed_a_partition_writes_nothing(api, kubeconfig):
     assert api.objects("pods") and not [m for m in api.mutations() if m.resource != "events"]
 
 
+
+def test_the_live_read_keeps_the_pods_and_attachments_it_just_read_live(api, kubeconfig):
+    """One VolumeAttachment list a pass (the costliest read of an outage at scale), not two: the live read
+    leads to no node the cached plan did not already read the pods of."""
+    fc.outage(api)
+    _, requests = one_pass(api, kubeconfig, frozen_cache(api, settings_for(kubeconfig)))
+    assert len(lists(requests, "volumeattachments")) == 1 and len(lists(requests, "pods")) == 1
+    assert len(lists(requests, "nodes")) == 1 and not api.objects("pods")
+
+
+def test_the_live_read_reads_the_pods_of_a_node_the_cache_had_not_seen_down(api, kubeconfig):
+    """The cache lags behind a second outage: the live read judges it down too, and reads its pods."""
+    fc.outage(api)
+    api.add(fc.node("late", ready="True", since=3600, taints=[]))
+    api.add(fc.lease("late", 2))
+    cache = frozen_cache(api, settings_for(kubeconfig))
+    fc.dead_node(api, "late")
+    fc.add_volume(api, "data-web-0", attached_to="late")
+    api.add(fc.pod("web-0", "late", claims=["data-web-0"], terminating=True))
+    code, requests = one_pass(api, kubeconfig, cache)
+    assert code == EXIT_OK and not api.objects("pods") and not api.objects("volumeattachments")
+    assert sorted(r.query.get("fieldSelector") for r in lists(requests, "pods")) == \
+        ["spec.nodeName=dead", "spec.nodeName=dead", "spec.nodeName=late"]
+
 # --- item 7: a dead kubelet's last word is no alibi ---------------------------------------------------------
 
 def test_a_pod_its_dead_kubelet_last_reported_ready_is_freed(api, run_pass):

@@ -14,7 +14,7 @@ from ..act.writer import Guard
 from ..kube import Api, ApiError, Forbidden
 from ..kube.clock import ServerClockUnknown
 from ..model import Cached, Snapshot
-from ..observe import observe
+from ..observe import observe, observe_again
 from ..settings import Settings
 from . import logs
 from .exitcodes import EXIT_FAILED, EXIT_FORBIDDEN, EXIT_OK, EXIT_REFUSED, EXIT_UNAVAILABLE
@@ -66,9 +66,9 @@ def decide(api: Api, settings: Settings, now: Callable[[], datetime],
     """The snapshot and the plan a pass acts on. The watch cache decides *when* a pass runs, never *what* it
     writes: a plan judged from the cache that would write anything (planner.Plan.writes, brakes or not) is
     thrown away and made again from a live, consistent read of everything the cache stood in for (the node
-    list, both brakes and MAX_NODES_PER_PASS judge it; the fences; the recovery records), and of the Leases,
-    pods, claims, PVs and attachments it leads to. Only that plan is acted on. A cached pass with nothing to
-    write reads nothing more: steady state stays as cheap as the cache makes it."""
+    list, both brakes and MAX_NODES_PER_PASS judge it; the fences; the recovery records) and of the Leases
+    (observe.observe_again). Only that plan is acted on. A cached pass with nothing to write reads nothing
+    more: steady state stays as cheap as the cache makes it."""
     snapshot = observe(api, settings, now, cache)
     plan = planner.plan(snapshot, settings)
     if cache is None or not plan.writes:
@@ -76,7 +76,7 @@ def decide(api: Api, settings: Settings, now: Callable[[], datetime],
     log.info("the cached plan writes: reading live before acting",
              extra={"pods_planned": plan.pod_count, "attachments_planned": plan.attachment_count,
                     "nodes_not_ready": plan.not_ready, "nodes": plan.total_nodes})
-    live = observe(api, settings, now, consistent=True)
+    live = observe_again(api, settings, now, snapshot)
     live_plan = planner.plan(live, settings)
     if (live_plan.refusal, live_plan.not_ready, live_plan.total_nodes, live_plan.pod_count) != \
             (plan.refusal, plan.not_ready, plan.total_nodes, plan.pod_count):
