@@ -167,3 +167,29 @@ def test_what_a_dead_kubelet_last_reported_changes_no_other_rule(api, run_pass):
     reasons = {line["object"]: line["reason"] for line in result.lines("skipped") if line["kind"] == "pod"}
     assert reasons["default/done-0"].startswith("completed") and "opted out" in reasons["default/mine-0"]
     assert reasons["default/web-0"].startswith("mounts no exclusive volume"), reasons
+
+
+def test_a_change_to_a_pod_on_a_down_node_wakes_a_pass(api, kubeconfig):
+    """Nothing else wakes one: the down node no longer changes. With STUCK_POD_STATES=Terminating a Running pod on
+    it is left alone until something deletes it (the taint manager's eviction, a human); that deletionTimestamp
+    wakes a pass at once, not INTERVAL (120 s) later."""
+    live_nodes(api, 3)
+    fc.dead_node(api, "dead")
+    fc.add_volume(api, "data-db-0", attached_to="dead")
+    api.add(fc.pod("db-0", "dead", claims=["data-db-0"], ready="True"))
+    proc = loop(kubeconfig, INTERVAL="120", STUCK_POD_STATES="Terminating", OUT_OF_SERVICE_TAINT="never")
+    try:
+        wait_until("the first pass", lambda: watches(api), timeout=20)
+        time.sleep(2)
+        assert api.objects("pods"), "not stuck by the settings: left alone"
+        api.add(fc.pod("db-0", "dead", claims=["data-db-0"], ready="True", terminating=True))
+        marked = time.monotonic()
+        wait_until("the pod freed", lambda: not api.objects("pods"), timeout=15)
+        took = time.monotonic() - marked
+    finally:
+        logs = stop(proc)
+    assert took < 3, f"{took:.1f}s after the pod on the down node changed, with INTERVAL=120"
+    assert [line for line in logs if line["message"] == "pass triggered" and line["trigger"] == "change"
+            and any("pods on dead" in change for change in line["changes"])]
+    pod_watches = [w for w in watches(api) if w.resource == "pods"]
+    assert pod_watches and all(w.query.get("fieldSelector") == "spec.nodeName=dead" for w in pod_watches)

@@ -45,8 +45,14 @@ class Api(Lister):
         return self.call("get", f"leases in {LEASE_NAMESPACE}", "GET",
                          f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases/{node}")
 
-    def list_pods_on(self, node: str, convert: Callable[[dict], T]) -> list[T]:
-        return self.list_all("pods", "/api/v1/pods", convert, query=[("fieldSelector", f"spec.nodeName={node}")])
+    def list_pods_on(self, node: str, convert: Callable[[dict], T], consistent: bool = False) -> list[T]:
+        return self.list_all("pods", "/api/v1/pods", convert, query=[("fieldSelector", f"spec.nodeName={node}")],
+                             consistent=consistent)
+
+    def watch_pods_on(self, node: str, version: str, timeout_seconds: int,
+                      watcher: k8s_watch.Watch) -> Iterator[dict]:
+        return self.watch("pods", "/api/v1/pods", version, timeout_seconds, watcher,
+                          [("fieldSelector", f"spec.nodeName={node}")])
 
     def read_claim(self, namespace: str, name: str) -> Optional[dict]:
         return self.call("get", "persistentvolumeclaims", "GET",

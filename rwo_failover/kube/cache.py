@@ -9,6 +9,7 @@ from typing import Any, Callable, Optional
 from ..model import Cached, Unreadable
 from ..settings import Settings
 from .api import Api
+from .pod_watch import DownNodePods
 from .reflector import Reflector
 from .sources import FENCES, NODES, RECOVERY_RECORDS
 
@@ -30,6 +31,7 @@ class WatchedCluster:
         if self.metrics:
             self.metrics.watch_ages(lambda name: self.reflectors[name].age(), list(self.reflectors))
         self.running = False
+        self.pods = DownNodePods(self.new_api, self.settings, self.on_change)  # pods on proven-down nodes
 
     def start(self) -> None:
         for reflector in self.reflectors.values():
@@ -39,6 +41,7 @@ class WatchedCluster:
     def stop(self) -> None:
         for reflector in self.reflectors.values():
             reflector.stop()
+        self.pods.stop()
         self.running = False
 
     def view(self, api: Api) -> Cached:

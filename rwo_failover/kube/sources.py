@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Hashable
 
-from ..model import RECOVERY_LABEL, Fence, Node, RecoveryEntry
+from ..model import RECOVERY_LABEL, Fence, Node, Pod, RecoveryEntry
 from .reflector import Source
 
 
@@ -27,3 +27,18 @@ RECOVERY_RECORDS = Source(
     lambda api, s, version, timeout, w: api.watch_recovery_records(s.recovery_namespace, RECOVERY_LABEL, version,
                                                                    timeout, w),
     RecoveryEntry.from_json, lambda e: e)
+
+
+def pod_signature(pod: Pod) -> Hashable:
+    """What in a pod on a proven-down node can change what a pass does with it: a deletionTimestamp, its phase,
+    status reason and readiness, what it mounts, its opt-out and labels (POD_SELECTOR); a new pod (another uid)."""
+    return (pod.uid, pod.deleting, pod.phase, pod.reason, pod.ready, pod.claims, pod.opted_out,
+            tuple(sorted(pod.labels.items())))
+
+
+def pods_on(node: str) -> Source:
+    """The pods bound to one node (fieldSelector spec.nodeName, which the API server's watch cache indexes)."""
+    return Source(f"pods on {node}", "pod",
+                  lambda api, _s, fresh, convert: api.list_pods_on(node, convert, fresh),
+                  lambda api, _s, version, timeout, w: api.watch_pods_on(node, version, timeout, w),
+                  Pod.from_json, pod_signature)
