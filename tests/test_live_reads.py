@@ -13,7 +13,7 @@ from rwo_failover.run.exitcodes import EXIT_OK, EXIT_REFUSED
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.fake_apiserver import Fault
 
-from test_watch import live_nodes, loop, outage_due_in, settings_for, stop, wait_until, watches
+from test_watch import break_node, live_nodes, loop, outage_due_in, settings_for, stop, wait_until, watches
 
 
 def partition(api, nodes: int) -> None:
@@ -44,6 +44,26 @@ def test_a_lagging_node_watch_never_lets_a_pass_write_past_the_brake(api, kubeco
     assert any(line.get("trigger") == "wake" for line in logs), "the outage must have woken a pass"
     assert passes[-1]["brake"] == "unhealthy-fraction" and passes[-1]["nodes_not_ready"] == 7, passes[-1]
 
+
+
+def test_a_node_watch_that_has_caught_up_stands_in_for_the_live_node_list(api, kubeconfig):
+    """A consistent read costs one item: the collection's version now (limit=1, no resourceVersion); once the
+    node watch has applied an event or bookmark at or past it, its cache is the node list at that moment, and
+    the pass that writes lists no nodes (50 MB at 5,000). A cache that lags never gets there (the test above)."""
+    live_nodes(api, 3)
+    api.bookmark_seconds = 0.1  # progress the watch hears without any node changing
+    proc = loop(kubeconfig, INTERVAL="120")
+    try:
+        wait_until("the first node watch", lambda: [w for w in watches(api) if w.resource == "nodes"], timeout=20)
+        time.sleep(1)
+        started = len(api.requests)
+        break_node(api)
+        wait_until("the pod freed", lambda: not api.objects("pods"), timeout=20)
+    finally:
+        stop(proc)
+    node_lists = [r for r in api.requests[started:] if r.verb == "list" and r.resource == "nodes"]
+    assert node_lists and all(r.query.get("limit") == "1" and "resourceVersion" not in r.query
+                              for r in node_lists), [r.query for r in node_lists]
 
 # --- one pass from a cache frozen in the past: what it reads live, and when ----------------------------------
 

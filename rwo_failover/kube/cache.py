@@ -14,6 +14,9 @@ from .reflector import Reflector
 from .sources import FENCES, NODES, RECOVERY_RECORDS
 
 
+CAUGHT_UP_SECONDS = 0.3  # how long a pass about to write waits for the node watch to reach "now", then lists
+
+
 @dataclass
 class WatchedCluster:
     """The reflectors of continuous mode, started while leading and stopped while standing by."""
@@ -50,6 +53,15 @@ class WatchedCluster:
         readable = {name: tuple(i for i in items if not isinstance(i, Unreadable)) for name, items in found.items()}
         return Cached(readable["nodes"], readable.get("networkfences", ()), readable["recovery records"],
                       tuple(i for items in found.values() for i in items if isinstance(i, Unreadable)))
+
+    def nodes_now(self, api: Api) -> Optional[tuple]:
+        """The nodes as of a consistent read made now, from the cache: the collection's latest version (a
+        one-item quorum list), once the node watch has applied an event or bookmark at or past it (within
+        CAUGHT_UP_SECONDS); None when it has not, and the caller lists. kube-apiserver serves consistent lists
+        from its watch cache the same way (KEP-2340)."""
+        reflector = self.reflectors["nodes"]
+        version = api.latest_version("nodes", "/api/v1/nodes")
+        return reflector.current(api) if reflector.reached(version, CAUGHT_UP_SECONDS) else None
 
     def stuck(self) -> Optional[str]:
         """For /healthz: a watch thread that has shown no sign of life for much longer than its read timeout

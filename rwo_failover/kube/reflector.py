@@ -75,6 +75,7 @@ class Reflector(Generic[T]):
         self._lock = threading.Lock()
         self._list_lock = threading.Lock()
         self._generation = 0  # bumped by every list: events of an older stream are dropped
+        self._moved = threading.Condition()  # notified whenever `version` moves (reached())
         self._watcher: Optional[k8s_watch.Watch] = None
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
@@ -87,6 +88,19 @@ class Reflector(Generic[T]):
     def stale(self) -> bool:
         age = self.age()
         return age is None or age > self.settings.watch_stale_seconds
+
+    def reached(self, version: str, timeout: float) -> bool:
+        """Whether the items hold the server's state at `version` or later, waiting up to `timeout` seconds:
+        an event or bookmark at or past it was applied (a watch delivers in version order), or a list was made
+        there. Versions compare as integers (etcd's revisions); any other version is never reached."""
+        deadline = self.monotonic() + timeout
+        with self._moved:
+            while not _at_or_past(self.version, version):
+                left = deadline - self.monotonic()
+                if left <= 0:
+                    return False
+                self._moved.wait(left)
+        return True
 
     def current(self, api: Api) -> tuple[Union[T, Unreadable], ...]:
         """The items (and Unreadables), listed afresh first (with the pass's own Api) when the cache is empty
@@ -215,6 +229,8 @@ class Reflector(Generic[T]):
                 self.version = version
             self.heard_at = self.monotonic()
             self.events += 1
+        with self._moved:
+            self._moved.notify_all()
         if self.metrics:
             self.metrics.watch_event(self.source.name, str(kind))
         if changed:
@@ -249,6 +265,8 @@ class Reflector(Generic[T]):
                 self.version, self._generation = api.listed_version, self._generation + 1
                 self.listed_at = self.heard_at = self.monotonic()
             self._interrupt()  # the running stream is from before this list: it must not apply anything more
+        with self._moved:  # a list made now holds "now" for reached()
+            self._moved.notify_all()
         if self.metrics:
             self.metrics.relisted(self.source.name, reason)
         log.info("listed", extra={"resource": self.source.name, "reason": reason, "items": len(fresh),
@@ -266,6 +284,10 @@ class Reflector(Generic[T]):
             watcher.cancelled = True  # type: ignore[attr-defined]
             watcher.stop()
             cut(getattr(watcher, "response", None))
+
+
+def _at_or_past(have: str, wanted: str) -> bool:
+    return have.isdigit() and wanted.isdigit() and int(have) >= int(wanted)
 
 
 def cut(response: Any) -> None:

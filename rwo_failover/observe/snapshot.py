@@ -68,14 +68,17 @@ def observe(api: Api, settings: Settings, now: Callable[[], datetime],
     return _details(api, settings, reader, snapshot)
 
 
-def observe_again(api: Api, settings: Settings, now: Callable[[], datetime], earlier: Snapshot) -> Snapshot:
+def observe_again(api: Api, settings: Settings, now: Callable[[], datetime], earlier: Snapshot,
+                  nodes_now: Optional[Callable[[Api], Optional[tuple]]] = None) -> Snapshot:
     """What a pass judged from the cache, read again live before it writes (run/runner.py): the nodes, fences and
     recovery records listed at the latest version (no resourceVersion: a quorum read, never the API server's
-    watch cache), then the Leases. The pods, claims, PVs and attachments `earlier` read (live, moments ago) are
-    kept when the live read leads to no node and no record that `earlier` did not read them for; else they are
-    read again too. Either way it costs one node list more, not two attachment lists."""
+    watch cache), then the Leases. `nodes_now` may stand in for the node list: the watch cache's nodes once it
+    has caught up with a consistent read made now (kube.cache.WatchedCluster.nodes_now), None when it has not.
+    The pods, claims, PVs and attachments `earlier` read (live, moments ago) are kept when the live read leads
+    to no node and no record that `earlier` did not read them for; else they are read again too."""
     reader = Reader()
-    snapshot = _base(api, settings, now, reader, None, consistent=True)
+    caught_up = nodes_now(api) if nodes_now else None
+    snapshot = _base(api, settings, now, reader, None, consistent=True, nodes_at=caught_up)
     inspect, before = set(nodes_to_inspect(snapshot, settings)), set(nodes_to_inspect(earlier, settings))
     if not inspect <= before or any(e not in earlier.recovery_records for e in snapshot.recovery_records):
         return _details(api, settings, reader, snapshot)
@@ -87,12 +90,19 @@ def observe_again(api: Api, settings: Settings, now: Callable[[], datetime], ear
 
 
 def _base(api: Api, settings: Settings, now: Callable[[], datetime], reader: Reader,
-          cache: Optional[Callable[[Api], Cached]], consistent: bool = False) -> Snapshot:
-    """The nodes, fences and recovery records (from the cache, or listed), and the Leases of the nodes judged."""
+          cache: Optional[Callable[[Api], Cached]], consistent: bool = False,
+          nodes_at: Optional[tuple] = None) -> Snapshot:
+    """The nodes, fences and recovery records (from the cache, or listed), and the Leases of the nodes judged.
+    `nodes_at`: the nodes (and Unreadables) as of a consistent read, instead of listing them."""
     cached = cache(api) if cache else None
     if cached:
         reader.unreadable.extend(cached.unreadable)
-    listed = cached.nodes if cached else reader.each(api.list_nodes(reader.parse("node", Node.from_json), consistent))
+    if nodes_at is not None:
+        reader.unreadable.extend(u for u in nodes_at if isinstance(u, Unreadable))
+        listed = [n for n in nodes_at if not isinstance(n, Unreadable)]
+    else:
+        listed = cached.nodes if cached else reader.each(api.list_nodes(reader.parse("node", Node.from_json),
+                                                                        consistent))
     nodes = tuple({n.name: n for n in listed}.values())  # keyed by name: never judged with a node twice
     fences = {f.node: f for f in (cached.fences if cached else reader.each(
         api.list_networkfences(reader.parse("networkfence", Fence.from_json), consistent)))} \

@@ -122,7 +122,7 @@ def _watched_pass(api: Api, settings: config.Settings, metrics: Metrics, guard: 
         down.extend(v.node for v in plan.verdicts if v.state is NodeState.DOWN)
         if show:
             show(plan)
-    run_pass(api, settings, metrics=metrics, guard=guard, show=seen, cache=cluster.view)
+    run_pass(api, settings, metrics=metrics, guard=guard, show=seen, cache=cluster.view, nodes_now=cluster.nodes_now)
     if wake:  # a pass that could not read the cluster judged nothing: the watches stay as they are
         cluster.pods.follow(down, api)
     if not wake or wake[0] is None:
