@@ -240,7 +240,9 @@ def test_undo_waits_for_attachments_being_deleted(cluster, run_pass):
 def test_a_pending_claim_naming_another_tenants_pv_releases_nothing(cluster, run_pass):
     fc.dead_node(cluster, "dead")
     _pvc, pv, va = fc.add_volume(cluster, "data", namespace="victim", attached_to="dead")
-    cluster.add(fc.pod("victim-0", "dead", namespace="victim", claims=["data"], ready="True"))
+    # Opted out, so it keeps its volume attached: on a proven-down node a pod's last reported Ready frees it.
+    cluster.add(fc.pod("victim-0", "dead", namespace="victim", claims=["data"], ready="True",
+                       annotations={"rwo-failover.io/opt-out": "true"}))
     evil = fc.claim("grab", namespace="evil", volume=pv["metadata"]["name"])
     evil["status"] = {"phase": "Pending"}
     cluster.add(evil)

@@ -41,14 +41,6 @@ class Api(Lister):
     def watch_nodes(self, version: str, timeout_seconds: int, watcher: k8s_watch.Watch) -> Iterator[dict]:
         return self.watch("nodes", "/api/v1/nodes", version, timeout_seconds, watcher)
 
-    def latest_version(self) -> str:
-        """The API server's current resourceVersion, read consistently and cheaply: a list of at most one node,
-        of which only the list's metadata is read (the watch cache's progress, kube/progress.py)."""
-        body = self.call("list", "nodes", "GET", "/api/v1/nodes", [("limit", 1)])
-        meta = body.get("metadata") if isinstance(body, dict) else None
-        version = meta.get("resourceVersion") if isinstance(meta, dict) else None
-        return version if isinstance(version, str) else ""
-
     def read_node(self, name: str) -> Optional[dict]:
         return self.call("get", "nodes", "GET", f"/api/v1/nodes/{name}")
 
@@ -56,8 +48,14 @@ class Api(Lister):
         return self.call("get", f"leases in {LEASE_NAMESPACE}", "GET",
                          f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases/{node}")
 
-    def list_pods_on(self, node: str, convert: Callable[[dict], T]) -> list[T]:
-        return self.list_all("pods", "/api/v1/pods", convert, query=[("fieldSelector", f"spec.nodeName={node}")])
+    def list_pods_on(self, node: str, convert: Callable[[dict], T], consistent: bool = False) -> list[T]:
+        return self.list_all("pods", "/api/v1/pods", convert, query=[("fieldSelector", f"spec.nodeName={node}")],
+                             consistent=consistent)
+
+    def watch_pods_on(self, node: str, version: str, timeout_seconds: int,
+                      watcher: k8s_watch.Watch) -> Iterator[dict]:
+        return self.watch("pods", "/api/v1/pods", version, timeout_seconds, watcher,
+                          [("fieldSelector", f"spec.nodeName={node}")])
 
     def read_claim(self, namespace: str, name: str) -> Optional[dict]:
         return self.call("get", "persistentvolumeclaims", "GET",

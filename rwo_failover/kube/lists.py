@@ -56,6 +56,12 @@ class Lister(Transport):
                 log.warning("list continue token expired; restarting the list", extra={"resource": what})
         raise AssertionError("unreachable")
 
+    def latest_version(self, what: str, path: str) -> str:
+        """The collection's resourceVersion now: a consistent list (no resourceVersion: a quorum read) of one
+        item, whose list version is the moment a consistent read of the whole collection would be at."""
+        body = self.call("list", what, "GET", path, [("limit", 1)])
+        return _page(body, what)[2] if body is not None else ""
+
     def _pages(self, what: str, path: str, limit: int, query: list, consistent: bool = False) -> Iterator[list[dict]]:
         token = None
         while True:

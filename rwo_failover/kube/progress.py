@@ -61,3 +61,9 @@ class Progress:
     def clear(self) -> None:
         with self._lock:
             self._pending.clear()
+
+
+def at_or_past(have: str, wanted: str) -> bool:
+    """Whether a cache at version `have` holds the server's state at `wanted`: etcd revisions, integers that only
+    grow; any other version is never at or past anything."""
+    return have.isdigit() and wanted.isdigit() and int(have) >= int(wanted)

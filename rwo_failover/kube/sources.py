@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Hashable
 
-from ..model import CONTROL_NAME, RECOVERY_LABEL, Control, Fence, Node, RecoveryEntry
-from .reflector import Source
+from ..model import CONTROL_NAME, RECOVERY_LABEL, Control, Fence, Node, Pod, RecoveryEntry
+from .source import Source
 
 
 def node_signature(node: Node) -> Hashable:
@@ -35,3 +35,18 @@ CONTROL = Source(
     lambda api, s, fresh, convert: api.list_control(s.recovery_namespace, CONTROL_NAME, convert, fresh),
     lambda api, s, version, timeout, w: api.watch_control(s.recovery_namespace, CONTROL_NAME, version, timeout, w),
     Control.from_json, lambda c: (c.paused, c.paused_by, c.reason), absent=(False, "", ""))
+
+
+def pod_signature(pod: Pod) -> Hashable:
+    """What in a pod on a proven-down node can change what a pass does with it: a deletionTimestamp, its phase,
+    status reason and readiness, what it mounts, its opt-out and labels (POD_SELECTOR); a new pod (another uid)."""
+    return (pod.uid, pod.deleting, pod.phase, pod.reason, pod.ready, pod.claims, pod.opted_out,
+            tuple(sorted(pod.labels.items())))
+
+
+def pods_on(node: str) -> Source:
+    """The pods bound to one node (fieldSelector spec.nodeName, which the API server's watch cache indexes)."""
+    return Source(f"pods on {node}", "pod",
+                  lambda api, _s, fresh, convert: api.list_pods_on(node, convert, fresh),
+                  lambda api, _s, version, timeout, w: api.watch_pods_on(node, version, timeout, w),
+                  Pod.from_json, pod_signature)

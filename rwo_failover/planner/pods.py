@@ -12,8 +12,14 @@ Selected = list[tuple[Pod, list[Claim]]]
 
 
 def stuck_states(pod: Pod) -> list[str]:
-    """Every stuck state the pod is in. NotStarted (Pending, no Ready condition) only counts when the pod
-    holds an exclusive volume attached to its node; select_pods checks that."""
+    """Every stuck state of a pod on a proven-down node (the only pods ever judged). NotStarted (Pending, no
+    Ready condition) only counts when the pod holds an exclusive volume attached to its node; select_pods
+    checks that.
+
+    A pod's status is its kubelet's last word, and this kubelet is dead: a pod it last reported Running and
+    Ready is NotReady in truth (its Ready condition is Unknown now). The node lifecycle controller marks pods
+    NotReady only when a node *leaves* Ready=True, so a node whose kubelet posted Ready=False with its pods
+    still Ready (a failed network plugin), then lost power, keeps them reading Ready for good (issue 25)."""
     states = []
     if pod.deleting:
         states.append("Terminating")
@@ -21,9 +27,10 @@ def stuck_states(pod: Pod) -> list[str]:
         states.append("Unknown")
     if pod.reason == "NodeLost":
         states.append("NodeLost")
-    if pod.ready in ("False", "Unknown"):
+    never_started = pod.phase == "Pending" and pod.ready is None
+    if not never_started:  # whatever readiness it last reported, or none: nobody vouches for it now
         states.append("NotReady")
-    if pod.phase == "Pending" and pod.ready is None:
+    else:
         states.append("NotStarted")
     return states
 

@@ -8,6 +8,10 @@ from enum import Enum
 from typing import Optional
 
 
+# The recovery verdicts whose settling writes (act/recovery.py): a record deleted, with its Event.
+SETTLING = ("recovered", "not-recovered", "obsolete")
+
+
 class NodeState(str, Enum):
     DOWN = "down"                # proven down: safe to act on
     NOT_YET = "not-yet"          # not proven down yet; exit 0
@@ -155,6 +159,14 @@ class Plan:
     def busy_nodes(self) -> tuple[NodePlan, ...]:
         """The nodes the nodes-per-pass brake counts."""
         return tuple(n for n in self.nodes if n.counted)
+
+    @property
+    def writes(self) -> bool:
+        """Whether acting on this plan, were no brake in the way, writes anything but an Event: a fence, a taint,
+        a pod or an attachment delete, an undo, a recovery record settled. A pass judged from the watch cache
+        re-reads live before any of these (run/runner.py); one with nothing to write reads nothing more."""
+        return bool(self.busy_nodes or self.untaint or self.drop_annotation or self.unfence or
+                    any(getattr(v, "state", "") in SETTLING for v in self.recovery))
 
     @property
     def pod_count(self) -> int:

@@ -20,7 +20,7 @@ from ..act.writer import Guard
 from ..kube import Api, WatchedCluster, load_api_client
 from ..kube.clock import SharedServerClock
 from ..kube.leader import LeaderElector
-from ..planner import Plan
+from ..planner import NodeState, Plan
 from . import logs, plan_table
 from .exitcodes import EXIT_CONFIG, EXIT_CRASH
 from .loop import StopFlag, Trigger, run_loop
@@ -112,15 +112,20 @@ def _listing_pass(api: Api, settings: config.Settings, metrics: Metrics, guard: 
 def _watched_pass(api: Api, settings: config.Settings, metrics: Metrics, guard: Optional[Guard],
                   show: Optional[Callable[[Plan], None]], cluster: WatchedCluster) -> Optional[float]:
     """One pass from the watch cache; the seconds until time alone changes a verdict (None: only a change),
-    on the server's clock: the plan's wake_at less the server's time now."""
+    on the server's clock: the plan's wake_at less the server's time now. Then the pods on the nodes it found
+    proven down are watched, so a change to one wakes a pass (kube/pod_watch.py)."""
     wake: list[Optional[datetime]] = []
+    down: list[str] = []
 
     def seen(plan: Plan) -> None:
         wake.append(plan.wake_at)
+        down.extend(v.node for v in plan.verdicts if v.state is NodeState.DOWN)
         if show:
             show(plan)
     run_pass(api, settings, metrics=metrics, guard=guard, show=seen, cache=cluster.view,
-             watched_pause=cluster.paused)
+             watched_pause=cluster.paused, nodes_now=cluster.nodes_now)
+    if wake:  # a pass that could not read the cluster judged nothing: the watches stay as they are
+        cluster.pods.follow(down, api)
     if not wake or wake[0] is None:
         return None
     return (wake[0] - api.server_clock.now()).total_seconds()

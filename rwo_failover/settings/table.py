@@ -141,7 +141,8 @@ SPECS: tuple[Spec, ...] = (
          _WHOLE.format(1)),
     Spec("STUCK_POD_STATES", pod_states, ",".join(STUCK_STATES),
          "Pod states that count as stuck: Terminating (deletionTimestamp set), Unknown (phase), "
-         "NodeLost (status reason), NotReady (Ready condition False or Unknown), NotStarted (Pending with no "
+         "NodeLost (status reason), NotReady (Ready condition False or Unknown; on a proven-down node, any started "
+         "pod, whatever its dead kubelet last reported), NotStarted (Pending with no "
          "Ready condition, holding an exclusive volume attached to the node).",
          f"a non-empty comma-separated subset of {', '.join(STUCK_STATES)}"),
     Spec("INCLUDE_NAMESPACES", namespace_names, "", "Only pods in these namespaces; empty means all.",
