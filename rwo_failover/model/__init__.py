@@ -31,6 +31,7 @@ from .fields import (
 )
 from .lease import Lease
 from .names import (
+                     APPLIED_BY,
                      CLOUD_SHUTDOWN_KEY,
                      DEFAULT_LEASE_SECONDS,
                      DNS_LABEL,
@@ -40,6 +41,8 @@ from .names import (
                      MIRROR_ANNOTATION,
                      MULTI_ATTACH_MODES,
                      OOS_ANNOTATION,
+                     OOS_APPLIED_BY,
+                     TAINT_ANNOTATIONS,
                      OPT_OUT_ANNOTATION,
                      OUT_OF_SERVICE_KEY,
                      OUT_OF_SERVICE_VALUE,
@@ -47,7 +50,7 @@ from .names import (
                      RECOVERY_LABEL,
                      is_name,
 )
-from .node import SHUTTING_DOWN, Node, Taint
+from .node import SHUTTING_DOWN, Node, Taint, TaintRecord, machine_of
 from .pod import Pod
 from .reader import Reader, name_of
 from .recovery import RecoveryEntry
@@ -55,10 +58,11 @@ from .snapshot import Cached, Snapshot, Unreadable
 from .volume import Volume
 
 __all__ = [
-    "Attachment", "BadObject", "CLOUD_SHUTDOWN_KEY", "Cached", "Claim", "DEFAULT_LEASE_SECONDS", "DNS_LABEL",
-    "DNS_SUBDOMAIN", "FENCE_ASKED_ANNOTATION", "FENCE_LABEL", "Fence", "Json", "Lease", "MIRROR_ANNOTATION",
-    "MULTI_ATTACH_MODES", "Node", "OOS_ANNOTATION", "OPT_OUT_ANNOTATION", "OUT_OF_SERVICE_KEY", "OUT_OF_SERVICE_VALUE",
-    "Pod", "RECOVERY_ANNOTATION", "RECOVERY_LABEL", "Reader", "RecoveryEntry", "SHUTTING_DOWN", "Snapshot", "TIME_YEARS",
-    "Taint", "Unreadable", "Volume", "bool_at", "fence_asked", "int_at", "is_name", "items_at", "name_of", "obj_at",
-    "opted_out", "parse_time", "server_time", "strings_at", "text_at", "texts_at", "time_at", "typed_at",
+    "APPLIED_BY", "Attachment", "BadObject", "CLOUD_SHUTDOWN_KEY", "Cached", "Claim", "DEFAULT_LEASE_SECONDS",
+    "DNS_LABEL", "DNS_SUBDOMAIN", "FENCE_ASKED_ANNOTATION", "FENCE_LABEL", "Fence", "Json", "Lease",
+    "MIRROR_ANNOTATION", "MULTI_ATTACH_MODES", "Node", "OOS_ANNOTATION", "OOS_APPLIED_BY", "OPT_OUT_ANNOTATION",
+    "OUT_OF_SERVICE_KEY", "OUT_OF_SERVICE_VALUE", "Pod", "RECOVERY_ANNOTATION", "RECOVERY_LABEL", "Reader",
+    "RecoveryEntry", "SHUTTING_DOWN", "Snapshot", "TAINT_ANNOTATIONS", "TIME_YEARS", "Taint", "TaintRecord",
+    "Unreadable", "Volume", "bool_at", "fence_asked", "int_at", "is_name", "items_at", "machine_of", "name_of",
+    "obj_at", "opted_out", "parse_time", "server_time", "strings_at", "text_at", "texts_at", "time_at", "typed_at",
 ]

@@ -35,7 +35,15 @@ from .nodes import (
 )
 from .pods import exclusive_claims, pod_exclusion, select_pods, stuck_states
 from .recovery import judge_all
-from .taint import recovered, recovered_at, taint_blocker, undo_blocker, untaint, wants_out_of_service
+from .taint import (
+    lift_blocker,
+    recovered,
+    recovered_at,
+    taint_blocker,
+    undo_blocker,
+    untaint,
+    wants_out_of_service,
+)
 from .types import (
     AttachmentAction,
     NodePlan,
@@ -52,8 +60,9 @@ from .unreadable import unreadable_on
 
 __all__ = ["AttachmentAction", "NodePlan", "NodeState", "NodeVerdict", "Plan", "PodAction", "Refusal",
            "RefusalKind", "Skip", "UnsafePlan", "exclusive_claims", "judge_liveness", "judge_nodes", "judge_ours",
-           "judge_tainted_node", "lease_fresh", "nodes_to_inspect", "plan", "pod_exclusion", "recovered",
-           "shutdown_taint", "stuck_states", "tainted_nodes", "undo_blocker", "unfence_step", "unreadable_on"]
+           "judge_tainted_node", "lease_fresh", "lift_blocker", "nodes_to_inspect", "plan", "pod_exclusion",
+           "recovered", "shutdown_taint", "stuck_states", "tainted_nodes", "undo_blocker", "unfence_step",
+           "unreadable_on"]
 
 
 def _plan_node(verdict: NodeVerdict, node: Node, snapshot: Snapshot, settings: Settings) -> tuple[NodePlan, list[Skip]]:
@@ -77,7 +86,10 @@ def _plan_node(verdict: NodeVerdict, node: Node, snapshot: Snapshot, settings: S
     if blocker:
         skips.append(Skip("node", node.name, blocker))
     lease = snapshot.leases.get(node.name)
-    node_plan = NodePlan(verdict, actions, tuple(attachments), add_taint and blocker is None,
+    # Storage that fences on the taint (ceph-csi 3.15+ blocklists a node's clients in ControllerUnpublishVolume
+    # only while the node carries it): with the handoff on, no attachment is released before the taint is on.
+    taint_first = wants_out_of_service(snapshot, settings) and blocker is None
+    node_plan = NodePlan(verdict, actions, tuple(attachments), add_taint and blocker is None, taint_first=taint_first,
                          lease_seen=lease.version if lease is not None else "", status_seen=node.status_written_at)
     if node_plan.has_work:
         step, why = fence_step(node, snapshot, settings)
@@ -106,7 +118,7 @@ def plan(snapshot: Snapshot, settings: Settings) -> Plan:
     skips += [Skip("node", v.node, v.reason) for v in verdicts if v.state is not NodeState.DOWN]
     skips += opted_out_skips(snapshot, settings)
     nodes = {n.name: n for n in snapshot.nodes}
-    untainted, stale, undo_skips = untaint(verdicts, snapshot, settings)
+    untainted, stale, kept, undo_skips = untaint(verdicts, snapshot, settings)
     unfence, unfence_skips = unfence_steps(snapshot, settings)
     skips += undo_skips + unfence_skips
     node_plans = []
@@ -120,7 +132,7 @@ def plan(snapshot: Snapshot, settings: Settings) -> Plan:
     recovery = judge_all(snapshot, settings)
     skips += [Skip("recovery record", v.entry.name, v.detail) for v in recovery if v.state == "unreadable"]
     totals = {"not_ready": not_ready_count(snapshot), "total_nodes": len(snapshot.nodes), "untaint": untainted,
-              "drop_annotation": stale, "unfence": unfence, "recovery": recovery,
+              "drop_annotation": stale, "taint_kept": kept, "unfence": unfence, "recovery": recovery,
               "wake_at": wake_at(verdicts, snapshot, settings, recovery)}
     refusal = unhealthy_brake(snapshot, settings, idle) or nodes_brake(node_plans, settings)
     minute = int(snapshot.now.timestamp() // 60)
