@@ -120,7 +120,7 @@ class Actor:
         gone = {p.key for p in node_plan.pods if self.live.confirm_down(node_plan) and
                 self._delete_pod(node_plan, p, held)}
         released = [a for a in node_plan.attachments if self._releasable(a, gone) and
-                    self._tainted_live(node_plan, would) and self._release(node_plan, a)]
+                    self._tainted_live(node_plan, a, would) and self._release(node_plan, a)]
         uid = self.node_uids.get(name, "")
         if held:  # comes back every pass until a human acts: one Warning, bumped, never an Event per pass
             self.events.repeated(name, uid, "PodsHeldByFinalizers", f"{'; '.join(held)}; their volumes stay "
@@ -131,19 +131,17 @@ class Actor:
                              f"{', '.join(sorted(gone)) or 'no pods'}; deleted "
                              f"{', '.join(a.name for a in released) or 'no VolumeAttachments'}")
 
-    def _tainted_live(self, node_plan: NodePlan, would: bool) -> bool:
+    def _tainted_live(self, node_plan: NodePlan, action: AttachmentAction, would: bool) -> bool:
         """The live re-check before releasing an attachment, and, with the handoff on, the out-of-service taint
         read back on the node: ceph-csi (3.15+) blocklists the node's clients in ControllerUnpublishVolume only
         if the node carries the taint at that moment, so an attachment released before it skips the fencing."""
         live = self.live.confirm_down(node_plan)
         if live is None or not node_plan.taint_first or live[0].has_oos_taint or would:
             return live is not None
-        name = node_plan.verdict.node
-        self.outcome.attachments_held.extend(a.name for a in node_plan.attachments
-                                             if a.name not in self.outcome.attachments_held)
-        self.writer.fail(f"VolumeAttachments on node {name} kept: the out-of-service taint is not on the node as "
-                         "read now, and storage that fences on it (ceph-csi) would skip fencing if they were "
-                         "released; the next pass tries again")
+        self.outcome.attachments_held.append(action.name)
+        self.writer.fail(f"VolumeAttachment {action.name} on node {action.node} kept: the out-of-service taint is "
+                         "not on the node as read now, and storage that fences on it (ceph-csi) would skip fencing "
+                         "if it were released; the next pass tries again")
         return False
 
     def _add_taint(self, node_plan: NodePlan, raw: dict) -> bool:
