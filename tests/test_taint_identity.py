@@ -208,3 +208,22 @@ def test_dry_run_says_it_would_release_after_its_would_be_taint(cluster, run_pas
     assert result.lines("dry-run: would add the out-of-service taint")
     assert [line for line in result.logs if line["message"].startswith("dry-run: would delete")
             and "volumeattachment" in str(line).lower()]
+
+
+def test_attachments_of_a_node_whose_taint_waits_for_deferred_pods_wait_too(cluster, run_pass):
+    """MAX_PODS_PER_PASS defers a pod: the taint would delete it too, so it waits, and so do the attachments
+    (released without the taint, ceph-csi would not fence). Not a failure: a later pass takes the rest."""
+    fc.dead_node(cluster, "dead")
+    stuck(cluster, "dead", name="db-0")
+    stuck(cluster, "dead", name="db-1")
+
+    first = run_pass(MAX_PODS_PER_PASS="1")
+
+    assert first.code == EXIT_OK and first.summary["pods_deferred"] == 1
+    assert oos_taints(cluster, "dead") == [] and len(cluster.objects("volumeattachments")) == 2
+    assert [s for s in first.lines("skipped") if s["kind"] == "volumeattachment"
+            and "once the out-of-service taint is on" in s["reason"]]
+    run_pass(MAX_PODS_PER_PASS="1")
+    last = run_pass(MAX_PODS_PER_PASS="1")
+    assert last.code == EXIT_OK and cluster.objects("pods") == [] and cluster.objects("volumeattachments") == []
+    assert len(oos_taints(cluster, "dead")) == 1
