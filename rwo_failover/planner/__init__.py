@@ -40,7 +40,15 @@ from .nodes import (
 from .pods import exclusive_claims, pod_exclusion, select_pods, stuck_states
 from .recovery import controller_ref, judge_all
 from .redfish import WITNESS, silent_brake
-from .taint import recovered, recovered_at, taint_blocker, undo_blocker, untaint, wants_out_of_service
+from .taint import (
+    lift_blocker,
+    recovered,
+    recovered_at,
+    taint_blocker,
+    undo_blocker,
+    untaint,
+    wants_out_of_service,
+)
 from .types import (
     AttachmentAction,
     NodePlan,
@@ -58,7 +66,7 @@ from .unreadable import unreadable_on
 
 __all__ = ["AttachmentAction", "NodePlan", "NodeState", "NodeVerdict", "Plan", "PodAction", "Refusal",
            "RefusalKind", "Skip", "StormMark", "UnsafePlan", "exclusive_claims", "judge_liveness", "judge_nodes",
-           "judge_ours", "judge_tainted_node", "judge_untainted", "lease_fresh", "nodes_to_inspect", "plan", "pod_exclusion", "recovered",
+           "judge_ours", "judge_tainted_node", "judge_untainted", "lease_fresh", "lift_blocker", "nodes_to_inspect", "plan", "pod_exclusion", "recovered",
            "shutdown_taint", "stuck_states", "tainted_nodes", "undo_blocker", "unfence_step", "unreadable_on"]
 
 
@@ -83,7 +91,10 @@ def _plan_node(verdict: NodeVerdict, node: Node, snapshot: Snapshot, settings: S
     if blocker:
         skips.append(Skip("node", node.name, blocker))
     lease = snapshot.leases.get(node.name)
-    node_plan = NodePlan(verdict, actions, tuple(attachments), add_taint and blocker is None,
+    # Storage that fences on the taint (ceph-csi 3.15+ blocklists a node's clients in ControllerUnpublishVolume
+    # only while the node carries it): with the handoff on, no attachment is released before the taint is on.
+    taint_first = wants_out_of_service(snapshot, settings) and blocker is None
+    node_plan = NodePlan(verdict, actions, tuple(attachments), add_taint and blocker is None, taint_first=taint_first,
                          lease_seen=lease.version if lease is not None else "", status_seen=node.status_written_at,
                          unproven=unproven(verdict.node, selected, snapshot))
     if node_plan.has_work:
@@ -121,7 +132,7 @@ def plan(snapshot: Snapshot, settings: Settings) -> Plan:
     skips += [Skip("node", v.node, v.reason) for v in verdicts if v.state is not NodeState.DOWN]
     skips += opted_out_skips(snapshot, settings)
     nodes = {n.name: n for n in snapshot.nodes}
-    untainted, stale, undo_skips = untaint(verdicts, snapshot, settings)
+    untainted, stale, kept, undo_skips = untaint(verdicts, snapshot, settings)
     unfence, unfence_skips, fences_held = unfence_steps(snapshot, settings)
     skips += undo_skips + unfence_skips
     node_plans = []
@@ -135,7 +146,7 @@ def plan(snapshot: Snapshot, settings: Settings) -> Plan:
     recovery = judge_all(snapshot, settings)
     skips += [Skip("recovery record", v.entry.name, v.detail) for v in recovery if v.state == "unreadable"]
     totals = {"not_ready": not_ready_count(snapshot), "total_nodes": len(snapshot.nodes), "untaint": untainted,
-              "drop_annotation": stale, "unfence": unfence, "recovery": recovery,
+              "drop_annotation": stale, "taint_kept": kept, "unfence": unfence, "recovery": recovery,
               "fences_held": fences_held,
               "wake_at": wake_at(verdicts, snapshot, settings, recovery), "ignored": ignored(node_plans, idle)}
     brake = (unhealthy_brake(snapshot, settings, idle) or silent_brake(snapshot, settings, idle)

@@ -65,6 +65,7 @@ class NodePlan:
     pods: tuple[PodAction, ...] = ()
     attachments: tuple[AttachmentAction, ...] = ()
     add_taint: bool = False  # add the out-of-service taint before deleting anything
+    taint_first: bool = False  # release no VolumeAttachment until the out-of-service taint is on, read live
     fence: Optional[str] = None  # a fencing step still needed (fencing.REQUEST, PENDING, "failed"); None: go on
     fence_reason: str = ""
     # The NetworkFence the plan judged, (uid, resourceVersion): a write the plan decided on it (the delete that
@@ -143,6 +144,8 @@ class Plan:
     total_nodes: int = 0
     untaint: tuple[str, ...] = ()  # recovered nodes whose out-of-service taint (ours) comes off
     drop_annotation: tuple[str, ...] = ()  # nodes whose annotation outlived our taint (a human removed it)
+    # Recovering nodes whose out-of-service taint stays until a human acts (not ours, or not rebooted), and why
+    taint_kept: tuple[tuple[str, str], ...] = ()
     unfence: tuple[tuple[str, str], ...] = ()  # (node, fencing.UNFENCE or DELETE) for nodes back for good
     # (node, fencing.HELD_* kind, why): our fences on nodes back for good that are not ours to lift for them
     fences_held: tuple[tuple[str, str, str], ...] = ()

@@ -32,6 +32,13 @@ from .runner import run_pass
 log = logging.getLogger(logs.LOGGER)
 
 
+HANDOFF_OFF = "out-of-service handoff off: storage that fences a node only while it carries the taint is not fenced"
+# ceph-csi 3.15+ (Rook's rbd and cephfs drivers) blocklists a node's clients in ControllerUnpublishVolume only when
+# the node carries the out-of-service taint at that moment: without it, a released volume is not fenced.
+FENCES_ON_THE_TAINT = "ceph-csi 3.15+ rbd (*rbd.csi.ceph.com) and cephfs (*cephfs.csi.ceph.com): no blocklisting of " \
+                      "the node's clients when its VolumeAttachments are released"
+
+
 def main(argv: Optional[Sequence[str]] = None, environ: Optional[Mapping[str, str]] = None,
          stdout: Optional[IO[str]] = None, stderr: Optional[IO[str]] = None,
          sleep: Callable[[float], None] = time.sleep) -> int:
@@ -55,6 +62,8 @@ def main(argv: Optional[Sequence[str]] = None, environ: Optional[Mapping[str, st
                                              "dry_run": settings.dry_run})
     for rule, disables in config.switched_off(settings):  # only acknowledged ones get this far
         log.warning("safety rule switched off by ALLOW_UNSAFE", extra={"rule": rule, "disables": disables})
+    if settings.out_of_service_taint == "never":
+        log.warning(HANDOFF_OFF, extra={"setting": "OUT_OF_SERVICE_TAINT=never", "skips": FENCES_ON_THE_TAINT})
     try:
         api_client = load_api_client(settings)
     except config.ConfigError as err:

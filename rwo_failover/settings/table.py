@@ -156,7 +156,8 @@ SPECS: tuple[Spec, ...] = (
          "server is 1.28 or newer), always, or never.",
          f"one of {', '.join(OUT_OF_SERVICE_MODES)}"),
     Spec("RECOVERY_SECONDS", int_in(0, DAY), "60",
-         "Remove our out-of-service taint once the node has been Ready this long with a fresh Lease.",
+         "Remove our out-of-service taint once the node, rebooted since we added it, has been Ready this long "
+         "with a fresh Lease.",
          _RANGE.format(0, DAY)),
     Spec("INTERVAL", interval_seconds, "0",
          "Continuous mode: the longest time between passes (with WATCH, a watched change or the moment time "
