@@ -36,6 +36,7 @@ from kubernetes.client.exceptions import ApiException
 from ..model import Reader, Unreadable, name_of
 from ..settings import Settings
 from .api import Api
+from .decode import DecodingWatch
 from .errors import ApiError
 
 log = logging.getLogger("rwo_failover")
@@ -55,6 +56,7 @@ class Source(Generic[T]):
     watch: Callable[[Api, Settings, str, int, k8s_watch.Watch], Iterator[dict]]
     from_json: Callable[[Any], T]
     signature: Callable[[T], Hashable]
+    shape: type  # what a pass reads of it (kube/shapes.py): lists and watch events are decoded to it
 
 
 class Reflector(Generic[T]):
@@ -183,7 +185,7 @@ class Reflector(Generic[T]):
         """One watch stream, from the current version until it ends, breaks, or a list replaces the items."""
         with self._lock:
             generation, version = self._generation, self.version
-            watcher = self._watcher = k8s_watch.Watch()
+            watcher = self._watcher = DecodingWatch(self.source.shape)
         # As the reflector: a random timeout in [5, 10) minutes, so many clients do not resume in step; and
         # never past the next periodic relist.
         until_relist = self.settings.relist_seconds - (self.monotonic() - (self.listed_at or self.monotonic()))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Hashable
 
 from ..model import RECOVERY_LABEL, Fence, Node, RecoveryEntry
+from . import shapes
 from .reflector import Source
 
 
@@ -16,14 +17,14 @@ def node_signature(node: Node) -> Hashable:
 
 NODES = Source("nodes", "node", lambda api, _s, fresh, convert: api.list_nodes(convert, fresh),
                lambda api, _s, version, timeout, w: api.watch_nodes(version, timeout, w),
-               Node.from_json, node_signature)
+               Node.from_json, node_signature, shapes.Node)
 FENCES = Source("networkfences", "networkfence",
                 lambda api, _s, fresh, convert: api.list_networkfences(convert, fresh),
                 lambda api, _s, version, timeout, w: api.watch_networkfences(version, timeout, w),
-                Fence.from_json, lambda f: f)
+                Fence.from_json, lambda f: f, shapes.Fence)
 RECOVERY_RECORDS = Source(
     "recovery records", "recovery record",
     lambda api, s, fresh, convert: api.list_recovery_records(s.recovery_namespace, RECOVERY_LABEL, convert, fresh),
     lambda api, s, version, timeout, w: api.watch_recovery_records(s.recovery_namespace, RECOVERY_LABEL, version,
                                                                    timeout, w),
-    RecoveryEntry.from_json, lambda e: e)
+    RecoveryEntry.from_json, lambda e: e, shapes.Record)

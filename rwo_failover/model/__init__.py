@@ -49,7 +49,7 @@ from .names import (
 )
 from .node import SHUTTING_DOWN, Node, Taint
 from .pod import Pod
-from .reader import Reader, name_of
+from .reader import Reader, Undecodable, name_of
 from .recovery import RecoveryEntry
 from .snapshot import Cached, Snapshot, Unreadable
 from .volume import Volume
@@ -59,6 +59,7 @@ __all__ = [
     "DNS_SUBDOMAIN", "FENCE_ASKED_ANNOTATION", "FENCE_LABEL", "Fence", "Json", "Lease", "MIRROR_ANNOTATION",
     "MULTI_ATTACH_MODES", "Node", "OOS_ANNOTATION", "OPT_OUT_ANNOTATION", "OUT_OF_SERVICE_KEY", "OUT_OF_SERVICE_VALUE",
     "Pod", "RECOVERY_ANNOTATION", "RECOVERY_LABEL", "Reader", "RecoveryEntry", "SHUTTING_DOWN", "Snapshot", "TIME_YEARS",
-    "Taint", "Unreadable", "Volume", "bool_at", "fence_asked", "int_at", "is_name", "items_at", "name_of", "obj_at",
-    "opted_out", "parse_time", "server_time", "strings_at", "text_at", "texts_at", "time_at", "typed_at",
+    "Taint", "Undecodable", "Unreadable", "Volume", "bool_at", "fence_asked", "int_at", "is_name", "items_at",
+    "name_of", "obj_at", "opted_out", "parse_time", "server_time", "strings_at", "text_at", "texts_at", "time_at",
+    "typed_at",
 ]
