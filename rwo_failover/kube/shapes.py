@@ -5,8 +5,13 @@ newer API adds) is skipped by the decoder unbuilt, so a page costs what a pass k
 wrote. Each Struct mirrors the fields its model type's `from_json` reads (rwo_failover/model/*.py): add a
 field there, declare it here too (tests/test_decode.py checks every kind round-trips what from_json reads).
 
-Every field is optional and null means absent, as `model.fields` reads them; a value of another JSON type is
-a validation error, which kube/decode.py turns into one unreadable object, never a failed list.
+Only the containers from_json always reads are typed (an object, a list of objects); every value in them is
+`Any`, judged by from_json exactly as before, because from_json reads some fields only in some entries (the
+Ready condition's status, the controller reference's kind) and a stricter decoder would skip objects it
+reads. A container of the wrong JSON type is a validation error, which kube/decode.py turns into one
+unreadable object (from_json would have refused it too), never a failed list. An `Any` value is built whole,
+but it is a value the API promises small (a label map, a volume's inline spec), within the object limit
+and the page cap; nested past what msgspec decodes, it goes to decode's depth-bounded path.
 """
 
 from __future__ import annotations
@@ -20,58 +25,50 @@ class Shape(msgspec.Struct, omit_defaults=True):
     """Absent stays absent when converted back to JSON types (omit_defaults), as from_json expects."""
 
 
-class Present(msgspec.Struct):  # not omit_defaults: its one field must come back
-    """An object whose presence alone is read (a pod's ephemeral volume, an attachment's inline spec): its
-    content is skipped, and it reads back as a non-empty object (from_json tests `bool(...)`)."""
-
-    seen: bool = msgspec.field(default=True, name="rwo-failover.io/present")  # no API field has this name
-
-
-Strings = Optional[dict[str, str]]
 
 
 class Meta(Shape):
-    name: Optional[str] = None
-    namespace: Optional[str] = None
-    uid: Optional[str] = None
-    resourceVersion: Optional[str] = None  # where a watch resumes
+    name: Any = None
+    namespace: Any = None
+    uid: Any = None
+    resourceVersion: Any = None  # where a watch resumes
 
 
 class Stamp(Shape):  # a managedFields entry: its time and subresource only, never its fieldsV1
-    time: Optional[str] = None
-    subresource: Optional[str] = None
+    time: Any = None
+    subresource: Any = None
 
 
 class Condition(Shape):
-    type: Optional[str] = None
-    status: Optional[str] = None
-    lastTransitionTime: Optional[str] = None
-    message: Optional[str] = None
-    observedGeneration: Optional[int] = None
+    type: Any = None
+    status: Any = None
+    lastTransitionTime: Any = None
+    message: Any = None
+    observedGeneration: Any = None
 
 
 # --- Node ----------------------------------------------------------------------------------------------
 class NodeMeta(Meta):
-    labels: Strings = None
-    annotations: Strings = None
+    labels: Any = None
+    annotations: Any = None
     managedFields: Optional[list[Stamp]] = None
 
 
 class Taint(Shape):
-    key: Optional[str] = None
-    value: Optional[str] = None
-    effect: Optional[str] = None
-    timeAdded: Optional[str] = None
+    key: Any = None
+    value: Any = None
+    effect: Any = None
+    timeAdded: Any = None
 
 
 class NodeSpec(Shape):
     taints: Optional[list[Taint]] = None
-    providerID: Optional[str] = None
+    providerID: Any = None
 
 
 class Address(Shape):
-    type: Optional[str] = None
-    address: Optional[str] = None
+    type: Any = None
+    address: Any = None
 
 
 class NodeStatus(Shape):
@@ -91,8 +88,8 @@ class LeaseMeta(Meta):
 
 
 class LeaseSpec(Shape):
-    renewTime: Optional[str] = None
-    leaseDurationSeconds: Optional[int] = None
+    renewTime: Any = None
+    leaseDurationSeconds: Any = None
 
 
 class Lease(Shape):
@@ -102,36 +99,36 @@ class Lease(Shape):
 
 # --- Pod -----------------------------------------------------------------------------------------------
 class OwnerReference(Shape):
-    controller: Optional[bool] = None
-    kind: Optional[str] = None
-    name: Optional[str] = None
+    controller: Any = None
+    kind: Any = None
+    name: Any = None
 
 
 class PodMeta(Meta):
-    labels: Strings = None
-    annotations: Strings = None
+    labels: Any = None
+    annotations: Any = None
     ownerReferences: Optional[list[OwnerReference]] = None
-    deletionTimestamp: Optional[str] = None
+    deletionTimestamp: Any = None
 
 
 class ClaimSource(Shape):
-    claimName: Optional[str] = None
+    claimName: Any = None
 
 
 class PodVolume(Shape):
-    name: Optional[str] = None
+    name: Any = None
     persistentVolumeClaim: Optional[ClaimSource] = None
-    ephemeral: Optional[Present] = None
+    ephemeral: Any = None
 
 
 class PodSpec(Shape):
-    nodeName: Optional[str] = None
+    nodeName: Any = None
     volumes: Optional[list[PodVolume]] = None
 
 
 class PodStatus(Shape):
-    phase: Optional[str] = None
-    reason: Optional[str] = None
+    phase: Any = None
+    reason: Any = None
     conditions: Optional[list[Condition]] = None
 
 
@@ -143,15 +140,15 @@ class Pod(Shape):
 
 # --- PersistentVolumeClaim -----------------------------------------------------------------------------
 class ClaimMeta(Meta):
-    annotations: Strings = None
+    annotations: Any = None
 
 
 class ClaimSpec(Shape):
-    volumeName: Optional[str] = None
+    volumeName: Any = None
 
 
 class Phase(Shape):
-    phase: Optional[str] = None
+    phase: Any = None
 
 
 class Claim(Shape):
@@ -162,14 +159,14 @@ class Claim(Shape):
 
 # --- PersistentVolume ----------------------------------------------------------------------------------
 class ClaimRef(Shape):
-    namespace: Optional[str] = None
-    name: Optional[str] = None
-    uid: Optional[str] = None
+    namespace: Any = None
+    name: Any = None
+    uid: Any = None
 
 
 class VolumeSpec(Shape):
     claimRef: Optional[ClaimRef] = None
-    accessModes: Optional[list[str]] = None
+    accessModes: Any = None
 
 
 class Volume(Shape):
@@ -179,21 +176,21 @@ class Volume(Shape):
 
 # --- VolumeAttachment ----------------------------------------------------------------------------------
 class AttachmentMeta(Meta):
-    deletionTimestamp: Optional[str] = None
+    deletionTimestamp: Any = None
 
 
 class AttachmentSource(Shape):
-    persistentVolumeName: Optional[str] = None
-    inlineVolumeSpec: Optional[Present] = None
+    persistentVolumeName: Any = None
+    inlineVolumeSpec: Any = None
 
 
 class AttachmentSpec(Shape):
-    nodeName: Optional[str] = None
+    nodeName: Any = None
     source: Optional[AttachmentSource] = None
 
 
 class Attached(Shape):
-    attached: Optional[bool] = None
+    attached: Any = None
 
 
 class Attachment(Shape):
@@ -204,20 +201,20 @@ class Attachment(Shape):
 
 # --- NetworkFence --------------------------------------------------------------------------------------
 class FenceMeta(Meta):
-    generation: Optional[int] = None
-    labels: Strings = None
-    annotations: Strings = None
-    deletionTimestamp: Optional[str] = None
+    generation: Any = None
+    labels: Any = None
+    annotations: Any = None
+    deletionTimestamp: Any = None
 
 
 class FenceSpec(Shape):
-    fenceState: Optional[str] = None
-    cidrs: Optional[list[str]] = None
+    fenceState: Any = None
+    cidrs: Any = None
 
 
 class FenceStatus(Shape):
-    result: Optional[str] = None
-    message: Optional[str] = None
+    result: Any = None
+    message: Any = None
     conditions: Optional[list[Condition]] = None
 
 
