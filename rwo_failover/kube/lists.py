@@ -1,5 +1,6 @@
-"""Lists and watches over one Transport: pages converted as they arrive, restarts after an expired continue
-token, and the raw event stream of a watch (kubernetes.watch.Watch does the streaming)."""
+"""Lists and watches over one Transport: pages decoded to the fields a pass reads (kube/decode.py) and
+converted as they arrive, a page too long asked again shorter, restarts after an expired continue token, and
+the event stream of a watch (kubernetes.watch.Watch does the streaming; decode.DecodingWatch the decoding)."""
 
 from __future__ import annotations
 
@@ -89,7 +90,8 @@ class Lister(Transport):
         the version is too old); a broken or silent stream raises urllib3's errors. Only opening is retried.
 
         kubernetes.watch.Watch does the streaming. It is given no model type (the opener has no return
-        annotation or docstring), so it parses each line with json.loads and builds no model objects; and
+        annotation or docstring), so it builds no model objects; a decode.DecodingWatch (the reflector's)
+        decodes each line to the fields a pass reads, as a list's items are, instead of json.loads; and
         `timeout_seconds` turns off its own resume-after-410, so a 410 reaches the caller, which relists.
         `watcher.stop()`, from another thread, ends the stream at once.
         """

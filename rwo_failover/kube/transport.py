@@ -2,7 +2,8 @@
 
 Calls go through the official client's ApiClient (kubeconfig or in-cluster
 auth, TLS, the urllib3 pool) with `param_serialize` and `call_api`, and parse
-the JSON body themselves. That skips the generated API classes: their import
+the JSON body themselves (lists and tenant objects through kube/decode.py, to
+the few fields a pass reads; the rest with json.loads). That skips the generated API classes: their import
 builds a pydantic validator for every method (~0.9 s), each call validates its
 arguments (~1.4 ms), and default deserialization of a 5,000-node list takes
 seconds and hundreds of MB (see bench/). Every call goes through `Api.call`,
