@@ -196,3 +196,18 @@ def test_a_watch_event_of_a_deep_object_is_one_unreadable_object_and_the_stream_
     assert event["type"] == "MODIFIED" and event["raw_object"]["metadata"]["resourceVersion"] == "42"
     assert reader.parse("pod", Pod.from_json)(event["raw_object"]) is None
     assert "levels deep" in reader.unreadable[0].reason
+
+
+def test_a_deep_object_with_an_integer_past_64_bits_is_still_one_unreadable_object():
+    """Found by the fuzz tier: yajl, ijson's C backend, refused the whole page ("integer overflow")."""
+    from rwo_failover.kube import decode, shapes
+
+    deep = fc.pod("c-0", "n1")
+    deep["apiVersion"] = 2**63
+    deep["metadata"]["managedFields"] = [hostile_entry(nested(10_000))]
+    body = expand(json.dumps({"metadata": {"resourceVersion": "9"}, "items": [fc.pod("a-0", "n1"), deep]}).encode())
+
+    items, _token, _version = decode.decode_page(body, shapes.Pod)
+
+    assert [type(item).__name__ for item in items] == ["dict", "Undecodable"]
+    assert "levels deep" in items[1].reason

@@ -156,6 +156,7 @@ class DecodingWatch(k8s_watch.Watch):
 
 
 # --- the deep path: ijson tokens, declared keys only, no recursion into what is skipped -----------------------
+_PYTHON_BACKEND = ijson.get_backend("python")
 _LEAF = "leaf"  # a declared value of JSON types only (a string, a label map): built whole, up to MAX_KEPT_DEPTH
 
 
@@ -205,12 +206,15 @@ def _tree_of(info: Any) -> Any:
 
 
 def _deep(body: bytes, tree: Any, shape: type) -> Any:
-    tokens = _Tokens(ijson.basic_parse(body, use_float=True))
-    try:
-        found = _value(tokens, *tokens.next(), tree, shape)
-    except (ijson.JSONError, StopIteration) as err:
-        raise _not_json(err) from None
-    return found
+    # yajl (the C backend) refuses integers past 64 bits anywhere in the document, which msgspec and json.loads
+    # read; ijson's pure-Python backend reads them, as deep, only slower: the second try.
+    for backend in (ijson, _PYTHON_BACKEND):
+        tokens = _Tokens(backend.basic_parse(body, use_float=True))
+        try:
+            return _value(tokens, *tokens.next(), tree, shape)
+        except (ijson.JSONError, StopIteration) as err:
+            failed = err
+    raise _not_json(failed) from None
 
 
 def _deep_page(body: bytes, shape: type) -> tuple[list[Decoded], Optional[str], str]:
