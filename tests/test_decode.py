@@ -83,7 +83,7 @@ def test_a_deep_pod_on_a_stopped_node_is_skipped_with_a_reason_and_the_rest_free
     assert skip["object"] == "default/web-0" and "levels deep" in skip["reason"]
 
 
-def test_a_deep_pod_read_by_a_get_is_unreadable_too(api):
+def test_a_deep_pod_read_by_a_get_is_unreadable_too(api, kubeconfig):
     """A GET (recovery confirmation reads pods one by one) decodes as a list does."""
     from rwo_failover import settings as config
     from rwo_failover.kube import Api, load_api_client
@@ -91,7 +91,7 @@ def test_a_deep_pod_read_by_a_get_is_unreadable_too(api):
     hostile = fc.pod("web-0", "stopped")
     hostile["metadata"]["managedFields"] = [hostile_entry(nested(10_000))]
     api.add(hostile)
-    _args, settings = config.load(["--once"], {"KUBECONFIG": api.write_kubeconfig("/tmp/i26-get-kubeconfig")})
+    _args, settings = config.load(["--once"], {"KUBECONFIG": kubeconfig})
     reader = Reader()
 
     found = reader.one("pod", Pod.from_json, Api(load_api_client(settings), settings).read_pod("default", "web-0"))
