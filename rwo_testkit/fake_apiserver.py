@@ -116,9 +116,9 @@ def _status_body(code: int, reason: str, message: str) -> bytes:
 
 Hook = Callable[[Request], Optional[Response]]
 FAULT_KINDS = ("status", "reset", "timeout", "truncate", "expired-continue", "reshape", "trickle", "watch-drop",
-               "watch-lag", "watch-gone")
+               "watch-lag", "watch-gone", "watch-empty", "watch-behind")
 TRICKLE_BYTES = 8
-WATCH_FAULTS = ("watch-drop", "watch-lag", "watch-gone")
+WATCH_FAULTS = ("watch-drop", "watch-lag", "watch-gone", "watch-empty", "watch-behind")
 
 
 @dataclass
@@ -133,7 +133,9 @@ class Fault:
     answers 410 to list calls that carry a continue token; "reshape" serves the call (a write lands) and,
     when that succeeded, answers with `body` instead: complete JSON of another shape, as a proxy might. The
     watch faults hit watch calls only: "watch-drop" cuts the stream after `delay` seconds, "watch-lag" holds
-    every event back for `delay` seconds, "watch-gone" answers the 410 ERROR event (fake_watch.py). `first`
+    every event back for `delay` seconds, "watch-gone" answers the 410 ERROR event, "watch-empty" an empty 200,
+    "watch-behind" delivers each change `delay` seconds late with bookmarks that never run ahead of what it
+    delivered (fake_watch.py). `first`
     limits it to the first N
     matching calls; `fraction` to a seeded random share of them.
     """

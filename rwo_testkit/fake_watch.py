@@ -17,7 +17,11 @@
 
 Faults (`Fault` kinds in fake_apiserver): "watch-drop" cuts the stream without its final chunk after
 `delay` seconds; "watch-lag" sends nothing at all (no event, no bookmark) for `delay` seconds, then catches
-up; "watch-gone" answers the ERROR 410 event whatever the version asked for.
+up; "watch-gone" answers the ERROR 410 event whatever the version asked for (unlimited: a 410 storm);
+"watch-empty" answers 200 and ends at once with no event (a server shutting down behind a load balancer, a
+proxy that does not stream); "watch-behind" delivers each change only `delay` seconds after it happened and
+bookmarks only the version delivered so far: a lagging stream that still looks alive, and with a long `delay`
+bookmarks without progress (a server-side watch cache that stopped advancing).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import json
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Iterator, Optional
 
 from .managed_fields import expand
@@ -47,6 +51,7 @@ class Change:
     key: str
     raw: bytes  # the object as of this change; for DELETED its last state, with the deletion's version
     old: Optional[bytes]  # the object before it, to tell selector transitions apart
+    at: float = field(default_factory=time.monotonic)  # when it happened ("watch-behind" delivers it later)
 
 
 class History:
@@ -92,8 +97,9 @@ class History:
     def too_old(self, plural: str, version: int) -> bool:
         return version < self.evicted.get(plural, 0)
 
-    def after(self, plural: str, version: int) -> list[Change]:
-        return [c for c in self.changes.get(plural, ()) if c.version > version]
+    def after(self, plural: str, version: int, before: float = float("inf")) -> list[Change]:
+        """The changes after `version`, only those that happened before `before` (a lagging stream's view)."""
+        return [c for c in self.changes.get(plural, ()) if c.version > version and c.at <= before]
 
 
 def event(kind: str, obj: bytes) -> bytes:
@@ -135,6 +141,9 @@ def stream(history: History, current: Callable[[], int], w: WatchRequest) -> Ite
     if w.fault == "watch-gone" or history.too_old(w.plural, w.start):
         yield expired(w.start, history.evicted.get(w.plural, w.start) + 1)
         return
+    if w.fault == "watch-empty":
+        return
+    behind = w.fault_delay if w.fault == "watch-behind" else 0.0
     for raw in w.initial:
         yield event("ADDED", raw)
     position = w.start
@@ -151,16 +160,18 @@ def stream(history: History, current: Callable[[], int], w: WatchRequest) -> Ite
                 if history.too_old(w.plural, position):  # fell out of the window while it waited
                     changes, late = [], True
                     break
-                changes, late = history.after(w.plural, position), False
                 now = time.monotonic()
+                changes, late = history.after(w.plural, position, now - behind), False
                 due = w.bookmarks and now >= next_bookmark
                 if changes or due or now >= deadline:
                     break
                 wake = min(deadline, next_bookmark if w.bookmarks else deadline)
+                if behind:  # a held-back change becomes due by time, not by a notify
+                    wake = min(wake, _next_due(history.after(w.plural, position), behind))
                 if w.fault == "watch-drop":
                     wake = min(wake, opened + w.fault_delay)
                 history.changed.wait(max(0.01, wake - now))
-            if not late and not changes and due:
+            if not late and not changes and due and not history.after(w.plural, position):
                 position = max(position, current())  # every change up to now was seen (none matched)
         if late:
             yield expired(position, history.evicted[w.plural] + 1)
@@ -184,6 +195,10 @@ def _next_bookmark(now: float, deadline: float, every: float) -> float:
     when that moment has passed already (inf)."""
     moment = min(now + every, deadline - BOOKMARK_BEFORE_TIMEOUT_SECONDS)
     return moment if moment > now else float("inf")
+
+
+def _next_due(pending: list[Change], behind: float) -> float:
+    return min((c.at + behind for c in pending), default=float("inf"))
 
 
 def _hold(history: History, generation: int, until: float) -> None:

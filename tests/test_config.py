@@ -31,6 +31,7 @@ BAD_VALUES = {
     "MIN_NOT_READY_SECONDS": ["", "x", "-1", "1.5", "86401", "0"],
     "MAX_UNHEALTHY_FRACTION": ["", "half", "0", "-0.1", "1.01", "nan", "1"],
     "MAX_NODES_PER_PASS": ["", "five", "0", "-3"],
+    "STORM_COOLDOWN_SECONDS": ["", "soon", "-1", "1.5", "86401"],
     "MAX_PODS_PER_PASS": ["", "1e3", "0"],
     "STUCK_POD_STATES": ["", "Terminating,Zombie", ","],
     "INCLUDE_NAMESPACES": ["Prod", "a b", "-x"],

@@ -57,3 +57,24 @@ def test_a_server_clock_stepped_back_is_followed_at_once():
     shared.observe(date_header(stepped_back))
     assert shared.now().timestamp() <= stepped_back + 1e-6
     assert stepped_back - shared.now().timestamp() < 1.0
+
+
+def test_each_response_costs_the_same_however_many_came_before():
+    """Issue 25: the clock kept one bound per response for its whole window and rebuilt and scanned them all on
+    every response: quadratic in the request rate. 20,000 responses at 1,000 a second (all inside the window)
+    must cost about what 20,000 lookups cost, and the clock must keep a bounded number of bounds."""
+    import time
+
+    mono = [0.0]
+    shared = SharedServerClock(monotonic=lambda: mono[0])
+    headers = [date_header(SERVER_AT_ZERO + s) for s in range(21)]
+    began = time.process_time()
+    for step in range(20_000):
+        mono[0] = step / 1000
+        shared.observe(headers[int(mono[0])])
+        shared.now()
+    spent = time.process_time() - began
+    assert spent < 3.0, f"{spent:.1f}s of CPU for 20,000 responses"
+    assert len(shared._bounds) <= SharedServerClock.MAX_BOUNDS + 1
+    truth = SERVER_AT_ZERO + mono[0]
+    assert 0 <= truth - shared.now().timestamp() < 0.01, "as tight as before, and never ahead"

@@ -67,6 +67,7 @@ def test_no_not_ready_wait_with_fencing_needs_no_acknowledgement():
 @pytest.mark.parametrize("env, rule, disabled", [
     ({"MAX_UNHEALTHY_FRACTION": "1"}, "unhealthy-fraction", "MAX_UNHEALTHY_FRACTION=1"),
     ({"MIN_NOT_READY_SECONDS": "0"}, "min-not-ready", "MIN_NOT_READY_SECONDS=0"),
+    ({"STORM_COOLDOWN_SECONDS": "0"}, "storm-cooldown", "STORM_COOLDOWN_SECONDS=0"),
 ])
 def test_an_acknowledged_unsafe_value_starts_with_a_warning_naming_what_it_disables(run_pass, env, rule, disabled):
     result = run_pass(ALLOW_UNSAFE=rule, **env)
@@ -93,3 +94,8 @@ def test_a_ca_file_with_certificates_is_accepted():
     with FenceServer() as fencer:
         _, settings = config.load([], {"FENCE_WEBHOOK_CA_FILE": fencer.ca_file})
     assert settings.fence_webhook_ca_file == fencer.ca_file
+
+
+def test_no_storm_cool_down_needs_its_acknowledgement(run_pass):
+    line = one_config_line(run_pass(STORM_COOLDOWN_SECONDS="0"), "STORM_COOLDOWN_SECONDS")
+    assert "storm-cooldown" in line and "flapping" in line

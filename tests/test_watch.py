@@ -96,6 +96,36 @@ def test_a_version_older_than_the_retained_history_is_410_gone(api, make_api):
     assert err.value.status == 410 and "too old resource version" in err.value.reason
 
 
+def test_the_empty_watch_fault_answers_200_and_ends_at_once(api, make_api):
+    fc.live_node(api, "a")
+    api.inject(Fault("watch-empty", resource="nodes"))
+    began = time.monotonic()
+    assert collect(make_api, str(api.resource_version), timeout=5) == []
+    assert time.monotonic() - began < 1
+
+
+def test_the_behind_fault_delivers_changes_late_and_bookmarks_only_what_it_delivered(api, make_api):
+    """A lagging stream that still looks alive: its bookmarks carry the version it delivered, not the server's."""
+    api.bookmark_seconds = 0.3
+    fc.live_node(api, "a")
+    start = api.resource_version
+    api.inject(Fault("watch-behind", resource="nodes", delay=1.5))
+
+    def change() -> None:
+        time.sleep(0.2)
+        api.add(fc.node("b"))
+    threading.Thread(target=change).start()
+    began = time.monotonic()
+    events = [(e, time.monotonic() - began) for e in
+              make_api().watch("nodes", "/api/v1/nodes", str(start), 3, k8s_watch.Watch())]
+    seen = [(e["type"], round(t, 1)) for e, t in events]
+    added = [t for kind, t in seen if kind == "ADDED"]
+    assert added and added[0] >= 1.5, f"the change arrives about 1.5 s late: {seen}"
+    early = [e for e, t in events if e["type"] == "BOOKMARK" and t < 1.5]
+    assert early and all(e["raw_object"]["metadata"]["resourceVersion"] == str(start) for e in early), \
+        "bookmarks before the late change stay at the version the stream started from"
+
+
 def record_map(name: str, labels: dict) -> dict:
     """A ConfigMap in RECOVERY_NAMESPACE, as a recovery record is kept (its content does not matter here)."""
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "rwo-failover",
@@ -429,14 +459,15 @@ def test_a_standby_keeps_no_watch_and_lists_once_it_leads(api, kubeconfig):
     live_nodes(api, 3)
     leader = loop(kubeconfig, LEADER_ELECTION="true", INTERVAL="5")
     try:
-        wait_until("the leader's watches", lambda: len(watches(api)) == 2, timeout=30)
+        # Nodes, recovery records and the control ConfigMap (the pause switch).
+        wait_until("the leader's watches", lambda: len(watches(api)) == 3, timeout=30)
         standby = loop(kubeconfig, LEADER_ELECTION="true", INTERVAL="5")
         try:
             time.sleep(3)
-            assert len(watches(api)) == 2, "the standby opened no watch"
+            assert len(watches(api)) == 3, "the standby opened no watch"
             lists_before = len([r for r in api.requests if r.verb == "list" and r.resource == "nodes"])
             stop(leader)  # releases the Lease: the standby leads at once
-            wait_until("the new leader's watches", lambda: len(watches(api)) == 4, timeout=30)
+            wait_until("the new leader's watches", lambda: len(watches(api)) == 6, timeout=30)
             assert len([r for r in api.requests if r.verb == "list" and r.resource == "nodes"]) == lists_before + 1
         finally:
             stop(standby)

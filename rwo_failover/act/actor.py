@@ -16,8 +16,10 @@ from typing import Callable, Mapping, Optional
 
 from ..kube import Api
 from ..model import Unreadable
-from ..planner import AttachmentAction, NodePlan, NodeState, NodeVerdict, Plan, PodAction, recovered, shutdown_taint
+from ..planner import (AttachmentAction, NodePlan, NodeState, NodeVerdict, Plan, PodAction, RefusalKind, recovered,
+                       shutdown_taint)
 from ..settings import Settings
+from .control import record_storm
 from .events import EventRecorder
 from .fencing import Fencer
 from .node_taint import LANDED, Build, add_patch, drop_annotation_patch, read_modify_write, remove_patch
@@ -80,9 +82,14 @@ class Actor:
     def record_refusal(self, plan: Plan) -> None:
         # One Event per down node that has work, capped, so a mass outage does not become an Event storm;
         # with the unhealthy-fraction brake no node was planned, so every down node is named (capped).
+        if plan.storm_mark is not None:  # first: the cool-down's memory matters more than the Events
+            record_storm(self.writer, self.settings.recovery_namespace, plan.storm_mark)
+        # The cool-down has its own reason: its message (when it resumes) must not be hidden under a brake's.
         busy = [n.verdict for n in plan.busy_nodes] or [v for v in plan.verdicts if v.state is NodeState.DOWN]
+        cooling = plan.refusal is not None and plan.refusal.kind is RefusalKind.STORM_COOLDOWN
+        reason = "StormCooldown" if cooling else "FailoverRefused"
         for verdict in busy[: self.settings.max_nodes_per_pass]:
-            self.events.repeated(verdict.node, self.node_uids.get(verdict.node, ""), "FailoverRefused",
+            self.events.repeated(verdict.node, self.node_uids.get(verdict.node, ""), reason,
                                  f"{plan.refusal}; nothing was deleted")
 
     def execute(self, plan: Plan) -> Outcome:
@@ -96,6 +103,8 @@ class Actor:
             self._drop_annotation(name)
         for name, step in plan.unfence:
             self.fencer.unfence(name, step)
+        for name, _kind, why in plan.fences_held:
+            self.fencer.leave_in_place(name, self.node_uids.get(name, ""), why)
         for verdict in plan.recovery:
             self.recovery.settle(verdict)
         return self.outcome

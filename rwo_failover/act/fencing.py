@@ -4,6 +4,10 @@ The rules (when to fence, when to unfence) are in planner/fencing.py; this modul
 before each unfencing step it reads the node, its Lease and the fence again, live, and judges them with the
 same rule: the plan's snapshot may be seconds old, and an unfence of a node that died again meanwhile would
 hand its storage back to a node that may still write.
+
+Every write to a NetworkFence is preconditioned on the object judged: a create on there being none, a patch on
+its resourceVersion, a delete on its uid and resourceVersion. A 409 means someone changed it since: it is read
+again and judged again from scratch, and written at most once more, never retried blindly.
 """
 
 from __future__ import annotations
@@ -13,9 +17,9 @@ from datetime import datetime
 from typing import Callable, Optional
 
 from ..kube import Api, ApiError
-from ..model import FENCE_ASKED_ANNOTATION, FENCE_LABEL, BadObject, Fence, Lease, Node, fence_asked
+from ..model import FENCE_ASKED_ANNOTATION, FENCE_LABEL, BadObject, Fence, Lease, Machine, Node, fence_asked
 from ..planner import unfence_step
-from ..planner.fencing import FAILED, PENDING, RECREATE, REQUEST, UNFENCE, cidrs, judge_fence
+from ..planner.fencing import DELETE, FAILED, PENDING, RECREATE, REQUEST, UNFENCE, cidrs, judge_fence
 from ..planner.types import NodePlan
 from ..settings import Settings
 from . import fence_webhook
@@ -50,7 +54,7 @@ class Fencer:
         if step == REQUEST:
             return self._webhook(node_plan, node) if self.settings.fencing == "webhook" else self._request(node)
         if step == RECREATE:
-            return self._recreate(node)
+            return self._recreate(node, *node_plan.fence_seen)
         assert step == FAILED, step
         self._refuse(node, node_plan.fence_reason)
         return False
@@ -77,25 +81,52 @@ class Fencer:
         return False
 
     def _request(self, node: Node) -> bool:
-        """Create our NetworkFence; the answer comes in a later pass."""
-        wanted = list(cidrs(node)[0])  # the planner refused a node without usable addresses
+        """Create our NetworkFence, recording the machine it is for; the answer comes in a later pass."""
+        wanted = cidrs(node)[0]  # the planner refused a node without usable addresses
         body = {"apiVersion": NETWORK_FENCE_API, "kind": "NetworkFence",
-                "metadata": {"name": node.name, "labels": {FENCE_LABEL: "rwo-failover"}},
+                "metadata": {"name": node.name, "labels": {FENCE_LABEL: "rwo-failover"},
+                             "annotations": Machine.of(node.uid, node.boot_id, wanted).notes()},
                 "spec": {"fenceState": "Fenced", "networkFenceClassName": self.settings.network_fence_class,
-                         "cidrs": wanted}}
+                         "cidrs": list(wanted)}}
         result = self.writer.create_networkfence(node.name, body)
-        # CONFLICT: someone created one since we looked; the next pass judges whose it is, and never trusts
-        # (nor touches) one that is not ours.
         if result is Result.WOULD:
             return True
+        if result is Result.CONFLICT:  # one exists since we looked (or our own, whose answer was lost): judge it
+            return self._rejudge(node, "our create found one under the name", recreate=False)
         if result is not Result.DONE:
             self.outcome.fencing_pending.append(node.name)
             return False
         log.info("asked for fencing; nothing on the node is touched until the NetworkFence answers Succeeded",
-                 extra={"node": node.name, "cidrs": wanted})
+                 extra={"node": node.name, "cidrs": list(wanted)})
         self.events.node(node.name, node.uid, "Normal", "FencingRequested",
                          f"created NetworkFence {node.name} for {', '.join(wanted)}")
         return self._await_answer(node, "asked; no answer yet")
+
+    def _rejudge(self, node: Node, why: str, recreate: bool) -> bool:
+        """A write found the fence changed (409): read it again and judge it from scratch, as the plan would.
+        True only when it answers fenced (now, or while this pass waits for the answer of one not answered yet);
+        a RECREATE is carried out (once) only with `recreate`."""
+        log.info(f"NetworkFence changed since it was read ({why}); judging it again", extra={"node": node.name})
+        wanted, refused = cidrs(node)
+        fence = self._read_fence(node.name, "after a conflict", anyone=True) if not refused else None
+        if fence is None:
+            if refused:
+                self._refuse(node, refused)
+            else:
+                self.outcome.fencing_pending.append(node.name)
+            return False
+        step, why = judge_fence(node, fence, wanted)
+        if step is None:
+            return True
+        if step == PENDING:
+            return self._await_answer(node, why)
+        if step == FAILED:
+            self._refuse(node, why)
+        elif step == RECREATE and recreate:
+            return self._recreate(node, fence.uid, fence.version, again=True)
+        else:
+            self.outcome.fencing_pending.append(node.name)
+        return False
 
     def _still_fenced(self, node: Node) -> bool:
         """Our fence, read now, still fences this node as read now (its addresses may have changed since the
@@ -103,7 +134,7 @@ class Fencer:
         wanted, why = cidrs(node)
         found = self._read_fence(node.name, "before acting on its answer") if not why else None
         if found is not None:
-            step, why = judge_fence(node, found[0], wanted)
+            step, why = judge_fence(node, found, wanted)
             if step is None:
                 return True
         if why:
@@ -121,7 +152,7 @@ class Fencer:
             found = self._read_fence(node.name, "waiting for its answer")
             if found is None:
                 return False
-            step, why = judge_fence(node, found[0], wanted)
+            step, why = judge_fence(node, found, wanted)
             if step is None:
                 log.info("NetworkFence answered Succeeded; acting in this pass", extra={"node": node.name})
                 return True
@@ -135,62 +166,86 @@ class Fencer:
                  extra={"node": node.name, "reason": why})
         return False
 
-    def _recreate(self, node: Node) -> bool:
+    def _recreate(self, node: Node, uid: str, version: str, again: bool = False) -> bool:
         """Our fence is Unfenced from an earlier recovery and the node is down again. Setting it back to Fenced
         would leave the unfencing's Succeeded in place until the controller answers, and a controller that sets
-        no observedGeneration gives no way to tell the two apart: delete it, and create a new one next pass."""
+        no observedGeneration gives no way to tell the two apart: delete it, and create a new one next pass.
+        The delete is preconditioned on the fence judged: one set back to Fenced since, or replaced, is deleted
+        never (csi-addons would unfence the node); it is judged again instead."""
         if self.writer.dry_run:
             return True
+        result = self.writer.delete_networkfence(node.name, uid, version)
+        if result is Result.CONFLICT and not again:
+            return self._rejudge(node, "the recreate's delete", recreate=True)
         self.outcome.fencing_pending.append(node.name)
-        if self.writer.delete_networkfence(node.name) in (Result.DONE, Result.GONE):
+        if result in (Result.DONE, Result.GONE):
             log.info("our Unfenced NetworkFence deleted; a new one is created next pass", extra={"node": node.name})
         return False
 
     def unfence(self, name: str, planned: str) -> bool:
         """Carry out `planned` (UNFENCE or DELETE) if a live re-read still calls for it. True when the fence is
-        gone (unfenced and deleted), so our taint may come off."""
+        gone (unfenced and deleted), so our taint may come off. A 409 (the fence changed since the read) is read
+        and judged again, and written once more only if the fresh object still calls for the same step."""
+        for _ in range(2):
+            judged = self._judge_unfence(name, planned)
+            if judged is None:
+                return False
+            result = self._unfence_write(name, planned, judged[1])
+            if result is not Result.CONFLICT:
+                if planned == DELETE and result in (Result.DONE, Result.GONE):
+                    self.outcome.unfenced.append(name)
+                    self.events.node(name, judged[0].uid, "Normal", "NodeUnfenced",
+                                     f"NetworkFence {name} answered Unfenced; deleted it")
+                    return True
+                if result is Result.DONE:
+                    log.info("node is back: asked to unfence", extra={"node": name})
+                return False
+            log.info("NetworkFence changed since it was read; judging it again", extra={"node": name})
+        return False
+
+    def leave_in_place(self, name: str, uid: str, why: str) -> None:
+        """A fence of ours the node is back from, that is not ours to lift for it: one Warning for a human,
+        bumped, however many passes see it (the plan's skip line says it each pass, and the metric counts it)."""
+        self.events.repeated(name, uid, "FenceLeftInPlace", why)
+
+    def _judge_unfence(self, name: str, planned: str) -> Optional[tuple[Node, Fence]]:
+        """The node and the fence read now, when the rule still calls for `planned` on them."""
         live = self.read_live(name, "re-check before unfencing")
         fence = self._read_fence(name)
         if live is None or fence is None:
-            return False
+            return None
         node, lease, _raw = live
-        step, why = unfence_step(node, lease, fence[0], self.settings, self.now())
+        step, why = unfence_step(node, lease, fence, self.settings, self.now())
         if step != planned:
             log.info("not unfencing: the live re-read no longer calls for it",
                      extra={"node": name, "planned": planned, "now": step or "", "reason": why or ""})
-            return False
-        version = fence[1]
-        if step == UNFENCE:
-            patch = {"metadata": {"resourceVersion": version, "annotations": {
-                FENCE_ASKED_ANNOTATION: fence_asked(fence[0].generation + 1, fence[0].status)}},
-                "spec": {"fenceState": "Unfenced"}}
-            if self.writer.patch_networkfence(name, patch, "unfence") is Result.DONE:
-                log.info("node is back: asked to unfence", extra={"node": name})
-            return False
-        if self.writer.delete_networkfence(name, version) in (Result.DONE, Result.GONE):
-            self.outcome.unfenced.append(name)
-            self.events.node(name, node.uid, "Normal", "NodeUnfenced",
-                             f"NetworkFence {name} answered Unfenced; deleted it")
-            return True
-        return False
+            return None
+        return node, fence
 
-    def _read_fence(self, name: str, purpose: str = "before unfencing") -> Optional[tuple[Fence, str]]:
-        """Our fence read now, with its resourceVersion (each step is preconditioned on it); None once the
-        failure is recorded, or when it is gone."""
+    def _unfence_write(self, name: str, planned: str, fence: Fence) -> Result:
+        if planned == UNFENCE:
+            patch = {"metadata": {"resourceVersion": fence.version, "annotations": {
+                FENCE_ASKED_ANNOTATION: fence_asked(fence.generation + 1, fence.status)}},
+                "spec": {"fenceState": "Unfenced"}}
+            return self.writer.patch_networkfence(name, patch, "unfence")
+        return self.writer.delete_networkfence(name, fence.uid, fence.version)
+
+    def _read_fence(self, name: str, purpose: str = "before unfencing", anyone: bool = False) -> Optional[Fence]:
+        """The fence read now (its uid and resourceVersion are what each write is preconditioned on); None once
+        the failure is recorded, or when it is gone. Unless `anyone`, one that is not ours is a failure."""
         try:
             raw = self.api.read_networkfence(name)
             if raw is None:
                 log.info(f"NetworkFence gone {purpose}; nothing to do", extra={"node": name})
                 return None
             fence = Fence.from_json(raw)
-            version = str((raw.get("metadata") or {}).get("resourceVersion") or "")
         except ApiError as err:
             self.writer.fail(f"re-reading NetworkFence {name} {purpose} failed: {err}", err)
             return None
         except (BadObject, AttributeError) as err:
             self.writer.fail(f"NetworkFence {name} cannot be read {purpose}: {err}")
             return None
-        if not fence.ours:
+        if not fence.ours and not anyone:
             self.writer.fail(f"NetworkFence {name} is no longer ours; not touching it")
             return None
-        return fence, version
+        return fence

@@ -135,6 +135,18 @@ class Writer:
         return self._write(f"deleting recovery record {namespace}/{name}", "would settle the recovery record",
                            {"record": name}, lambda: self.api.delete_recovery_record(namespace, name))
 
+    def create_control(self, namespace: str, body: dict) -> Result:
+        """CONFLICT when someone created the control ConfigMap since this pass read it."""
+        return self._write(f"creating ConfigMap {namespace}/{body['metadata']['name']}", "would record a storm moment",
+                           {"storm": sorted(body.get("data") or {})}, lambda: self.api.create_control(namespace, body),
+                           conflict_ok=True)
+
+    def patch_control(self, namespace: str, name: str, patch: dict) -> Result:
+        """Preconditioned on the resourceVersion in `patch`: CONFLICT when it changed since it was read."""
+        return self._write(f"patching ConfigMap {namespace}/{name}", "would record a storm moment",
+                           {"storm": sorted(patch.get("data") or {})},
+                           lambda: self.api.patch_control(namespace, name, patch), conflict_ok=True)
+
     def create_networkfence(self, name: str, body: dict) -> Result:
         return self._write(f"creating NetworkFence {name}", "would create NetworkFence", {"networkfence": name},
                            lambda: self.api.create_networkfence(body), conflict_ok=True)
@@ -143,10 +155,10 @@ class Writer:
         return self._write(f"patching NetworkFence {name} to {purpose}", f"would {purpose}", {"networkfence": name},
                            lambda: self.api.patch_networkfence(name, patch), conflict_ok=True)
 
-    def delete_networkfence(self, name: str, resource_version: str = "") -> Result:
-        """With `resource_version`, CONFLICT when the fence changed since it was read."""
+    def delete_networkfence(self, name: str, uid: str, resource_version: str) -> Result:
+        """CONFLICT when the fence changed, or was replaced, since it was read."""
         return self._write(f"deleting NetworkFence {name}", "would delete NetworkFence", {"networkfence": name},
-                           lambda: self.api.delete_networkfence(name, resource_version), conflict_ok=True)
+                           lambda: self.api.delete_networkfence(name, uid, resource_version), conflict_ok=True)
 
     def call_fence_webhook(self, node: str, call: Callable[[Guard], tuple[bool, str]]) -> tuple[Result, str]:
         """The webhook is a write too: dry-run logs it, the deadline and the guard refuse it, and `call` gets

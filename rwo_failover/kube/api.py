@@ -17,6 +17,9 @@ LEASE_NAMESPACE = "kube-node-lease"
 NETWORK_FENCES = "/apis/csiaddons.openshift.io/v1alpha1/networkfences"
 ELECTION_LEASES = "leases (leader election)"  # named apart: their RBAC is another Role, in another namespace
 RECOVERY_RECORDS = "configmaps (recovery records)"  # a Role in RECOVERY_NAMESPACE only, where tenants cannot write
+# The control ConfigMap (pause, storm cool-down) in the same namespace, read by a name-selected list: the same
+# Role's list, watch, create and patch, and no new grant (a GET would need one).
+CONTROL = "configmaps (control)"
 
 # PVCs and VolumeAttachments are ~1 KB against ~9 KB for a node or ~5 KB for a pod, so their pages can be
 # ten times longer for the same memory per page, and a big cluster's lists take ten times fewer requests.
@@ -38,6 +41,14 @@ class Api(Lister):
 
     def watch_nodes(self, version: str, timeout_seconds: int, watcher: k8s_watch.Watch) -> Iterator[dict]:
         return self.watch("nodes", "/api/v1/nodes", version, timeout_seconds, watcher)
+
+    def latest_version(self) -> str:
+        """The API server's current resourceVersion, read consistently and cheaply: a list of at most one node,
+        of which only the list's metadata is read (the watch cache's progress, kube/progress.py)."""
+        body = self.call("list", "nodes", "GET", "/api/v1/nodes", [("limit", 1)])
+        meta = body.get("metadata") if isinstance(body, dict) else None
+        version = meta.get("resourceVersion") if isinstance(meta, dict) else None
+        return version if isinstance(version, str) else ""
 
     def read_node(self, name: str) -> Optional[dict]:
         return self.call("get", "nodes", "GET", f"/api/v1/nodes/{name}")
@@ -136,10 +147,10 @@ class Api(Lister):
         return self.call("patch", "networkfences", "PATCH", f"{NETWORK_FENCES}/{name}", body=patch,
                          content_type="application/merge-patch+json")
 
-    def delete_networkfence(self, name: str, resource_version: str = "") -> Optional[dict]:
-        """With `resource_version`, preconditioned on it: 409 when the fence changed since it was read."""
-        body = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"resourceVersion": resource_version}} \
-            if resource_version else None
+    def delete_networkfence(self, name: str, uid: str, resource_version: str) -> Optional[dict]:
+        """Preconditioned on the object read: 409 when the fence changed, or was replaced, since."""
+        body = {"apiVersion": "v1", "kind": "DeleteOptions",
+                "preconditions": {"uid": uid, "resourceVersion": resource_version}}
         return self.call("delete", "networkfences", "DELETE", f"{NETWORK_FENCES}/{name}", body=body)
 
     # Recovery records: ConfigMaps in RECOVERY_NAMESPACE (a Role there; tenants cannot write them).
@@ -163,6 +174,25 @@ class Api(Lister):
 
     def delete_recovery_record(self, namespace: str, name: str) -> Optional[dict]:
         return self.call("delete", RECOVERY_RECORDS, "DELETE", f"/api/v1/namespaces/{namespace}/configmaps/{name}")
+
+    # The control ConfigMap: read and watched by its name, written with its resourceVersion as precondition.
+    def list_control(self, namespace: str, name: str, convert: Callable[[dict], T],
+                     consistent: bool = False) -> list[T]:
+        return self.list_all(CONTROL, f"/api/v1/namespaces/{namespace}/configmaps", shapes.Control, convert,
+                             query=[("fieldSelector", f"metadata.name={name}")], consistent=consistent)
+
+    def watch_control(self, namespace: str, name: str, version: str, timeout_seconds: int,
+                      watcher: k8s_watch.Watch) -> Iterator[dict]:
+        return self.watch(CONTROL, f"/api/v1/namespaces/{namespace}/configmaps", version, timeout_seconds, watcher,
+                          [("fieldSelector", f"metadata.name={name}")])
+
+    def create_control(self, namespace: str, body: dict) -> Optional[dict]:
+        return self.call("create", CONTROL, "POST", f"/api/v1/namespaces/{namespace}/configmaps", body=body)
+
+    def patch_control(self, namespace: str, name: str, patch: dict) -> Optional[dict]:
+        """A merge patch carrying metadata.resourceVersion: 409 when someone wrote since our read."""
+        return self.call("patch", CONTROL, "PATCH", f"/api/v1/namespaces/{namespace}/configmaps/{name}", body=patch,
+                         content_type="application/merge-patch+json")
 
     # Leader election (continuous mode with LEADER_ELECTION=true); RBAC in deploy/ha, one namespace only.
     def read_namespaced_lease(self, namespace: str, name: str) -> Optional[dict]:

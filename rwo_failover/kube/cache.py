@@ -1,16 +1,24 @@
 """Continuous mode's view of the cluster: one Reflector per watched collection (reflector.py), started while
-leading and stopped while standing by, and the view a pass reads from them."""
+leading and stopped while standing by, and the view a pass reads from them. A probe thread reads the server's
+current resourceVersion PROBES_PER_GRACE times per WATCH_STALE_SECONDS, and a node cache that has not reached a
+version read longer ago than that is listed afresh (progress.py): judged by progress, not by traffic."""
 
 from __future__ import annotations
 
+import logging
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from ..model import Cached, Unreadable
+from ..model import CONTROL_NAME, Cached, Control, Unreadable
 from ..settings import Settings
 from .api import Api
+from .errors import ApiError
 from .reflector import Reflector
-from .sources import FENCES, NODES, RECOVERY_RECORDS
+from .sources import CONTROL, FENCES, NODES, RECOVERY_RECORDS
+
+log = logging.getLogger("rwo_failover")
+PROBES_PER_GRACE = 2  # at the default WATCH_STALE_SECONDS (90), a list of one node every 45 s: 1.3 requests a minute
 
 
 @dataclass
@@ -24,29 +32,71 @@ class WatchedCluster:
     reflectors: dict[str, Reflector] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        sources = [NODES, RECOVERY_RECORDS] + ([FENCES] if self.settings.fencing == "networkfence" else [])
+        sources = [NODES, RECOVERY_RECORDS, CONTROL] + ([FENCES] if self.settings.fencing == "networkfence" else [])
         self.reflectors = {s.name: Reflector(s, self.new_api, self.settings, self.on_change, self.metrics)
                            for s in sources}
         if self.metrics:
             self.metrics.watch_ages(lambda name: self.reflectors[name].age(), list(self.reflectors))
         self.running = False
+        self._probe_stop = threading.Event()
 
     def start(self) -> None:
         for reflector in self.reflectors.values():
             reflector.start()
+        self._probe_stop = threading.Event()  # its own per thread, as the reflectors' (a late one just ends)
+        threading.Thread(target=self._probe, args=(self._probe_stop,), name="cache-progress", daemon=True).start()
         self.running = True
 
     def stop(self) -> None:
+        self._probe_stop.set()
         for reflector in self.reflectors.values():
             reflector.stop()
         self.running = False
 
+    def _probe(self, stop: threading.Event) -> None:
+        """Now and then the server's current resourceVersion, which the node cache must reach within
+        WATCH_STALE_SECONDS; if it has not, it is listed afresh (the pass would list it anyway)."""
+        while not stop.wait(self.settings.watch_stale_seconds / PROBES_PER_GRACE):
+            try:
+                version = self.new_api().latest_version()
+            except (ApiError, OSError) as err:  # a pass reports an API server that does not answer
+                log.debug("cannot read the server's resourceVersion", extra={"error": str(err)})
+                continue
+            # Nodes only: the probe is a consistent read of nodes, which on kube-apiserver (consistent reads from
+            # its cache, KEP-2340) makes the nodes cache request progress from etcd, so a healthy node watch's
+            # next bookmark carries the version. The other collections' caches get no such request: on a quiet
+            # collection their bookmarks may advance only with etcd's periodic progress notifications (every
+            # 10 minutes by default), so judging them by this version would relist them for nothing.
+            nodes = self.reflectors[NODES.name]
+            nodes.progress.probed(version, nodes.monotonic())
+            why = nodes.lagging()
+            if why is None or stop.is_set():
+                continue
+            log.warning("watch cache behind; listing afresh", extra={"resource": NODES.name, "reason": why})
+            try:
+                nodes.relist("no_progress")
+            except (ApiError, OSError) as err:
+                log.warning("cannot list; the next pass lists first", extra={"resource": NODES.name,
+                                                                             "error": str(err)})
+
     def view(self, api: Api) -> Cached:
         """For one pass: every collection current (listed afresh first when behind)."""
         found = {name: reflector.current(api) for name, reflector in self.reflectors.items()}
+        control, control_error = _control(found.pop(CONTROL.name), self.settings)
         readable = {name: tuple(i for i in items if not isinstance(i, Unreadable)) for name, items in found.items()}
         return Cached(readable["nodes"], readable.get("networkfences", ()), readable["recovery records"],
-                      tuple(i for items in found.values() for i in items if isinstance(i, Unreadable)))
+                      tuple(i for items in found.values() for i in items if isinstance(i, Unreadable)),
+                      control, control_error)
+
+    def paused(self) -> str:
+        """The watched pause switch, for the write guard: why no write may start, or ""."""
+        control, error = _control(list(self.reflectors[CONTROL.name].items.values()), self.settings)
+        if error:
+            return f"{error}; failing safe: nothing is written until it can be read"
+        if control is None or not control.paused:
+            return ""
+        said = control.describe()
+        return f"paused{' ' + said if said else ''} (seen by the watch)"
 
     def stuck(self) -> Optional[str]:
         """For /healthz: a watch thread that has shown no sign of life for much longer than its read timeout
@@ -58,8 +108,19 @@ class WatchedCluster:
         return None
 
     def behind(self) -> Optional[str]:
-        """For /readyz: a cache older than WATCH_STALE_SECONDS (the next pass lists afresh first)."""
+        """For /readyz: a cache silent for WATCH_STALE_SECONDS, or whose resourceVersion has not kept up with
+        the server's (the next pass lists afresh first)."""
         for name, reflector in self.reflectors.items():
-            if self.running and reflector.listed_at is not None and reflector.stale():
-                return f"the {name} watch is behind: nothing heard for over {self.settings.watch_stale_seconds}s"
+            why = reflector.behind() if self.running and reflector.listed_at is not None else None
+            if why:
+                return f"the {name} watch is behind: {why}"
         return None
+
+
+def _control(items: list, settings: Settings) -> tuple[Optional[Control], str]:
+    """The watched control object, or why it cannot be read."""
+    where = f"ConfigMap {settings.recovery_namespace}/{CONTROL_NAME}"
+    bad = [i for i in items if isinstance(i, Unreadable)]
+    if bad:
+        return None, f"{where} cannot be read: {bad[0].reason}"
+    return (items[0] if items else None), ""

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from datetime import datetime, timedelta, timezone
 from email.utils import parsedate_to_datetime
 from typing import Callable, Optional
@@ -40,15 +41,20 @@ class ServerClock:
         # CLOCK_TOLERANCE_SECONDS past it, whatever later answers say (they may come by another proxy, or from
         # another API server whose clock is ahead).
         self._checked: Optional[tuple[datetime, float]] = None
+        self._header, self._header_date = "", datetime.min.replace(tzinfo=timezone.utc)
 
     def observe(self, date_header: Optional[str]) -> None:
         """Record a response's Date header; one that cannot be parsed is ignored."""
         if not date_header:
             return
-        try:
-            server = parsedate_to_datetime(date_header).astimezone(timezone.utc)
-        except (TypeError, ValueError, IndexError, OverflowError):
-            return
+        if date_header == self._header:  # the same second as the last answer: parsed already
+            server = self._header_date
+        else:
+            try:
+                server = parsedate_to_datetime(date_header).astimezone(timezone.utc)
+            except (TypeError, ValueError, IndexError, OverflowError):
+                return
+            self._header, self._header_date = date_header, server
         self._seen, self.last_date = (server, self.monotonic()), server
 
     def check(self, stamp: datetime, date: Optional[datetime]) -> None:
@@ -91,7 +97,8 @@ class SharedServerClock(ServerClock):
     A Date header says the server's time was at least that (truncated to the second) when the response
     arrived, so each one is a lower bound, lagging the server by up to a second. Many responses, arriving at
     different fractions of a second, give a tighter one: the largest lower bound seen in the last
-    WINDOW_SECONDS, carried forward on the monotonic clock. It is still never ahead of the server (beyond
+    WINDOW_SECONDS, carried forward on the monotonic clock (kept as a sliding-window maximum in bounded memory:
+    any bound it lets go only makes "now" earlier). It is still never ahead of the server (beyond
     this machine's monotonic drift over that window), so ages are never overestimated; it only lets a
     decision that waits for a moment (Plan.wake_at) come up to a second sooner.
 
@@ -102,10 +109,15 @@ class SharedServerClock(ServerClock):
     """
 
     WINDOW_SECONDS = 300.0
+    MAX_BOUNDS = 64  # one a slice of the window: WINDOW_SECONDS / MAX_BOUNDS seconds
 
     def __init__(self, monotonic: Callable[[], float] = time.monotonic) -> None:
         super().__init__(monotonic)
-        self._bounds: tuple[tuple[float, float], ...] = ()  # (server seconds minus monotonic seconds, monotonic)
+        # (server seconds minus monotonic seconds, monotonic), offsets strictly falling from the front and times
+        # rising: a sliding-window maximum, so each response costs O(1) amortized (issue 25: rebuilding and
+        # scanning one bound per response for 300 s was quadratic in the request rate). A bound no larger than a
+        # newer one can never be the maximum while the newer one lives, so it is not kept.
+        self._bounds: deque[tuple[float, float]] = deque()
         self._lock = threading.Lock()  # the watch threads and the pass observe at once
 
     def observe(self, date_header: Optional[str]) -> None:
@@ -116,12 +128,25 @@ class SharedServerClock(ServerClock):
                 return  # no header, or one that does not parse
             server, at = self._seen
             latest = server.timestamp() - at
-            self._bounds = tuple(b for b in self._bounds if at - b[1] <= self.WINDOW_SECONDS and b[0] <= latest + 1.0)
-            self._bounds += ((latest, at),)
+            bounds = self._bounds
+            # The oldest bound is at the front, and so is the largest: the ones out of the window or more than
+            # a second above the latest header (a clock stepped back, another API server) go from there.
+            while bounds and (at - bounds[0][1] > self.WINDOW_SECONDS or bounds[0][0] > latest + 1.0):
+                bounds.popleft()
+            while bounds and bounds[-1][0] <= latest:
+                bounds.pop()
+            # Bounded memory: one bound a slice of the window. A larger bound of this slice is kept instead
+            # (it expires as early as this one would, or earlier); dropping this one only makes "now" less tight
+            # after that one expires, never ahead.
+            if not bounds or self._slice(bounds[-1][1]) != self._slice(at):
+                bounds.append((latest, at))
+
+    def _slice(self, at: float) -> int:
+        return int(at // (self.WINDOW_SECONDS / self.MAX_BOUNDS))
 
     def now(self) -> datetime:
-        bounds = self._bounds
-        if not bounds:
+        with self._lock:
+            offset = self._bounds[0][0] if self._bounds else None
+        if offset is None:
             return super().now()  # raises ServerClockUnknown
-        offset = max(b[0] for b in bounds)
         return self._capped(datetime.fromtimestamp(self.monotonic() + offset, timezone.utc))

@@ -7,13 +7,12 @@ event to a map of slim model objects (never the raw JSON). Like the reflector:
 - the first list asks for resourceVersion "0" (the API server's watch cache may answer, cheaply); every
   later one (after 410 Gone, after a watch fell behind, the periodic one) asks for the latest state (no
   resourceVersion), so a stale cache is never listed again;
-- a watch that ends (its timeoutSeconds, a dropped connection) is resumed from the last version seen, an
-  event's or a bookmark's; 410 Gone ("too old resource version") means relist;
+- a watch that ends is resumed from the last version seen (an event's or a bookmark's); 410 Gone: relist;
 - a watch silent for WATCH_STALE_SECONDS (no event, no bookmark; the API server bookmarks about every
   minute) has fallen behind: its read times out and it relists. A pass never decides from such a cache: it
-  lists afresh first (`view`), in the spirit of KEP-5647's stale-cache circuit breaker;
-- every RELIST_SECONDS everything is listed afresh anyway.
-
+  lists afresh first (`view`), in the spirit of KEP-5647's stale-cache circuit breaker; so does a cache
+  whose resourceVersion stopped keeping up with the server's, however much it hears (progress.py);
+- every failed round waits behind one back-off gate (backoff.py); every RELIST_SECONDS, a fresh list.
 The cache is never the last word: act re-reads each node and its Lease live before every write.
 A change that matters to a pass (a node's taints, its Ready condition, our annotation; any change to a
 fence or a recovery record) calls `on_change`; a heartbeat does not. An object that cannot be read is kept as an
@@ -36,13 +35,13 @@ from kubernetes.client.exceptions import ApiException
 from ..model import Reader, Unreadable, name_of
 from ..settings import Settings
 from .api import Api
+from .backoff import SHORT_WATCH_SECONDS, Backoff
 from .decode import DecodingWatch
+from .progress import Progress
 from .errors import ApiError
 
 log = logging.getLogger("rwo_failover")
 T = TypeVar("T")
-RETRY_SECONDS = 1.0  # after a watch or list that failed, before trying again (doubling up to 30 s)
-MAX_RETRY_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -57,6 +56,7 @@ class Source(Generic[T]):
     from_json: Callable[[Any], T]
     signature: Callable[[T], Hashable]
     shape: type  # what a pass reads of it (kube/shapes.py): lists and watch events are decoded to it
+    absent: Optional[Hashable] = None  # the signature of no object at all, when creating one may change nothing
 
 
 class Reflector(Generic[T]):
@@ -80,21 +80,36 @@ class Reflector(Generic[T]):
         self._watcher: Optional[k8s_watch.Watch] = None
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
+        self.progress = Progress(settings.watch_stale_seconds)
+        self._failing = ""  # the reason the watch is failing, for logging once per change of state
 
     # --- what a pass reads -----------------------------------------------------------------------------
     def age(self) -> Optional[float]:
         """Seconds since the API server last told us anything about this collection; None before a list."""
         return None if self.heard_at is None else self.monotonic() - self.heard_at
 
-    def stale(self) -> bool:
+    def behind(self) -> Optional[str]:
+        """Why this cache must not be decided from: never listed, silent too long, or its resourceVersion not
+        keeping up with the server's (progress.py); None when it may be."""
         age = self.age()
-        return age is None or age > self.settings.watch_stale_seconds
+        if age is None:
+            return "not listed yet"
+        if age > self.settings.watch_stale_seconds:
+            return f"nothing heard for over {self.settings.watch_stale_seconds}s"
+        return self.progress.behind(self.version, self.monotonic())
+
+    def stale(self) -> bool:
+        return self.behind() is not None
+
+    def lagging(self) -> Optional[str]:
+        """Why a cache that is heard from is not making progress, or None."""
+        return self.progress.behind(self.version, self.monotonic()) if self.listed_at is not None else None
 
     def current(self, api: Api) -> tuple[Union[T, Unreadable], ...]:
         """The items (and Unreadables), listed afresh first (with the pass's own Api) when the cache is empty
         or behind."""
         if self.stale():
-            self.relist("initial" if self.listed_at is None else "stale", api)
+            self.relist("initial" if self.listed_at is None else "no_progress" if self.lagging() else "stale", api)
         with self._lock:
             return tuple(self.items.values())
 
@@ -119,67 +134,72 @@ class Reflector(Generic[T]):
         with self._lock:  # whatever a stream still in flight delivers is of an older generation: dropped
             self._generation += 1
             self.items, self.version, self.listed_at, self.heard_at = {}, "", None, None
+            self.progress.clear()
         self._interrupt()
         if self._thread:
             self._thread.join(timeout=10)
 
     def _run(self, stop: threading.Event) -> None:
-        backoff, relist = RETRY_SECONDS, False
+        """Rounds of list-and-watch, every failure behind one back-off gate (backoff.py)."""
+        gate, relist = Backoff(), ""
         while not stop.is_set():
             self.alive_at = self.monotonic()
             if self.listed_at is None:  # the first list is the first pass's (`current`): one list, not two
                 stop.wait(0.05)
                 continue
-            try:
-                if relist:  # as client-go's reflector: after a watch error, list again, never resume blind
-                    relist = False
-                    self.relist("error")
-                if self.monotonic() - self.listed_at >= self.settings.relist_seconds:
-                    self.relist("periodic")
-                self._watch_once(stop)
-                backoff = RETRY_SECONDS
+            outcome = self._round(stop, relist)
+            if outcome is None or stop.is_set():
+                continue  # we cut the stream ourselves (a list replaced the items): no verdict on the server
+            if isinstance(outcome, bool):
+                relist = ""
+                if gate.failures:
+                    log.info("watch healthy again", extra={"resource": self.source.name,
+                                                          "failures": gate.healthy()})
                 continue
-            except ApiException as err:  # an ERROR event in the stream
-                if err.status == 410:
-                    self._safely_relist("expired", stop)
-                    continue
-                relist = self._restarted("error", f"HTTP {err.status} {err.reason or ''}".strip())
-            except urllib3.exceptions.ReadTimeoutError:
-                self._restarted("stalled", f"silent for {self.settings.watch_stale_seconds}s")
-                self._safely_relist("stale", stop)
-                continue
-            except (urllib3.exceptions.HTTPError, ConnectionError, OSError) as err:
-                if stop.is_set():
-                    return
-                self._restarted("dropped", f"{type(err).__name__}: {err}")
-            except ApiError as err:
-                if err.status == 410:
-                    self._safely_relist("expired", stop)
-                    continue
-                relist = self._restarted("error", str(err))
-            except Exception:  # noqa: BLE001 - a bug or an odd answer must not end the watch for good
-                log.exception("watch failed; resuming", extra={"resource": self.source.name})
-                if self.metrics:
-                    self.metrics.watch_restarted(self.source.name, "error")
-                relist = True
-            stop.wait(backoff * random.uniform(0.8, 1.2))
-            backoff = min(backoff * 2, MAX_RETRY_SECONDS)
+            reason, detail, relist = outcome
+            if self.metrics:
+                self.metrics.watch_restarted(self.source.name, reason)
+            wait = gate.failed()
+            # Once per change of state (healthy to failing, or another reason), never once per retry.
+            if gate.failures == 1 or reason != self._failing:
+                log.warning("watch failing; backing off", extra={
+                    "resource": self.source.name, "reason": reason, "error": detail,
+                    "resource_version": self.version, "retry_in_seconds": round(wait, 1)})
+            self._failing = reason
+            stop.wait(wait)
 
-    def _restarted(self, reason: str, detail: str) -> bool:
-        """Log and count a broken watch; True, so an error's caller lists again before it resumes."""
-        log.warning("watch interrupted; resuming", extra={"resource": self.source.name, "reason": reason,
-                                                          "error": detail, "resource_version": self.version})
-        if self.metrics:
-            self.metrics.watch_restarted(self.source.name, reason)
-        return True
-
-    def _safely_relist(self, reason: str, stop: threading.Event) -> None:
+    def _round(self, stop: threading.Event, relist: str) -> Union[None, bool, tuple[str, str, str]]:
+        """A list if one is due, then one watch: True when the watch was healthy, None when we cut it, or the
+        failure (reason, detail, the reason to list again before the next watch, "" to resume)."""
         try:
-            self.relist(reason)
+            if relist:  # as client-go's reflector: after a watch error, list again, never resume blind
+                self.relist(relist)
+            if self.monotonic() - (self.listed_at or 0.0) >= self.settings.relist_seconds:
+                self.relist("periodic")
+            began, generation = self.monotonic(), self._generation
+            self._watch_once(stop)
+            if generation != self._generation:
+                return None
+            took = self.monotonic() - began
+            if took < SHORT_WATCH_SECONDS:
+                return "short", f"the watch ended after {took:.2f}s", ""
+            self._failing = ""
+            return True
+        except ApiException as err:  # an ERROR event in the stream
+            if err.status == 410:
+                return "expired", "410 Gone", "expired"
+            return "error", f"HTTP {err.status} {err.reason or ''}".strip(), "error"
+        except urllib3.exceptions.ReadTimeoutError:
+            return "stalled", f"silent for {self.settings.watch_stale_seconds}s", "stale"
+        except (urllib3.exceptions.HTTPError, ConnectionError, OSError) as err:
+            return ("list failed", str(err), relist) if relist else ("dropped", f"{type(err).__name__}: {err}", "")
         except ApiError as err:
-            log.warning("cannot list; the watch will try again", extra={"resource": self.source.name,
-                                                                        "reason": reason, "error": str(err)})
-            stop.wait(RETRY_SECONDS)
+            if err.status == 410:
+                return "expired", str(err), "expired"
+            return ("list failed" if relist else "error"), str(err), relist or "error"
+        except Exception as err:  # noqa: BLE001 - a bug or an odd answer must not end the watch for good
+            log.exception("watch failed; resuming", extra={"resource": self.source.name})
+            return "error", f"{type(err).__name__}: {err}", "error"
 
     def _watch_once(self, stop: threading.Event) -> None:
         """One watch stream, from the current version until it ends, breaks, or a list replaces the items."""
@@ -227,11 +247,12 @@ class Reflector(Generic[T]):
         """Called with the lock held; what changed that matters to a pass, or ""."""
         key, item = self._read(obj)
         old = self.items.pop(key, None)
+        before = self.source.absent if old is None else self._signature(old)
         if kind != "DELETED":
             self.items[key] = item
-            if old is not None and self._signature(old) == self._signature(item):
+            if before is not None and before == self._signature(item):
                 return ""
-        elif old is None:
+        elif old is None or before == self.source.absent:
             return ""
         return f"{self.source.name} {key} {kind.lower()}"
 
@@ -242,7 +263,7 @@ class Reflector(Generic[T]):
     def relist(self, reason: str, api: Optional[Api] = None) -> None:
         """List afresh and replace the items; the watch resumes from the new list's version."""
         with self._list_lock:
-            if reason in ("initial", "stale") and not self.stale():
+            if reason in ("initial", "stale", "no_progress") and not self.stale():
                 return  # another thread listed while this one waited
             api = api or self.new_api()
             fresh = dict(self.source.list(api, self.settings, reason != "initial", self._read))

@@ -71,9 +71,14 @@ class Address(Shape):
     address: Any = None
 
 
+class NodeInfo(Shape):
+    bootID: Any = None
+
+
 class NodeStatus(Shape):
     conditions: Optional[list[Condition]] = None
     addresses: Optional[list[Address]] = None
+    nodeInfo: Optional[NodeInfo] = None  # only its bootID: the images, versions and the rest are skipped
 
 
 class Node(Shape):
@@ -232,6 +237,22 @@ class RecordData(Shape):
 class Record(Shape):
     metadata: Optional[Meta] = None
     data: Optional[RecordData] = None
+
+
+# --- the pause switch (a ConfigMap in RECOVERY_NAMESPACE; ours, tenants cannot write there) ------------------
+class ControlStamp(Shape):  # model.control reads which manager's fieldsV1 owns data.<key>: small, ours
+    manager: Any = None
+    time: Any = None
+    fieldsV1: Any = None
+
+
+class ControlMeta(Meta):
+    managedFields: Optional[list[ControlStamp]] = None
+
+
+class Control(Shape):
+    metadata: Optional[ControlMeta] = None
+    data: Any = None
 
 
 class Named(Shape):

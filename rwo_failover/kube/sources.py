@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Hashable
 
-from ..model import RECOVERY_LABEL, Fence, Node, RecoveryEntry
+from ..model import CONTROL_NAME, RECOVERY_LABEL, Control, Fence, Node, RecoveryEntry
 from . import shapes
 from .reflector import Source
 
@@ -28,3 +28,11 @@ RECOVERY_RECORDS = Source(
     lambda api, s, version, timeout, w: api.watch_recovery_records(s.recovery_namespace, RECOVERY_LABEL, version,
                                                                    timeout, w),
     RecoveryEntry.from_json, lambda e: e, shapes.Record)
+# The pause switch: a change to it is a pass within a second, and the write guard asks this copy before every
+# write. The storm moments a pass writes there are not worth a pass (their echo would be one); the cool-down's end
+# wakes a pass through Plan.wake_at, and an operator's removing them is seen by the next pass.
+CONTROL = Source(
+    "control", "control",
+    lambda api, s, fresh, convert: api.list_control(s.recovery_namespace, CONTROL_NAME, convert, fresh),
+    lambda api, s, version, timeout, w: api.watch_control(s.recovery_namespace, CONTROL_NAME, version, timeout, w),
+    Control.from_json, lambda c: (c.paused, c.paused_by, c.reason), shapes.Control, absent=(False, "", ""))

@@ -11,7 +11,8 @@ May use: the standard library only. Everything else in rwo_failover may use this
 
 from .attachment import Attachment
 from .claim import Claim
-from .fence import Fence, fence_asked
+from .control import Control
+from .fence import Fence, Machine, fence_asked
 from .fields import (
                      TIME_YEARS,
                      BadObject,
@@ -32,6 +33,7 @@ from .fields import (
 from .lease import Lease
 from .names import (
                      CLOUD_SHUTDOWN_KEY,
+                     CONTROL_NAME,
                      DEFAULT_LEASE_SECONDS,
                      DNS_LABEL,
                      DNS_SUBDOMAIN,
@@ -55,9 +57,11 @@ from .snapshot import Cached, Snapshot, Unreadable
 from .volume import Volume
 
 __all__ = [
-    "Attachment", "BadObject", "CLOUD_SHUTDOWN_KEY", "Cached", "Claim", "DEFAULT_LEASE_SECONDS", "DNS_LABEL",
+    "Attachment", "BadObject", "CLOUD_SHUTDOWN_KEY", "CONTROL_NAME", "Cached", "Claim", "Control",
+    "DEFAULT_LEASE_SECONDS", "DNS_LABEL",
     "DNS_SUBDOMAIN", "FENCE_ASKED_ANNOTATION", "FENCE_LABEL", "Fence", "Json", "Lease", "MIRROR_ANNOTATION",
-    "MULTI_ATTACH_MODES", "Node", "OOS_ANNOTATION", "OPT_OUT_ANNOTATION", "OUT_OF_SERVICE_KEY", "OUT_OF_SERVICE_VALUE",
+    "Machine", "MULTI_ATTACH_MODES", "Node", "OOS_ANNOTATION", "OPT_OUT_ANNOTATION", "OUT_OF_SERVICE_KEY",
+    "OUT_OF_SERVICE_VALUE",
     "Pod", "RECOVERY_ANNOTATION", "RECOVERY_LABEL", "Reader", "RecoveryEntry", "SHUTTING_DOWN", "Snapshot", "TIME_YEARS",
     "Taint", "Undecodable", "Unreadable", "Volume", "bool_at", "fence_asked", "int_at", "is_name", "items_at",
     "name_of", "obj_at", "opted_out", "parse_time", "server_time", "strings_at", "text_at", "texts_at", "time_at",

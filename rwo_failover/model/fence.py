@@ -2,12 +2,54 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from dataclasses import dataclass
 from typing import Optional
 
 from .fields import BadObject, Json, int_at, items_at, obj_at, strings_at, text_at, texts_at, time_at
-from .names import FENCE_ASKED_ANNOTATION, FENCE_LABEL
+from .names import (FENCE_ADDRESSES_ANNOTATION, FENCE_ASKED_ANNOTATION, FENCE_BOOT_ID_ANNOTATION, FENCE_LABEL,
+                    FENCE_NODE_UID_ANNOTATION)
+
+# A bootID as kubelets write it (a UUID); anything else, or longer, is recorded by its digest, so what a kubelet
+# wrote can never make our fence too big to create, and the record always reads back as written.
+_PLAIN_BOOT_ID = re.compile(r"^[A-Za-z0-9-]{1,64}$")
+
+
+@dataclass(frozen=True)
+class Machine:
+    """The machine a fence of ours was made for, as recorded on it when we created it."""
+
+    uid: str  # the Node object's metadata.uid
+    boot_id: str  # its status.nodeInfo.bootID then, as recorded (boot_id_note)
+    cidrs: tuple[str, ...]  # the addresses we asked to fence, as in spec.cidrs
+
+    @classmethod
+    def of(cls, uid: str, boot_id: str, cidrs: tuple[str, ...]) -> "Machine":
+        """The record for a node as read now: its uid, bootID and the CIDRs we fence for it."""
+        return cls(uid, boot_id_note(boot_id), cidrs)
+
+    def notes(self) -> dict[str, str]:
+        """The annotations that record it."""
+        return {FENCE_NODE_UID_ANNOTATION: self.uid, FENCE_BOOT_ID_ANNOTATION: self.boot_id,
+                FENCE_ADDRESSES_ANNOTATION: ",".join(self.cidrs)}
+
+
+def boot_id_note(boot_id: str) -> str:
+    """A bootID as recorded: as written when it looks like one, else its digest."""
+    if not boot_id or _PLAIN_BOOT_ID.match(boot_id):
+        return boot_id
+    return "sha256:" + hashlib.sha256(boot_id.encode()).hexdigest()
+
+
+def _machine(notes: dict[str, str]) -> Optional[Machine]:
+    """The recorded machine; None when any part of the record is missing or empty (not made by us, then)."""
+    uid, boot, addresses = (notes.get(k, "") for k in (FENCE_NODE_UID_ANNOTATION, FENCE_BOOT_ID_ANNOTATION,
+                                                         FENCE_ADDRESSES_ANNOTATION))
+    if not (uid and addresses):
+        return None
+    return Machine(uid, boot, tuple(addresses.split(",")))
 
 
 @dataclass(frozen=True)
@@ -23,6 +65,9 @@ class Fence:
     deleting: bool = False  # deletionTimestamp set: a finalizer holds it
     generation: int = 0
     status: tuple[str, str] = ("", "")  # (status.result, status.message) as read, current or not
+    uid: str = ""  # metadata.uid and resourceVersion: what every write of ours is preconditioned on
+    version: str = ""
+    machine: Optional[Machine] = None  # the machine we made it for; None: no record of ours on it
 
     @classmethod
     def from_json(cls, obj: Json) -> "Fence":
@@ -34,7 +79,8 @@ class Fence:
         result, message = text_at(status, "result"), text_at(status, "message")
         generation = int_at(meta, "generation", 0)
         observed = [int_at(c, "observedGeneration", 0) for c in items_at(status, "conditions")]
-        asked = _fence_asked(strings_at(meta, "annotations").get(FENCE_ASKED_ANNOTATION))
+        notes = strings_at(meta, "annotations")
+        asked = _fence_asked(notes.get(FENCE_ASKED_ANNOTATION))
         if any(observed):
             current = max(observed) >= generation
         elif asked is None:
@@ -43,7 +89,8 @@ class Fence:
             current = asked[0] == generation and asked[1] != (result, message)
         return cls(text_at(meta, "name"), strings_at(meta, "labels").get(FENCE_LABEL) == "rwo-failover",
                    text_at(spec, "fenceState"), result if current else "", message, texts_at(spec, "cidrs"),
-                   time_at(meta, "deletionTimestamp") is not None, generation, (result, message))
+                   time_at(meta, "deletionTimestamp") is not None, generation, (result, message),
+                   text_at(meta, "uid"), text_at(meta, "resourceVersion"), _machine(notes))
 
 
 def fence_asked(generation: int, status: tuple[str, str]) -> str:

@@ -33,6 +33,12 @@ FENCE_LABEL = "app.kubernetes.io/managed-by"  # value "rwo-failover": a NetworkF
 # had then. For a controller that sets no observedGeneration, a result counts for that generation only once
 # the status differs from what it was when we asked.
 FENCE_ASKED_ANNOTATION = "rwo-failover.io/asked"
+# On each NetworkFence we create: the machine it was made for, so undo lifts it only for that machine. A Node
+# deleted and re-registered under the same name is another object (another uid), maybe another machine at
+# another address, while the fenced one may still run. The addresses are the spec.cidrs we asked for.
+FENCE_NODE_UID_ANNOTATION = "rwo-failover.io/fence-node-uid"
+FENCE_BOOT_ID_ANNOTATION = "rwo-failover.io/fence-boot-id"
+FENCE_ADDRESSES_ANNOTATION = "rwo-failover.io/fence-addresses"
 
 
 # Object names as the API server validates them (RFC 1123 subdomains; namespaces are labels). A name that is
@@ -47,3 +53,8 @@ def is_name(text: object, namespace: bool = False) -> bool:
     if not isinstance(text, str):
         return False
     return bool(DNS_LABEL.match(text)) if namespace else len(text) <= 253 and bool(DNS_SUBDOMAIN.match(text))
+
+# The control ConfigMap, in RECOVERY_NAMESPACE (ours; tenants cannot write there): an operator's pause switch
+# (data.paused, with data.pausedBy and data.reason if they say so), and the storm cool-down's memory, which a
+# CronJob's passes cannot keep themselves (data.stormTrippedAt, data.stormCalmSince; the API server's times).
+CONTROL_NAME = "rwo-failover-control"

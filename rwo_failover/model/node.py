@@ -58,6 +58,7 @@ class Node:
     # A Lease renewal after it is the kubelet heartbeating while tainted for shutdown (planner.liveness).
     spec_written_at: Optional[datetime] = None
     opted_out: bool = False  # labelled NODE_OPT_OUT_LABEL (any value but "false"): never judged nor acted on
+    boot_id: str = ""  # status.nodeInfo.bootID: the kubelet's boot of the machine; recorded on our fences
 
     @property
     def has_oos_taint(self) -> bool:
@@ -86,4 +87,5 @@ class Node:
                    text_at(meta, "uid"), text_at(spec, "providerID"), ips,
                    server_time(meta, "status"), ready == "False" and SHUTTING_DOWN in _ready_message(status),
                    server_time(meta, ""),
-                   strings_at(meta, "labels").get(NODE_OPT_OUT_LABEL, "false") != "false")
+                   strings_at(meta, "labels").get(NODE_OPT_OUT_LABEL, "false") != "false",
+                   text_at(obj_at(status, "nodeInfo"), "bootID"))

@@ -8,6 +8,7 @@ from typing import Mapping, Optional
 
 from .attachment import Attachment
 from .claim import Claim
+from .control import Control
 from .fence import Fence
 from .lease import Lease
 from .node import Node
@@ -45,6 +46,8 @@ class Snapshot:
     recovery_records: tuple[RecoveryEntry, ...] = ()
     recovery_pods: tuple[Pod, ...] = ()
     unreadable: tuple[Unreadable, ...] = ()  # objects skipped because they could not be read
+    control: Optional[Control] = None  # the control ConfigMap; None when there is none (not paused)
+    control_error: str = ""  # why it could not be read: a pass then writes nothing (fail safe)
 
 
 @dataclass(frozen=True)
@@ -56,3 +59,5 @@ class Cached:
     fences: tuple[Fence, ...]
     recovery_records: tuple[RecoveryEntry, ...]
     unreadable: tuple[Unreadable, ...]
+    control: Optional[Control] = None  # the watched control ConfigMap, as the last event left it
+    control_error: str = ""

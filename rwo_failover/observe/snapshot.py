@@ -35,6 +35,7 @@ from ..model import (
 from ..planner import nodes_to_inspect, tainted_nodes
 from ..planner.recovery import readable
 from ..settings import Settings
+from .control import read_control
 from .lookups import read_claims, read_volumes, recovery_pods, server_version
 
 log = logging.getLogger("rwo_failover")
@@ -75,7 +76,9 @@ def observe(api: Api, settings: Settings, now: Callable[[], datetime],
         check_server_clock(api)
     leases = {name: reader.one("lease", Lease.from_json, api.read_lease(name), name) for name in sorted(watched)}
     nodes = _unknown_stays_unknown(nodes, reader.unreadable)
-    snapshot = Snapshot(now(), nodes, leases, fences=fences)
+    # In continuous mode the watched copy (the write guard also asks it before every write); otherwise one read.
+    control, control_error = (cached.control, cached.control_error) if cached else read_control(api, settings)
+    snapshot = Snapshot(now(), nodes, leases, fences=fences, control=control, control_error=control_error)
     entries = cached.recovery_records if cached else tuple(reader.each(api.list_recovery_records(
         settings.recovery_namespace, RECOVERY_LABEL, reader.parse("recovery record", RecoveryEntry.from_json))))
     records = readable(entries)
@@ -99,7 +102,7 @@ def observe(api: Api, settings: Settings, now: Callable[[], datetime],
                                              if v.claim and v.claim not in claims}))
     version = server_version(api) if settings.out_of_service_taint == "auto" and inspect else None
     return Snapshot(snapshot.now, nodes, leases, pods, claims, attachments, volumes, version, fences, entries,
-                    recovery_pods(api, reader, records), tuple(reader.unreadable))
+                    recovery_pods(api, reader, records), tuple(reader.unreadable), control, control_error)
 
 
 def _unknown_stays_unknown(nodes: tuple[Node, ...], unreadable: list[Unreadable]) -> tuple[Node, ...]:

@@ -19,6 +19,7 @@ from ..model import Node, Snapshot
 from ..settings import Settings
 from .attachments import attachments_for
 from .caps import cap_pods
+from .control import pause_reason, storm
 from .fencing import fence_step, unfence_step, unfence_steps
 from .liveness import judge_liveness, lease_expires_at, lease_fresh
 from .nodes import (
@@ -46,13 +47,14 @@ from .types import (
     Refusal,
     RefusalKind,
     Skip,
+    StormMark,
     UnsafePlan,
 )
 from .unreadable import unreadable_on
 
 __all__ = ["AttachmentAction", "NodePlan", "NodeState", "NodeVerdict", "Plan", "PodAction", "Refusal",
-           "RefusalKind", "Skip", "UnsafePlan", "exclusive_claims", "judge_liveness", "judge_nodes", "judge_ours",
-           "judge_tainted_node", "lease_fresh", "nodes_to_inspect", "plan", "pod_exclusion", "recovered",
+           "RefusalKind", "Skip", "StormMark", "UnsafePlan", "exclusive_claims", "judge_liveness", "judge_nodes",
+           "judge_ours", "judge_tainted_node", "lease_fresh", "nodes_to_inspect", "plan", "pod_exclusion", "recovered",
            "shutdown_taint", "stuck_states", "tainted_nodes", "undo_blocker", "unfence_step", "unreadable_on"]
 
 
@@ -81,7 +83,9 @@ def _plan_node(verdict: NodeVerdict, node: Node, snapshot: Snapshot, settings: S
                          lease_seen=lease.version if lease is not None else "", status_seen=node.status_written_at)
     if node_plan.has_work:
         step, why = fence_step(node, snapshot, settings)
-        node_plan = dataclasses.replace(node_plan, fence=step, fence_reason=why)
+        seen = snapshot.fences.get(node.name)
+        node_plan = dataclasses.replace(node_plan, fence=step, fence_reason=why,
+                                        fence_seen=(seen.uid, seen.version) if seen else ("", ""))
     return node_plan, skips
 
 
@@ -107,7 +111,7 @@ def plan(snapshot: Snapshot, settings: Settings) -> Plan:
     skips += opted_out_skips(snapshot, settings)
     nodes = {n.name: n for n in snapshot.nodes}
     untainted, stale, undo_skips = untaint(verdicts, snapshot, settings)
-    unfence, unfence_skips = unfence_steps(snapshot, settings)
+    unfence, unfence_skips, fences_held = unfence_steps(snapshot, settings)
     skips += undo_skips + unfence_skips
     node_plans = []
     for verdict in (v for v in verdicts if v.state is NodeState.DOWN):
@@ -121,11 +125,16 @@ def plan(snapshot: Snapshot, settings: Settings) -> Plan:
     skips += [Skip("recovery record", v.entry.name, v.detail) for v in recovery if v.state == "unreadable"]
     totals = {"not_ready": not_ready_count(snapshot), "total_nodes": len(snapshot.nodes), "untaint": untainted,
               "drop_annotation": stale, "unfence": unfence, "recovery": recovery,
+              "fences_held": fences_held,
               "wake_at": wake_at(verdicts, snapshot, settings, recovery)}
-    refusal = unhealthy_brake(snapshot, settings, idle) or nodes_brake(node_plans, settings)
+    refusal, mark, resumes = storm(snapshot, settings,
+                                   unhealthy_brake(snapshot, settings, idle) or nodes_brake(node_plans, settings))
+    if resumes is not None:  # the cool-down's end changes the decision with nothing but time
+        totals["wake_at"] = min(resumes, totals["wake_at"] or resumes)
     minute = int(snapshot.now.timestamp() // 60)
     capped, deferred, cap_skips = cap_pods(node_plans, settings.max_pods_per_pass, minute)
     if deferred:  # the cap's first namespace turns with the minute: a plan that changes then must wake for it
         turns = datetime.fromtimestamp((minute + 1) * 60, timezone.utc)
         totals["wake_at"] = min(turns, totals["wake_at"] or turns)
-    return Plan(tuple(verdicts), capped, tuple(skips + cap_skips), refusal, deferred=deferred, **totals)
+    return Plan(tuple(verdicts), capped, tuple(skips + cap_skips), refusal, deferred=deferred,
+                paused=pause_reason(snapshot, settings), storm_mark=mark, **totals)

@@ -5,14 +5,17 @@ exactly the node's current InternalIP addresses that answered Succeeded for its 
 answer in this pass that names the node. Until then nothing on it is touched: no pod, no attachment, no
 taint. A node without an address, or with one another node also has, is never fenced by us (a NetworkFence
 would cut off nothing, or someone else). Unfencing comes first when the node is back: set Unfenced, wait for
-Succeeded, delete the object; only then may our out-of-service taint come off.
+Succeeded, delete the object; only then may our out-of-service taint come off. Unfencing lifts only what we
+made, for the machine we made it for: a fence without our record of its machine, made for another Node object
+under the name (a re-registered machine), or for other addresses than the node has now, is left in place
+(HOLD) for a human, with a Warning and a metric, since the fenced machine may still run.
 """
 
 from __future__ import annotations
 
 import ipaddress
 from datetime import datetime
-from typing import Optional
+from typing import Iterable, Optional
 
 from ..model import Fence, Lease, Node, Snapshot
 from ..settings import Settings
@@ -28,6 +31,10 @@ PENDING = "pending"    # asked; no answer yet: the next pass looks again
 FAILED = "failed"      # fencing cannot be confirmed: a Warning, nothing on the node touched
 UNFENCE = "unfence"    # the node is back: ask for Unfenced
 DELETE = "delete"      # Unfenced and Succeeded: remove the object
+HOLD = "hold"          # the node is back, but the fence is not ours to lift for it: left in place for a human
+# Why a fence is held, as a metric label: a short, fixed set.
+HELD_NO_RECORD, HELD_OTHER_MACHINE, HELD_ADDRESSES = "no-record", "other-machine", "addresses"
+HELD_REASONS = (HELD_NO_RECORD, HELD_OTHER_MACHINE, HELD_ADDRESSES)
 
 
 def cidrs(node: Node) -> tuple[tuple[str, ...], Optional[str]]:
@@ -114,8 +121,9 @@ def judge_fence(node: Node, fence: Fence, wanted: tuple[str, ...]) -> tuple[Opti
 
 def unfence_step(node: Optional[Node], lease: Optional[Lease], fence: Fence, settings: Settings,
                  now: datetime) -> tuple[Optional[str], Optional[str]]:
-    """For one NetworkFence of ours: (UNFENCE or DELETE, None) once its node is back for good; else (None, why
-    it stays, or None when nothing needs saying). Act re-judges with this on a live read before each step."""
+    """For one NetworkFence of ours: (UNFENCE or DELETE, None) once its node is back for good and the fence was
+    made for that machine; (HOLD, why) when it was not (held_by); else (None, why it stays, or None when nothing
+    needs saying). Act re-judges with this on a live read before each step."""
     if node is None:
         return None, "its node is gone; the fence stays until a human removes it"
     reason = recovered(node, lease, settings, now)
@@ -123,6 +131,9 @@ def unfence_step(node: Optional[Node], lease: Optional[Lease], fence: Fence, set
         reason = "the node still carries a shutdown taint"
     if reason:
         return None, f"stays fenced: {reason}" if fence.state == "Unfenced" or node.ready == "True" else None
+    held = held_by(node, fence)
+    if held:
+        return HOLD, held[1]
     if fence.deleting:
         return None, "being deleted"
     if fence.state == "Fenced":
@@ -134,21 +145,55 @@ def unfence_step(node: Optional[Node], lease: Optional[Lease], fence: Fence, set
     return None, "unfencing asked; no answer yet"
 
 
-def unfence_steps(snapshot: Snapshot, settings: Settings) -> tuple[tuple[tuple[str, str], ...], list[Skip]]:
-    """(node, UNFENCE or DELETE) for each NetworkFence of ours whose node is back for good; skips for the rest."""
+def held_by(node: Node, fence: Fence) -> Optional[tuple[str, str]]:
+    """(HELD_* kind, why) when our fence must not be lifted for this node as read now; None when it was made
+    for this very machine: the same Node object, at the addresses it fences, which are the node's now."""
+    tail = "; left in place: a human checks the fenced machine is off, then unfences and deletes it"
+    machine = fence.machine
+    if machine is None:
+        return HELD_NO_RECORD, (f"NetworkFence {fence.node} carries no record of the machine rwo-failover made it "
+                                f"for, so rwo-failover never lifts it{tail}")
+    if machine.uid != node.uid:
+        return HELD_OTHER_MACHINE, (f"NetworkFence {fence.node} was made for another machine (Node uid "
+                                    f"{machine.uid[:64]}) than the node now registered as {node.name} "
+                                    f"({node.uid[:64]}): the fenced machine may still run{tail}")
+    fenced = tuple(sorted({_cidr(c) for c in fence.cidrs}))
+    if not (fenced == cidrs(node)[0] == tuple(sorted({_cidr(c) for c in machine.cidrs}))):
+        return HELD_ADDRESSES, (f"NetworkFence {fence.node} fences {_few(fence.cidrs)} (made for "
+                                f"{_few(machine.cidrs)}), but the node's addresses are now "
+                                f"{_few(sorted(_addresses(node)))}{tail}")
+    return None
+
+
+def _few(texts: Iterable[str], most: int = 4) -> str:
+    """At most `most` of them, each cut short, for a message: what is quoted comes from objects others write."""
+    found = [t[:64] for t in texts]
+    shown = ", ".join(found[:most]) or "nothing"
+    return f"{shown} and {len(found) - most} more" if len(found) > most else shown
+
+
+def unfence_steps(snapshot: Snapshot, settings: Settings) -> tuple[tuple[tuple[str, str], ...], list[Skip],
+                                                                    tuple[tuple[str, str, str], ...]]:
+    """(node, UNFENCE or DELETE) for each NetworkFence of ours whose node is back for good; skips for the rest;
+    and (node, HELD_* kind, why) for each one left in place for a human."""
     if settings.fencing != "networkfence":
-        return (), []
+        return (), [], ()
     nodes = {n.name: n for n in snapshot.nodes}
-    steps, skips = [], []
+    steps, skips, held = [], [], []
     for name, fence in sorted(snapshot.fences.items()):
         if not fence.ours:
             continue
         if name in nodes and nodes[name].opted_out:
             skips.append(Skip("networkfence", name, f"its node is opted out by the label {NODE_OPT_OUT_LABEL}"))
             continue
-        step, why = unfence_step(nodes.get(name), snapshot.leases.get(name), fence, settings, snapshot.now)
-        if step:
+        node = nodes.get(name)
+        step, why = unfence_step(node, snapshot.leases.get(name), fence, settings, snapshot.now)
+        found = held_by(node, fence) if step == HOLD and node is not None else None
+        if found:
+            held.append((name, *found))
+            skips.append(Skip("networkfence", name, found[1]))
+        elif step:
             steps.append((name, step))
         elif why:
             skips.append(Skip("networkfence", name, why))
-    return tuple(steps), skips
+    return tuple(steps), skips, tuple(held)

@@ -63,6 +63,9 @@ class NodePlan:
     add_taint: bool = False  # add the out-of-service taint before deleting anything
     fence: Optional[str] = None  # a fencing step still needed (fencing.REQUEST, PENDING, "failed"); None: go on
     fence_reason: str = ""
+    # The NetworkFence the plan judged, (uid, resourceVersion): a write the plan decided on it (the delete that
+    # recreates it) is preconditioned on exactly that object.
+    fence_seen: tuple[str, str] = ("", "")
     # The node's Lease as this pass first read it (its resourceVersion, "" when it had none): every live
     # re-check before a write compares, so a renewal the pass watches happen is seen as one.
     lease_seen: str = ""
@@ -86,6 +89,7 @@ class RefusalKind(str, Enum):
 
     UNHEALTHY_FRACTION = "unhealthy-fraction"
     NODES_PER_PASS = "nodes-per-pass"
+    STORM_COOLDOWN = "storm-cooldown"  # a brake tripped, and STORM_COOLDOWN_SECONDS of calm have not passed
 
 
 @dataclass(frozen=True)
@@ -95,6 +99,16 @@ class Refusal:
 
     def __str__(self) -> str:
         return self.message
+
+
+@dataclass(frozen=True)
+class StormMark:
+    """A storm moment to write into the control object: `key` (TRIPPED_AT or CALM_SINCE) at `at`, the other
+    key removed when a storm starts; preconditioned on `resource_version` ("" : create the object)."""
+
+    key: str
+    at: datetime
+    resource_version: str
 
 
 class UnsafePlan(Exception):
@@ -116,11 +130,15 @@ class Plan:
     untaint: tuple[str, ...] = ()  # recovered nodes whose out-of-service taint (ours) comes off
     drop_annotation: tuple[str, ...] = ()  # nodes whose annotation outlived our taint (a human removed it)
     unfence: tuple[tuple[str, str], ...] = ()  # (node, fencing.UNFENCE or DELETE) for nodes back for good
+    # (node, fencing.HELD_* kind, why): our fences on nodes back for good that are not ours to lift for them
+    fences_held: tuple[tuple[str, str, str], ...] = ()
     recovery: tuple = ()  # recovery.Verdict for each claim whose freed pod we still watch
     # The next moment (server clock) at which time alone changes what this plan decides: a node proven down,
     # an undo allowed, a recovery timed out. None when only a change in the cluster can.
     wake_at: Optional[datetime] = None
     deferred: tuple[str, ...] = ()  # pods left for later passes by MAX_PODS_PER_PASS (planner/caps.py)
+    paused: str = ""  # why this pass writes nothing (the pause switch, an unreadable control object): control.py
+    storm_mark: Optional[StormMark] = None  # a storm moment for act to record (control.py)
 
     @property
     def busy_nodes(self) -> tuple[NodePlan, ...]:

@@ -119,7 +119,8 @@ def _watched_pass(api: Api, settings: config.Settings, metrics: Metrics, guard: 
         wake.append(plan.wake_at)
         if show:
             show(plan)
-    run_pass(api, settings, metrics=metrics, guard=guard, show=seen, cache=cluster.view)
+    run_pass(api, settings, metrics=metrics, guard=guard, show=seen, cache=cluster.view,
+             watched_pause=cluster.paused)
     if not wake or wake[0] is None:
         return None
     return (wake[0] - api.server_clock.now()).total_seconds()
@@ -179,6 +180,6 @@ def _table_printer(settings: config.Settings, continuous: bool, stdout: IO[str],
     def show(plan: Plan) -> None:
         for handler in logging.getLogger(logs.LOGGER).handlers:
             handler.flush()  # the table comes after the log lines that led to it
-        stream.write(plan_table.render(plan, settings.dry_run))
+        stream.write(plan_table.render(plan, settings.dry_run or bool(plan.paused)))
         stream.flush()
     return show

@@ -26,6 +26,9 @@ class Liveness:
         # Why the process should be restarted (stuck) or is not ready (behind): set by the watch-driven loop.
         self.stuck: Callable[[], Optional[str]] = lambda: None
         self.behind: Callable[[], Optional[str]] = lambda: None
+        # Why the last pass wrote nothing (the pause switch): /readyz's body says so, and stays 200, since a paused
+        # replica still observes, plans and serves its metrics.
+        self.paused: Callable[[], str] = lambda: ""
 
     def progressed(self, at: Optional[float] = None) -> None:
         """A pass finished (or, on a standby, an election round ended, `at` then), answered or not: liveness is
@@ -68,7 +71,9 @@ class HealthServer:
                     live = outer.liveness
                     why = None if live.ready else "no pass finished yet"
                     why = why or live.behind()
-                    self._send(503 if why else 200, f"{why}\n".encode() if why else b"ok\n")
+                    paused = live.paused()
+                    body = f"{why}\n" if why else f"ok; paused: {paused}\n" if paused else "ok\n"
+                    self._send(503 if why else 200, body.encode())
                 else:
                     self._send(404, b"not found\n")
 

@@ -51,19 +51,24 @@ class Trigger:
             now = self.monotonic()
             self._first = self._first if self._first is not None else now
             self._last = now
-        self.fired.set()
+            self.fired.set()  # under the lock, as take() clears it: set exactly while a change is pending
 
-    def settled(self) -> bool:
-        """A change is pending and the burst is over (quiet for DEBOUNCE_SECONDS, or MAX_DEBOUNCE_SECONDS old)."""
+    def settles_at(self) -> Optional[float]:
+        """When the pending burst is over (quiet for DEBOUNCE_SECONDS, or MAX_DEBOUNCE_SECONDS old), on the
+        monotonic clock; None when no change is pending. A later change can only postpone it."""
         with self._lock:
             if self._first is None or self._last is None:
-                return False
-            now = self.monotonic()
-            return now - self._last >= DEBOUNCE_SECONDS or now - self._first >= MAX_DEBOUNCE_SECONDS
+                return None
+            return min(self._last + DEBOUNCE_SECONDS, self._first + MAX_DEBOUNCE_SECONDS)
+
+    def settled(self) -> bool:
+        """A change is pending and the burst is over."""
+        at = self.settles_at()
+        return at is not None and self.monotonic() >= at
 
     def take(self) -> list[str]:
-        self.fired.clear()
         with self._lock:
+            self.fired.clear()
             reasons, self._reasons, self._first, self._last = self._reasons, [], None, None
             return reasons
 
@@ -108,6 +113,8 @@ def run_loop(one_pass: Callable[[], Optional[float]], settings: Settings, flag: 
     log.info("continuous mode", extra={"interval_seconds": settings.interval, "leader_election": bool(elector),
                                        "watch": bool(watched)})
     liveness = Liveness(3 * settings.interval + settings.pass_timeout_seconds)
+    if metrics:
+        liveness.paused = lambda: metrics.pause_reason
     if watched:
         liveness.stuck, liveness.behind = watched[0].stuck, watched[0].behind
     if elector:
@@ -232,17 +239,24 @@ def _wait_for_reason(flag: StopFlag, trigger: Trigger, last: Optional[float], wa
         return "start"
     while flag.requested is None and (elector is None or elector.leading):
         now = time.monotonic()
-        due = max(last + MIN_GAP_SECONDS, min(last + interval, wake if wake is not None else float("inf")))
-        if now >= last + MIN_GAP_SECONDS:
+        gap_over = last + MIN_GAP_SECONDS
+        if now >= gap_over:
             if wake is not None and now >= wake:
                 return "wake"
             if trigger.settled():
                 return "change"
             if now - last >= interval:
                 return "interval"
-            if trigger.fired.is_set():  # a burst is settling: look again when it may be over
-                due = min(due, now + DEBOUNCE_SECONDS / 2)
-        # Woken by a change at once; otherwise at the next due moment, or (a signal handler cannot set the
-        # event: it takes no lock) every half second to notice a stop request or lost leadership.
-        trigger.fired.wait(max(0.0, min(due - now, STOP_CHECK_SECONDS)))
+        due = max(gap_over, min(last + interval, wake if wake is not None else float("inf")))
+        settles = trigger.settles_at()
+        if settles is None and now >= gap_over:
+            # Nothing pending: woken by the first change at once. (A signal handler cannot set the event, it
+            # takes no lock: every half second at most, to notice a stop request or lost leadership.)
+            trigger.fired.wait(max(0.0, min(due - now, STOP_CHECK_SECONDS)))
+        else:
+            # A burst settling, or the gap after a pass: a change now can only postpone the pass, so sleep to
+            # the moment it may be due instead of waking at each change (a flapping taint spun a core).
+            if settles is not None:
+                due = min(due, max(settles, gap_over))
+            time.sleep(max(0.0, min(due - now, STOP_CHECK_SECONDS)))
     return None

@@ -10,20 +10,21 @@ from __future__ import annotations
 import base64
 import logging
 import time
-from email.message import Message
-from typing import IO, Callable, Optional
-from urllib.error import HTTPError
+from typing import Callable, Optional
 from urllib.parse import unquote, urlsplit
-from urllib.request import HTTPRedirectHandler, Request, build_opener
+from urllib.request import Request, build_opener
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, pushadd_to_gateway
+from prometheus_client.core import HistogramMetricFamily
 from prometheus_client.registry import Collector
 
 from ..act.outcome import Outcome
 from ..kube.deadline_http import deadline_handlers
+from ..planner.fencing import HELD_REASONS
 from ..planner.types import NodeState, Plan, RefusalKind
 from ..settings.urls import without_userinfo
 from .exitcodes import EXIT_OK, EXIT_REFUSED, NAMES
+from .pushed import Carried, NotCarried, Refuse, read_back
 
 log = logging.getLogger("rwo_failover")
 P = "rwo_failover_"
@@ -36,17 +37,30 @@ LAST_TIMES = ("last_success_timestamp_seconds", "last_refusal_timestamp_seconds"
               "last_not_recovered_timestamp_seconds")
 
 
-class _SetThisPass(Collector):
-    """The registry, less the LAST_TIMES gauges this process never set (still 0)."""
+FAILOVER = P + "failover_seconds"
 
-    def __init__(self, registry: CollectorRegistry) -> None:
-        self.registry = registry
+
+class _SetThisPass(Collector):
+    """The registry, less the LAST_TIMES gauges this process never set (still 0), with the failover histogram
+    added to what the group held (`carried`, pushed.py)."""
+
+    def __init__(self, registry: CollectorRegistry, carried: Optional[Carried] = None) -> None:
+        self.registry, self.carried = registry, carried
 
     def collect(self):  # noqa: ANN201 - prometheus_client's Collector protocol
         for family in self.registry.collect():
             if family.name.removeprefix(P) in LAST_TIMES and all(s.value == 0 for s in family.samples):
                 continue
-            yield family
+            yield _added(family, self.carried) if family.name == FAILOVER and self.carried else family
+
+
+def _added(family, carried: Carried) -> HistogramMetricFamily:  # noqa: ANN001 - a prometheus_client Metric
+    """This pass's histogram plus the carried one, bucket by bucket."""
+    mine = [(s.labels["le"], s.value) for s in family.samples if s.name == FAILOVER + "_bucket"]
+    total = sum(s.value for s in family.samples if s.name == FAILOVER + "_sum")
+    return HistogramMetricFamily(FAILOVER, family.documentation,
+                                 buckets=[(le, value + carried.buckets[float(le)]) for le, value in mine],
+                                 sum_value=total + carried.total)
 
 
 WATCH_EVENT_TYPES = ("ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR")
@@ -64,6 +78,9 @@ class Metrics:
         self.last_refusal = Gauge(P + "last_refusal_timestamp_seconds",
                                   "When the last pass that refused (exit 3: a brake or split-brain) finished.",
                                   registry=r)
+        self.paused = Gauge(P + "paused", "1 while the last pass was paused (the control ConfigMap's data.paused, or "
+                            "that ConfigMap unreadable): it observed and planned, and wrote nothing.", registry=r)
+        self.pause_reason = ""  # the last pass's, for /readyz's body
         self.pods = Counter(P + "pods_force_deleted", "Pods force-deleted from proven-down nodes.", registry=r)
         self.attachments = Counter(P + "attachments_deleted", "VolumeAttachments deleted.", registry=r)
         self.taints_added = Counter(P + "out_of_service_taints_added", "Out-of-service taints added.", registry=r)
@@ -86,17 +103,22 @@ class Metrics:
         self.watch_events = Counter(P + "watch_events", "Continuous mode: watch events received, by resource and "
                                     "type (ADDED, MODIFIED, DELETED, BOOKMARK).", ["resource", "type"], registry=r)
         self.relists = Counter(P + "relists", "Continuous mode: full lists of a watched resource, by reason (initial, "
-                               "expired: 410 Gone, stale: the watch fell behind, error: any other watch error, periodic).",
+                               "expired: 410 Gone, stale: the watch went silent, no_progress: its resourceVersion stopped "
+                               "keeping up with the server's, error: any other watch error, periodic).",
                                ["resource", "reason"],
                                registry=r)
         self.watch_restarts = Counter(P + "watch_restarts", "Continuous mode: watches that broke and were resumed, "
-                                      "by reason (dropped, stalled, error).", ["resource", "reason"], registry=r)
+                                      "by reason (dropped, stalled, short: ended within a second, expired, error, list failed); each "
+                                      "waits behind one back-off.", ["resource", "reason"], registry=r)
         self.cache_age = Gauge(P + "watch_cache_age_seconds", "Continuous mode: seconds since the API server last "
                                "said anything (a list, an event, a bookmark) about a watched resource.", ["resource"],
                                registry=r)
         self.triggers = Counter(P + "pass_triggers", "Continuous mode: what started each pass (change: a watched "
                                 "object changed; wake: time alone changes a verdict; interval; start).", ["reason"],
                                 registry=r)
+        self.fences_held = Gauge(P + "fences_left_in_place", "NetworkFences of ours on nodes back for good, left "
+                                 "in place in the last pass for a human, by cause (other-machine, addresses, "
+                                 "no-record).", ["cause"], registry=r)
         # Every known label value starts at zero, so every pass exposes, and pushes, every series it owns: a
         # push is a POST, which replaces only the families it carries samples for, and a family left without
         # samples would keep an earlier pass's series on the Pushgateway for ever (an old refusal, say).
@@ -107,6 +129,8 @@ class Metrics:
             self.passes.labels(result)
         for reason in (*(kind.value for kind in RefusalKind), SPLIT_BRAIN):
             self.refusals.labels(reason)
+        for cause in HELD_REASONS:
+            self.fences_held.labels(cause)
 
     def watch_event(self, resource: str, kind: str) -> None:
         # The type comes from the server's text: only the known ones become a label value, never a new series.
@@ -127,8 +151,12 @@ class Metrics:
     def api_request(self, verb: str, what: str, code: str) -> None:
         self.requests.labels(verb, what.split(" ")[0], code).inc()
 
-    def record_pass(self, plan: Optional[Plan], outcome: Optional[Outcome], code: int, seconds: float) -> None:
+    def record_pass(self, plan: Optional[Plan], outcome: Optional[Outcome], code: int, seconds: float,
+                    paused: str = "") -> None:
         now = time.time()
+        if plan is not None:  # a pass that could not read the cluster knows nothing of the switch
+            self.paused.set(1 if paused else 0)
+            self.pause_reason = paused
         self.passes.labels(NAMES.get(code, str(code))).inc()
         self.duration.observe(seconds)
         self.last_pass.set(now)
@@ -142,6 +170,8 @@ class Metrics:
                 self.nodes.labels(state.value).set(states.count(state))
             if plan.refusal:
                 self.refusals.labels(plan.refusal.kind.value).inc()
+            for cause in HELD_REASONS:
+                self.fences_held.labels(cause).set(sum(1 for _, held, _ in plan.fences_held if held == cause))
         if outcome is not None:
             if outcome.split_brain:
                 self.refusals.labels(SPLIT_BRAIN).inc(len(outcome.split_brain))
@@ -157,22 +187,35 @@ class Metrics:
         self.not_recovered.inc()
         self.last_not_recovered.set(time.time())
 
+    def _carried(self, url: str, user: str, password: str, instance: str, timeout: float) -> Optional[Carried]:
+        """The failover histogram the group holds, for this push to add to (pushed.py); None to start afresh."""
+        try:
+            return read_back(url, user, password, instance, FAILOVER, FAILOVER_BUCKETS, timeout)
+        except NotCarried as err:
+            why = str(err).replace(password, "***") if password else str(err)
+            log.warning("could not read the failover histogram back from the Pushgateway; this pass pushes its own "
+                        "samples alone, which Prometheus reads as a counter reset", extra={"url": url, "error": why})
+            return None
+
     def push(self, url: str, instance: str, timeout: float = PUSH_TIMEOUT_SECONDS) -> None:
         """Push this pass's metrics into the one group of this CronJob; a failure is a warning, never a failed
         pass. A POST (pushadd) replaces the metrics it carries and keeps the others, so a failed pass leaves the
         last success's time in place; every other metric is pushed by every pass and so replaced. A
         user:password@ in the URL is sent as HTTP basic auth, and never logged: only the URL without it is.
         A redirect is never followed (it would take the password to whatever host it names), and whatever the
-        answer, this returns: the push comes after the pass, and must not change its exit code."""
+        answer, this returns: the push comes after the pass, and must not change its exit code. The failover
+        histogram is read back first (pushed.py), within half of `timeout`: read-back and push end within it."""
+        ends = time.monotonic() + timeout
         grouping = {"instance": instance}
         shown = without_userinfo(url)
         parts = urlsplit(url)
         user, password = unquote(parts.username or ""), unquote(parts.password or "")
         pushed = CollectorRegistry()
-        pushed.register(_SetThisPass(self.registry))
+        pushed.register(_SetThisPass(self.registry, self._carried(shown, user, password, instance, timeout / 2)))
         try:
             pushadd_to_gateway(shown, job="rwo-failover", registry=pushed, grouping_key=grouping,
-                               timeout=timeout, handler=_no_redirect_handler(user, password))
+                               timeout=max(ends - time.monotonic(), 0.001),
+                               handler=_no_redirect_handler(user, password))
             log.info("pushed metrics to the Pushgateway", extra={"url": shown, **grouping})
         except Exception as err:  # noqa: BLE001 - any failure (a reply that is not HTTP, say) is this warning
             error = f"{type(err).__name__}: {err}"
@@ -180,18 +223,8 @@ class Metrics:
                         extra={"url": shown, "error": error.replace(password, "***") if password else error})
 
 
-class _Refuse(HTTPRedirectHandler):
-    """A 3xx is an error like any other: urllib would otherwise repeat the request (as a GET for 301, 302 and
-    303) at the Location it names, with every header, the Authorization one included."""
-
-    def redirect_request(self, req: Request, fp: IO[bytes], code: int, msg: str, headers: Message,
-                         newurl: str) -> None:
-        raise HTTPError(req.full_url, code, f"{msg}: a redirect to {without_userinfo(newurl)!r}, which a push never "
-                        "follows", headers, fp)
-
-
 def _no_redirect_handler(user: str, password: str) -> Callable[..., Callable[[], None]]:
-    """prometheus_client's handler protocol, as its default_handler (and basic_auth_handler) but with _Refuse
+    """prometheus_client's handler protocol, as its default_handler (and basic_auth_handler) but with pushed.Refuse
     in place of urllib's redirect handler: that one cannot be swapped through prometheus_client's own API."""
     def handler(url: str, method: str, timeout: Optional[float], headers: list, data: bytes) -> Callable[[], None]:
         def send() -> None:
@@ -205,7 +238,7 @@ def _no_redirect_handler(user: str, password: str) -> Callable[..., Callable[[],
             ends = time.monotonic() + (timeout or PUSH_TIMEOUT_SECONDS)
             handlers = deadline_handlers(timeout or PUSH_TIMEOUT_SECONDS, lambda: ends - time.monotonic(),
                                          "no complete answer from the Pushgateway within its timeout")
-            with build_opener(_Refuse, *handlers).open(request, timeout=timeout) as answer:
+            with build_opener(Refuse, *handlers).open(request, timeout=timeout) as answer:
                 if answer.status >= 300:
                     raise OSError(f"the Pushgateway answered {answer.status} {answer.reason}")
         return send

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from typing import Callable, Optional
 
 from .. import planner
 from ..act.actor import Actor
+from ..act.control import PauseCheck
 from ..act.outcome import Outcome
 from ..act.writer import Guard
 from ..kube import Api, ApiError, Forbidden
@@ -16,7 +18,7 @@ from ..model import Cached
 from ..observe import observe
 from ..settings import Settings
 from . import logs
-from .exitcodes import EXIT_FAILED, EXIT_FORBIDDEN, EXIT_OK, EXIT_REFUSED, EXIT_UNAVAILABLE
+from .exitcodes import EXIT_FAILED, EXIT_FORBIDDEN, EXIT_OK, EXIT_PAUSED, EXIT_REFUSED, EXIT_UNAVAILABLE
 from .metrics import Metrics
 
 log = logging.getLogger(logs.LOGGER)
@@ -24,14 +26,15 @@ log = logging.getLogger(logs.LOGGER)
 
 def run_pass(api: Api, settings: Settings, metrics: Optional[Metrics] = None, guard: Optional[Guard] = None,
              show: Optional[Callable[[planner.Plan], None]] = None,
-             cache: Optional[Callable[[Api], Cached]] = None) -> int:
+             cache: Optional[Callable[[Api], Cached]] = None, watched_pause: Optional[Callable[[], str]] = None) -> int:
     """Observe, decide, act; log one summary line; return the exit code.
 
     Every age is judged on the API server's clock (clock.ServerClock, fed by the Date header of each
     response); this process's own clock is never read for a judgment. `guard` names a reason once no write
     may start (a stop signal, leadership lost); see writer.Guard. The summary's `stopped_by` is its reason
     at the end. `show` gets the plan before anything is acted on (the table for people, plan_table.py).
-    `cache` gives continuous mode's watched lists to observe (kube.cache).
+    `cache` gives continuous mode's watched lists to observe (kube.cache), and `watched_pause` its watched pause
+    switch, which the write guard asks before every write. A paused pass (planner/control.py) acts as a dry run.
     """
     started = time.monotonic()
     now = api.server_clock.now
@@ -46,7 +49,11 @@ def run_pass(api: Api, settings: Settings, metrics: Optional[Metrics] = None, gu
     _log_plan(plan)
     if show:
         show(plan)
-    actor = Actor(api, settings, now, metrics, guard, {n.name: n.uid for n in snapshot.nodes})
+    pause = PauseCheck(api, settings, guard, watched_pause)
+    if plan.paused:
+        log.warning("paused: this pass observes and plans, and writes nothing", extra={"pause": plan.paused})
+    acting = dataclasses.replace(settings, dry_run=True) if plan.paused else settings
+    actor = Actor(api, acting, now, metrics, pause, {n.name: n.uid for n in snapshot.nodes})
     actor.warn_unreadable(snapshot.unreadable, plan)
     actor.warn_unjudged(plan)
     actor.warn_split_brain(plan.split_brain)
@@ -56,8 +63,9 @@ def run_pass(api: Api, settings: Settings, metrics: Optional[Metrics] = None, gu
         log.error("refusing to act on anything", extra={"reason": str(err), "brake": err.refusal.kind.value})
         actor.record_refusal(plan)
         outcome = actor.outcome
-    code = exit_code(plan, outcome)
-    _summary(settings, plan, outcome, code, started, api, metrics, guard)
+    paused = plan.paused or pause.found
+    code = EXIT_PAUSED if paused else exit_code(plan, outcome)
+    _summary(settings, plan, outcome, code, started, api, metrics, guard, paused)
     return code
 
 
@@ -81,13 +89,13 @@ def _log_plan(plan: planner.Plan) -> None:
 
 
 def _summary(settings: Settings, plan: Optional[planner.Plan], outcome: Optional[Outcome], code: int,
-             started: float, api: Api, metrics: Optional[Metrics], guard: Optional[Guard]) -> None:
+             started: float, api: Api, metrics: Optional[Metrics], guard: Optional[Guard], paused: str = "") -> None:
     seconds = time.monotonic() - started
     if metrics:
-        metrics.record_pass(plan, outcome, code, seconds)
+        metrics.record_pass(plan, outcome, code, seconds, paused)
     fields: dict[str, object] = {"dry_run": settings.dry_run, "exit_code": code,
                                  "duration_seconds": round(seconds, 3), "api_attempts": api.attempts,
-                                 "stopped_by": (guard() if guard else None) or ""}
+                                 "stopped_by": (guard() if guard else None) or "", "paused": paused}
     if plan is not None:
         states = [v.state for v in plan.verdicts]
         fields.update(nodes=plan.total_nodes, nodes_not_ready=plan.not_ready, tainted=len(states),

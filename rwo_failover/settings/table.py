@@ -48,6 +48,7 @@ class Settings:
     min_not_ready_seconds: int
     max_unhealthy_fraction: float
     max_nodes_per_pass: int
+    storm_cooldown_seconds: int
     max_pods_per_pass: int
     stuck_pod_states: frozenset[str]
     include_namespaces: frozenset[str]
@@ -125,6 +126,10 @@ SPECS: tuple[Spec, ...] = (
          "a number in (0, 1]; 0.9 or more only with ALLOW_UNSAFE=unhealthy-fraction"),
     Spec("MAX_NODES_PER_PASS", int_at_least(1), "5",
          "Brake: act on nothing when more nodes than this are proven down.", _WHOLE.format(1)),
+    Spec("STORM_COOLDOWN_SECONDS", int_in(0, DAY), "300",
+         "After a brake (MAX_UNHEALTHY_FRACTION, MAX_NODES_PER_PASS) has tripped, keep refusing for this long once "
+         "no brake trips any more, timed on the API server's clock and kept in the control ConfigMap; 0 (only with "
+         "ALLOW_UNSAFE=storm-cooldown): resume at the first calm pass.", _RANGE.format(0, DAY)),
     Spec("MAX_PODS_PER_PASS", int_at_least(1), "50",
          "Cap: a pass deletes at most this many pods, taken fairly across namespaces; later passes take the rest.",
          _WHOLE.format(1)),
@@ -232,8 +237,9 @@ SPECS: tuple[Spec, ...] = (
          "a context name, or empty", empty_ok=True),
     Spec("ALLOW_UNSAFE", unsafe_rules, "",
          "Safety rules a value may switch off, each named: unhealthy-fraction (MAX_UNHEALTHY_FRACTION of 0.9 or "
-         "more, the brake all but never trips), min-not-ready (MIN_NOT_READY_SECONDS=0 without FENCING). Without it such a value "
-         "exits 2; with it, start-up warns what is off.",
+         "more, the brake all but never trips), min-not-ready (MIN_NOT_READY_SECONDS=0 without FENCING), "
+         "storm-cooldown (STORM_COOLDOWN_SECONDS=0, no cool-down after a brake). Without it such a value exits 2; "
+         "with it, start-up warns what is off.",
          f"a comma-separated list of {', '.join(UNSAFE_RULES)}, or empty", empty_ok=True),
 )
 

@@ -23,6 +23,10 @@ def switched_off(settings: Settings) -> list[tuple[str, str]]:
         # With fencing, confirmed before anything is touched, no wait is FENCED_MIN_NOT_READY_SECONDS' default.
         found.append(("min-not-ready", "MIN_NOT_READY_SECONDS=0 with FENCING=none: a node is down at the node "
                                        "lifecycle controller's first verdict, with no margin and no fencing"))
+    if settings.storm_cooldown_seconds == 0:
+        found.append(("storm-cooldown", "STORM_COOLDOWN_SECONDS=0: after a brake trips, passes act again at the "
+                                        "first calm moment, so a flapping partition may have volumes released "
+                                        "between two flaps"))
     return found
 
 

@@ -174,7 +174,7 @@ def lease_or_seconds(high: int) -> Callable[[str], Optional[int]]:
 
 
 # Safety rules that a value may switch off only when ALLOW_UNSAFE names them (checks.py says which values).
-UNSAFE_RULES = ("unhealthy-fraction", "min-not-ready")
+UNSAFE_RULES = ("unhealthy-fraction", "min-not-ready", "storm-cooldown")
 
 
 def unsafe_rules(text: str) -> frozenset[str]:

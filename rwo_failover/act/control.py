@@ -1,0 +1,71 @@
+"""The pause switch at write time, and the storm cool-down's memory, both in the control ConfigMap.
+
+A pass read the pause switch when it started (observe); an operator may set it while the pass plans, so the
+write guard reads it again, live, before the pass's first write, and (continuous mode) asks the watched copy
+before every write after that. A storm moment is written with the resourceVersion the pass read as its
+precondition (or created, which fails if someone created it first): two writers never lose each other's word.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Callable, Optional
+
+from ..kube import Api
+from ..model import CONTROL_NAME
+from ..model.control import CALM_SINCE, TRIPPED_AT
+from ..observe.control import read_control
+from ..planner import StormMark
+from ..settings import Settings
+from .writer import Guard, Result, Writer
+
+log = logging.getLogger("rwo_failover")
+
+
+class PauseCheck:
+    """A write guard: `inner`'s reason first (a stop signal, leadership lost), then the pause switch, read live
+    once before the first write, and `watched` (continuous mode's copy of the control object) before each."""
+
+    def __init__(self, api: Api, settings: Settings, inner: Optional[Guard] = None,
+                 watched: Optional[Callable[[], str]] = None) -> None:
+        self.api, self.settings, self.inner, self.watched = api, settings, inner, watched
+        self.found = ""  # why writes stopped for the pause switch; sticky for the rest of the pass
+        self._read = False
+
+    def __call__(self) -> Optional[str]:
+        why = self.inner() if self.inner else None
+        if why or self.found:
+            return why or self.found
+        if not self._read:
+            self._read = True
+            control, error = read_control(self.api, self.settings)
+            self.found = _reason(error, control.describe() if control and control.paused else None)
+        if not self.found and self.watched:
+            self.found = self.watched()
+        if self.found:
+            log.error("paused before a write: nothing more is written this pass", extra={"pause": self.found})
+        return self.found or None
+
+
+def _reason(error: str, paused_by: Optional[str]) -> str:
+    if error:
+        return f"{error}; failing safe: nothing is written until it can be read"
+    return "" if paused_by is None else f"paused{' ' + paused_by if paused_by else ''} (read again before a write)"
+
+
+def record_storm(writer: Writer, namespace: str, mark: StormMark) -> Result:
+    """Write the storm moment: a storm's start removes the calm moment of the last one."""
+    data: dict[str, Optional[str]] = {mark.key: mark.at.strftime("%Y-%m-%dT%H:%M:%SZ")}
+    if mark.key == TRIPPED_AT:
+        data[CALM_SINCE] = None
+    if mark.resource_version:
+        patch = {"metadata": {"resourceVersion": mark.resource_version}, "data": data}
+        result = writer.patch_control(namespace, CONTROL_NAME, patch)
+    else:
+        body = {"metadata": {"name": CONTROL_NAME, "namespace": namespace},
+                "data": {k: v for k, v in data.items() if v is not None}}
+        result = writer.create_control(namespace, body)
+    if result is Result.CONFLICT:  # someone wrote it since our read: the next pass reads it and decides again
+        log.warning("the control ConfigMap changed since this pass read it; the storm moment is left to the next "
+                    "pass", extra={"storm": mark.key})
+    return result

@@ -1,0 +1,52 @@
+"""The control ConfigMap (names.CONTROL_NAME): the pause switch an operator sets, and the storm cool-down's state."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Optional
+
+from .fields import BadObject, Json, items_at, obj_at, parse_time, strings_at, text_at, time_at
+
+PAUSED, PAUSED_BY, REASON = "paused", "pausedBy", "reason"
+TRIPPED_AT, CALM_SINCE = "stormTrippedAt", "stormCalmSince"
+MAX_TEXT = 200  # what an operator's note may add to a log line
+
+
+@dataclass(frozen=True)
+class Control:
+    paused: bool = False
+    paused_by: str = ""  # data.pausedBy, else the field manager that last wrote data.paused (kubectl-patch, ...)
+    paused_at: Optional[datetime] = None  # when data.paused was last written: the API server's stamp
+    reason: str = ""
+    tripped_at: Optional[datetime] = None  # a brake last tripped (a pass wrote it, server time)
+    calm_since: Optional[datetime] = None  # the first pass after it that no brake refused
+    resource_version: str = ""
+
+    @classmethod
+    def from_json(cls, obj: Json) -> "Control":
+        """BadObject when data.paused is neither true nor false, or a time is not one: the caller fails safe."""
+        meta, data = obj_at(obj, "metadata"), strings_at(obj, "data")
+        flag = data.get(PAUSED, "false").strip().lower()
+        if flag not in ("true", "false"):
+            raise BadObject(f"data.{PAUSED} is {flag[:40]!r}, neither true nor false")
+        by, at = _writer_of(meta, PAUSED)
+        return cls(flag == "true", data.get(PAUSED_BY, "")[:MAX_TEXT] or by, at, data.get(REASON, "")[:MAX_TEXT],
+                   time_at(data, TRIPPED_AT), time_at(data, CALM_SINCE), text_at(meta, "resourceVersion"))
+
+    def describe(self) -> str:
+        """Who paused, when and why, as far as the object says."""
+        parts = [f"by {self.paused_by}" if self.paused_by else "",
+                 f"at {self.paused_at.isoformat()}" if self.paused_at else "",
+                 f"({self.reason})" if self.reason else ""]
+        return " ".join(p for p in parts if p)
+
+
+def _writer_of(meta: Json, key: str) -> tuple[str, Optional[datetime]]:
+    """The managedFields entry that owns data.<key>: its manager, and the server's time of that write."""
+    for entry in items_at(meta, "managedFields"):
+        fields = entry.get("fieldsV1")
+        owned = fields.get("f:data") if isinstance(fields, dict) else None
+        if isinstance(owned, dict) and f"f:{key}" in owned:
+            return text_at(entry, "manager")[:MAX_TEXT], parse_time(entry.get("time"))
+    return "", None

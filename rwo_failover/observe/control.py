@@ -1,0 +1,36 @@
+"""The control ConfigMap, read live: the pause switch and the storm cool-down's state.
+
+Failing safe: anything but a clean answer (RBAC denies the list, the API server errs, data.paused says neither
+true nor false) is an error, and a pass with an error here writes nothing. No ConfigMap at all is the normal
+case: not paused, no storm remembered.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..kube import Api, ApiError
+from ..model import CONTROL_NAME, BadObject, Control
+from ..settings import Settings
+
+
+def read_control(api: Api, settings: Settings) -> tuple[Optional[Control], str]:
+    """(the control object or None, why it cannot be read or ""); a consistent read, never the watch cache's."""
+    where = f"ConfigMap {settings.recovery_namespace}/{CONTROL_NAME}"
+    try:
+        found = api.list_control(settings.recovery_namespace, CONTROL_NAME, lambda raw: raw, consistent=True)
+    except ApiError as err:
+        return None, f"{where} cannot be read: {err}"
+    return control_of(found, where)
+
+
+def control_of(found: list, where: str) -> tuple[Optional[Control], str]:
+    """The one object a name-selected list found, parsed; an error when it cannot be."""
+    if not found:
+        return None, ""
+    try:
+        if len(found) > 1 or not isinstance(found[0], dict):
+            raise BadObject("the list by its name did not give one object")
+        return Control.from_json(found[0]), ""
+    except BadObject as err:
+        return None, f"{where} cannot be read: {str(err)[:300]}"

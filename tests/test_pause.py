@@ -1,0 +1,194 @@
+"""The pause switch (issue 28): data.paused=true in the control ConfigMap (rwo-failover/rwo-failover-control)
+stops every write cluster-wide; a paused pass still observes and plans, says who paused and when, and exits 6.
+An unreadable control object fails safe: nothing is written, and the pass says why."""
+
+from __future__ import annotations
+
+import time
+
+from rwo_failover.run.exitcodes import EXIT_OK, EXIT_PAUSED
+from rwo_testkit import fake_cluster as fc
+from rwo_testkit.fake_apiserver import ApiStatus
+
+NAMESPACE, NAME = "rwo-failover", "rwo-failover-control"
+PAUSED_AT = "2026-01-02T03:04:05Z"
+
+
+def control(api, data: dict, manager: str = "kubectl-patch") -> dict:
+    return api.add({"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": NAME, "namespace": NAMESPACE, "managedFields": [
+                        {"manager": manager, "operation": "Update", "apiVersion": "v1", "time": PAUSED_AT,
+                         "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {f"f:{k}": {} for k in data}}}]},
+                    "data": data})
+
+
+def writes(api) -> list:
+    return api.mutations()
+
+
+def test_a_paused_pass_observes_and_plans_writes_nothing_and_says_who_paused_and_when(api, run_pass):
+    fc.outage(api)
+    control(api, {"paused": "true"})
+    result = run_pass()
+    assert result.code == EXIT_PAUSED == 6
+    assert writes(api) == [], "no taint, no delete, no Event, no record"
+    assert api.get("pods", "db-0", "default") is not None
+    assert [line["state"] for line in result.lines("node verdict") if line["node"] == "dead"] == ["down"]
+    assert result.summary["pods_planned"] == 1, "it still plans"
+    assert any("would force-delete pod" in line["message"] for line in result.logs), "dry-run-like: says what it would"
+    paused = result.summary["paused"]
+    assert "by kubectl-patch" in paused and "2026-01-02T03:04:05" in paused and NAME in paused
+
+
+def test_the_operator_s_own_words_name_who_and_why(api, run_pass):
+    fc.outage(api)
+    control(api, {"paused": "true", "pausedBy": "alice (INC-1234)", "reason": "storage maintenance"})
+    result = run_pass()
+    assert result.code == EXIT_PAUSED and writes(api) == []
+    assert "by alice (INC-1234)" in result.summary["paused"] and "storage maintenance" in result.summary["paused"]
+
+
+def test_paused_false_or_no_control_object_changes_nothing(api, run_pass):
+    fc.outage(api)
+    control(api, {"paused": "false"})
+    result = run_pass()
+    assert result.code == EXIT_OK and result.summary["paused"] == ""
+    assert api.get("pods", "db-0", "default") is None
+
+
+def test_no_control_object_is_not_paused(api, run_pass):
+    fc.outage(api)
+    result = run_pass()
+    assert result.code == EXIT_OK and result.summary["paused"] == ""
+    assert api.get("pods", "db-0", "default") is None
+
+
+def test_a_value_that_is_neither_true_nor_false_fails_safe(api, run_pass):
+    fc.outage(api)
+    control(api, {"paused": "yes please"})
+    result = run_pass()
+    assert result.code == EXIT_PAUSED and writes(api) == []
+    assert "neither true nor false" in result.summary["paused"] and "failing safe" in result.summary["paused"]
+
+
+def test_a_control_object_that_cannot_be_read_fails_safe(api, run_pass):
+    """The API server errs on the control object alone (every retry): nothing is written, with the reason."""
+    fc.outage(api)
+
+    def broken(req):
+        if req.resource == "configmaps" and "metadata.name=" + NAME in req.query.get("fieldSelector", ""):
+            raise ApiStatus(500, "InternalError", "etcd is unwell")
+        return None
+    api.hooks.append(broken)
+    result = run_pass(API_MAX_ATTEMPTS="1")
+    assert result.code == EXIT_PAUSED and writes(api) == []
+    assert "cannot be read" in result.summary["paused"] and "failing safe" in result.summary["paused"]
+
+
+def test_rbac_that_denies_the_read_fails_safe(api, run_pass):
+    """Trimmed RBAC, or a new version applied before its rbac.yaml: refused, the pass says which verb."""
+    fc.outage(api)
+
+    def forbidden(req):
+        if req.resource == "configmaps" and "metadata.name=" + NAME in req.query.get("fieldSelector", ""):
+            raise ApiStatus(403, "Forbidden", 'configmaps is forbidden: cannot list resource "configmaps"')
+        return None
+    api.hooks.append(forbidden)
+    result = run_pass()
+    assert writes(api) == [] and api.get("pods", "db-0", "default") is not None
+    assert result.code == EXIT_PAUSED and "list" in result.summary["paused"]
+
+
+def test_a_pause_set_after_the_plan_stops_the_first_write(api, run_pass):
+    """The switch is read again, live, before the pass's first write: set while the pass re-checks the node,
+    nothing is written at all."""
+    fc.outage(api)
+
+    def pause_on_recheck(req):
+        if req.verb == "get" and req.resource == "nodes" and req.name == "dead" and api.get("configmaps", NAME,
+                                                                                             NAMESPACE) is None:
+            control(api, {"paused": "true", "pausedBy": "bob"})
+        return None
+    api.hooks.append(pause_on_recheck)
+    result = run_pass()
+    assert writes(api) == [] and api.get("pods", "db-0", "default") is not None
+    assert result.code == EXIT_PAUSED and "by bob" in result.summary["paused"]
+
+
+def test_continuous_mode_honours_the_switch_within_a_second_and_reports_it(api, kubeconfig):
+    """The loop watches the control object: a pause is a pass at once, the metric and /readyz's body say so, an
+    outage meanwhile is left alone, and resuming frees it at once."""
+    import urllib.request
+
+    from rwo_testkit.control_plane import free_port
+    from test_watch import break_node, running_loop, stop, wait_until
+
+    port = free_port()
+
+    def get(path: str) -> str:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as answer:
+                return answer.read().decode()
+        except OSError:
+            return ""
+    proc = running_loop(api, kubeconfig, METRICS_PORT=str(port))
+    try:
+        assert "rwo_failover_paused 0.0" in get("/metrics")
+        control(api, {"paused": "true", "pausedBy": "carol"})
+        wait_until("the paused gauge", lambda: "rwo_failover_paused 1.0" in get("/metrics"), timeout=1.5)
+        assert "paused" in get("/readyz") and "by carol" in get("/readyz")
+        break_node(api)
+        time.sleep(2)
+        assert api.get("pods", "db-0", "default") is not None and not writes(api)
+        control(api, {"paused": "false"})
+        wait_until("the pod freed", lambda: api.get("pods", "db-0", "default") is None, timeout=3)
+        wait_until("/readyz without the pause", lambda: get("/readyz") == "ok\n", timeout=3)
+    finally:
+        logs = stop(proc)
+    paused = [line for line in logs if line["message"] == "pass finished" and line["exit_code"] == EXIT_PAUSED]
+    assert paused and all("by carol" in line["paused"] for line in paused)
+
+
+def test_continuous_mode_stops_a_pass_in_flight_at_the_next_write_once_the_watch_sees_the_pause(api, kubeconfig):
+    """Paused while a pass force-deletes the first of two pods: the leader's watched copy stops the next write."""
+    from test_watch import running_loop, stop, wait_until
+
+    proc = running_loop(api, kubeconfig)
+    try:
+        def pause_on_first_delete(req):
+            if req.verb == "delete" and req.resource == "pods" and api.get("configmaps", NAME, NAMESPACE) is None:
+                control(api, {"paused": "true", "pausedBy": "dave"})
+                time.sleep(1)  # the watch event reaches the loop before this delete's answer does
+            return None
+        api.hooks.append(pause_on_first_delete)
+        fc.dead_node(api, "dead")
+        for name in ("db-0", "db-1"):
+            fc.add_volume(api, f"data-{name}", attached_to="dead")
+            api.add(fc.pod(name, "dead", claims=[f"data-{name}"], terminating=True))
+        wait_until("the pause", lambda: api.get("configmaps", NAME, NAMESPACE) is not None, timeout=10)
+        time.sleep(2)
+    finally:
+        logs = stop(proc)
+    deleted = [r for r in api.requests if r.verb == "delete" and r.resource in ("pods", "volumeattachments")]
+    assert len(deleted) == 1, "only the delete already sent"
+    stopped = [line for line in logs if line["message"] == "pass finished" and "by dave" in line["paused"]]
+    assert stopped and stopped[0]["exit_code"] == EXIT_PAUSED
+
+
+def test_a_paused_cronjob_pass_pushes_the_paused_gauge_and_its_result(api, run_pass, tmp_path):
+    from test_monitoring import gauge, groups, pushgateway, series
+
+    gateway, url = pushgateway(tmp_path)
+    try:
+        fc.outage(api)
+        control(api, {"paused": "true"})
+        assert run_pass(PUSHGATEWAY_URL=url).code == EXIT_PAUSED
+        [paused] = groups(url)
+        api.remove("configmaps", NAME, NAMESPACE)
+        assert run_pass(PUSHGATEWAY_URL=url).code == EXIT_OK
+        [resumed] = groups(url)
+    finally:
+        gateway.terminate()
+        gateway.wait(timeout=30)
+    assert gauge(paused, "rwo_failover_paused") == 1 and gauge(resumed, "rwo_failover_paused") == 0
+    assert series(paused, "rwo_failover_passes_total")[(("result", "paused"),)] == 1
