@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import json
 import random
+import re
 import socket
 import threading
 import time
@@ -495,6 +496,13 @@ class FakeApiServer:
             meta["name"] = meta["generateName"] + uuid.uuid4().hex[:10]
         if not meta.get("name"):
             raise ApiStatus(422, "Invalid", "metadata.name: Required value")
+        if kind.plural != "events" and (len(meta["name"]) > 253 or not _DNS_SUBDOMAIN.match(meta["name"])):
+            # As the API server checks the other kinds rwo-failover creates (NameIsDNSSubdomain): ConfigMaps,
+            # Leases, NetworkFences. A core/v1 Event's name is not checked (kube-apiserver v1.36.2 created one
+            # named "<199 a>-.<16 hex>", and refused the same name for a ConfigMap).
+            raise ApiStatus(422, "Invalid", f"metadata.name: Invalid value: {meta['name']!r}: a lowercase RFC 1123 "
+                                            "subdomain must consist of lower case alphanumeric characters, '-' or "
+                                            "'.', and must start and end with an alphanumeric character")
         if kind.namespaced:
             if meta.get("namespace", req.namespace) != req.namespace:
                 raise ApiStatus(400, "BadRequest", "the namespace of the object does not match the request")
@@ -649,6 +657,9 @@ def _needs_kubelet(kind: Kind, obj: dict) -> bool:
     scheduled = bool((obj.get("spec") or {}).get("nodeName"))
     terminal = (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed")
     return kind.plural == "pods" and scheduled and not terminal
+
+
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 def _validate_event(obj: dict, namespace: str) -> None:

@@ -18,6 +18,7 @@ from ..kube import Api
 from ..model import Unreadable
 from ..planner import (AttachmentAction, NodePlan, NodeState, NodeVerdict, Plan, PodAction, RefusalKind, recovered,
                        shutdown_taint)
+from ..planner.evidence import bounded_list
 from ..settings import Settings
 from .control import record_storm
 from .events import EventRecorder
@@ -78,6 +79,20 @@ class Actor:
         for node, reasons in sorted(why.items()):
             self.events.repeated(node, self.node_uids.get(node, ""), "UnreadableObject",
                                  f"{'; '.join(reasons)}; rwo-failover will not act on this node because of it")
+
+    def warn_ignored(self, plan: Plan) -> None:
+        """Tenant objects the brakes did not count (planner/evidence.py): said once a pass, in one Warning on the
+        first node they name, bumped rather than repeated, its list bounded however many there are."""
+        if not plan.ignored:
+            return
+        node = min(node for node, _ in plan.ignored)
+        listed = bounded_list([what for _, what in plan.ignored])
+        log.warning("not counted by the brakes: tied to their proven-down nodes by nothing a tenant cannot write",
+                    extra={"count": len(plan.ignored), "objects": listed})
+        self.events.repeated(node, self.node_uids.get(node, ""), "NotCountedByBrakes",
+                             f"{len(plan.ignored)} tenant objects on proven-down nodes are not counted toward "
+                             "MAX_NODES_PER_PASS or MAX_UNHEALTHY_FRACTION: no VolumeAttachment on their node "
+                             f"ties them to it, and any tenant can make such pods: {listed}")
 
     def record_refusal(self, plan: Plan) -> None:
         # One Event per down node that has work, capped, so a mass outage does not become an Event storm;

@@ -59,6 +59,10 @@ class Node:
     spec_written_at: Optional[datetime] = None
     opted_out: bool = False  # labelled NODE_OPT_OUT_LABEL (any value but "false"): never judged nor acted on
     boot_id: str = ""  # status.nodeInfo.bootID: the kubelet's boot of the machine; recorded on our fences
+    labels: tuple[tuple[str, str], ...] = ()  # sorted (key, value): FENCING=redfish may key its BMC map by one
+
+    def label(self, key: str) -> Optional[str]:
+        return dict(self.labels).get(key)
 
     @property
     def has_oos_taint(self) -> bool:
@@ -88,4 +92,5 @@ class Node:
                    server_time(meta, "status"), ready == "False" and SHUTTING_DOWN in _ready_message(status),
                    server_time(meta, ""),
                    strings_at(meta, "labels").get(NODE_OPT_OUT_LABEL, "false") != "false",
-                   text_at(obj_at(status, "nodeInfo"), "bootID"))
+                   text_at(obj_at(status, "nodeInfo"), "bootID"),
+                   tuple(sorted(strings_at(meta, "labels").items())))

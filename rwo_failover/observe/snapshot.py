@@ -1,6 +1,7 @@
 """Observe: read what one pass needs, and no more, into a Snapshot.
 
-Cost: one paginated node list, one GET per Lease of a tainted node (or one carrying our taint), one
+Cost: one paginated node list, one GET per Lease of a tainted node (or one carrying our taint; with
+FENCING=redfish, of every node), one
 label-selected list of our recovery records, and, only when a node is proven down or back from an outage
 with our taint: one field-selected pod list per such node, the claims of its pods and the PVs those claims
 and the node's attachments name (a GET each, or one paginated list past 20), and one paginated
@@ -72,6 +73,8 @@ def observe(api: Api, settings: Settings, now: Callable[[], datetime],
     names = {n.name for n in nodes}
     watched = {n.name for n, _ in tainted_nodes(nodes, settings)} | {n.name for n in nodes if n.our_taint} | \
         {name for name, f in fences.items() if f.ours and name in names}
+    if settings.fencing == "redfish":  # a silent Lease is what starts it: every node's is read (one GET each)
+        watched |= {n.name for n in nodes if not n.opted_out}
     if not cached or watched or cached.recovery_records:  # a pass from the cache with nothing to judge reads nothing
         check_server_clock(api)
     leases = {name: reader.one("lease", Lease.from_json, api.read_lease(name), name) for name in sorted(watched)}

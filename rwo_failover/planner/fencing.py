@@ -87,6 +87,8 @@ def fence_step(node: Node, snapshot: Snapshot, settings: Settings) -> tuple[Opti
         return None, ""
     if settings.fencing == "webhook":
         return REQUEST, "the fence webhook must answer fenced before anything is touched"
+    if settings.fencing == "redfish":
+        return REQUEST, "its BMC must answer PowerState Off before anything is touched"
     wanted, why = cidrs(node)
     why = why or _shared(node, snapshot)
     if why:

@@ -71,10 +71,20 @@ class NodePlan:
     lease_seen: str = ""
     status_seen: Optional[datetime] = None  # the node's status stamp the plan judged by (see judge_liveness)
     blocked: str = ""  # why nothing on this node is touched: something on it could not be read
+    # The pods of `pods` tied to this node by nothing but their spec.nodeName (no volume of theirs attached
+    # here): any tenant can make such pods, so they never count toward the brakes (planner/evidence.py).
+    unproven: tuple[str, ...] = ()
 
     @property
     def has_work(self) -> bool:
         return bool(self.pods or self.attachments or self.add_taint)
+
+    @property
+    def counted(self) -> bool:
+        """Has work the brakes count, by evidence no tenant can write (planner/evidence.py): an attachment to
+        release, or a pod whose volume is attached here. The out-of-service taint only ever comes with one of
+        these or an unproven pod, so it adds nothing."""
+        return bool(self.attachments) or any(p.key not in self.unproven for p in self.pods)
 
 
 @dataclass(frozen=True)
@@ -139,10 +149,12 @@ class Plan:
     deferred: tuple[str, ...] = ()  # pods left for later passes by MAX_PODS_PER_PASS (planner/caps.py)
     paused: str = ""  # why this pass writes nothing (the pause switch, an unreadable control object): control.py
     storm_mark: Optional[StormMark] = None  # a storm moment for act to record (control.py)
+    ignored: tuple[tuple[str, str], ...] = ()  # (node, object) the brakes did not count (planner/evidence.py)
 
     @property
     def busy_nodes(self) -> tuple[NodePlan, ...]:
-        return tuple(n for n in self.nodes if n.has_work)
+        """The nodes the nodes-per-pass brake counts."""
+        return tuple(n for n in self.nodes if n.counted)
 
     @property
     def pod_count(self) -> int:

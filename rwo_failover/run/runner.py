@@ -57,6 +57,7 @@ def run_pass(api: Api, settings: Settings, metrics: Optional[Metrics] = None, gu
     actor.warn_unreadable(snapshot.unreadable, plan)
     actor.warn_unjudged(plan)
     actor.warn_split_brain(plan.split_brain)
+    actor.warn_ignored(plan)
     try:
         outcome = actor.execute(plan)
     except planner.UnsafePlan as err:
@@ -116,6 +117,7 @@ def _summary(settings: Settings, plan: Optional[planner.Plan], outcome: Optional
                       events=outcome.events, failures=len(outcome.failures) + len(outcome.forbidden),
                       not_attempted=len(outcome.not_attempted), unconfirmed=len(outcome.unconfirmed),
                       fenced=len(outcome.fenced), fencing_pending=len(outcome.fencing_pending),
+                      powered_off=len(outcome.powered_off),
                       unfenced=len(outcome.unfenced))
     if plan is not None:
         fields.update(recovered=sum(1 for v in plan.recovery if v.state == "recovered"),
