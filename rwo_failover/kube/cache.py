@@ -64,7 +64,7 @@ class WatchedCluster:
         WATCH_STALE_SECONDS; if it has not, it is listed afresh (the pass would list it anyway)."""
         while not stop.wait(self.settings.watch_stale_seconds / PROBES_PER_GRACE):
             try:
-                version = self.new_api().latest_version("nodes", "/api/v1/nodes")
+                version = self.new_api().latest_node_version()
             except (ApiError, OSError) as err:  # a pass reports an API server that does not answer
                 log.debug("cannot read the server's resourceVersion", extra={"error": str(err)})
                 continue
@@ -110,7 +110,7 @@ class WatchedCluster:
         CAUGHT_UP_SECONDS); None when it has not, and the caller lists. kube-apiserver serves consistent lists
         from its watch cache the same way (KEP-2340)."""
         reflector = self.reflectors["nodes"]
-        version = api.latest_version("nodes", "/api/v1/nodes")
+        version = api.latest_node_version()
         return reflector.current(api) if reflector.reached(version, CAUGHT_UP_SECONDS) else None
 
     def stuck(self) -> Optional[str]:

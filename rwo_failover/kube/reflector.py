@@ -35,6 +35,7 @@ from ..model import Reader, Unreadable, name_of
 from ..settings import Settings
 from .api import Api
 from .backoff import SHORT_WATCH_SECONDS, Backoff
+from .decode import DecodingWatch
 from .progress import Progress, at_or_past
 from .source import Source, cut
 from .errors import ApiError
@@ -203,7 +204,7 @@ class Reflector(Generic[T]):
         """One watch stream, from the current version until it ends, breaks, or a list replaces the items."""
         with self._lock:
             generation, version = self._generation, self.version
-            watcher = self._watcher = k8s_watch.Watch()
+            watcher = self._watcher = DecodingWatch(self.source.shape)
         # As the reflector: a random timeout in [5, 10) minutes, so many clients do not resume in step; and
         # never past the next periodic relist.
         until_relist = self.settings.relist_seconds - (self.monotonic() - (self.listed_at or self.monotonic()))

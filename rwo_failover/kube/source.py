@@ -25,6 +25,7 @@ class Source(Generic[T]):
     watch: Callable[[Api, Settings, str, int, k8s_watch.Watch], Iterator[dict]]
     from_json: Callable[[Any], T]
     signature: Callable[[T], Hashable]
+    shape: type  # what a pass reads of it (kube/shapes.py): lists and watch events are decoded to it
     absent: Optional[Hashable] = None  # the signature of no object at all, when creating one may change nothing
 
 

@@ -54,7 +54,7 @@ from .names import (
 )
 from .node import SHUTTING_DOWN, Node, Taint, TaintRecord, machine_of
 from .pod import Pod
-from .reader import Reader, name_of
+from .reader import Reader, Undecodable, name_of
 from .recovery import RecoveryEntry
 from .snapshot import Cached, Snapshot, Unreadable
 from .volume import Volume
@@ -67,5 +67,5 @@ __all__ = [
     "OOS_APPLIED_BY", "OPT_OUT_ANNOTATION", "opted_out", "OUT_OF_SERVICE_KEY", "OUT_OF_SERVICE_VALUE", "parse_time",
     "Pod", "Reader", "RECOVERY_ANNOTATION", "RECOVERY_LABEL", "RecoveryEntry", "server_time", "SHUTTING_DOWN",
     "Snapshot", "strings_at", "Taint", "TAINT_ANNOTATIONS", "TaintRecord", "text_at", "texts_at", "time_at",
-    "TIME_YEARS", "typed_at", "Unreadable", "Volume"
+    "TIME_YEARS", "typed_at", "Undecodable", "Unreadable", "Volume"
 ]
