@@ -1,0 +1,27 @@
+"""Attacks on the storm cool-down's memory (issue 28): a storm moment that a pass could not record must not let
+the next calm pass act at its first calm moment, which is what the cool-down exists to prevent."""
+
+from __future__ import annotations
+
+from rwo_failover.run.exitcodes import EXIT_REFUSED
+from test_storm_cooldown import NAME, NAMESPACE, calm, data, storm
+
+
+def test_a_trip_whose_write_lost_a_race_is_still_remembered(api, run_pass):
+    """An operator creates the control ConfigMap (to leave a note, paused=false) between our read and our
+    create of stormTrippedAt: our create gets 409. The next pass is calm, and must still cool down."""
+    def operator_creates_first(req):
+        if req.verb == "create" and req.resource == "configmaps" and (req.body or {}).get("metadata", {}).get(
+                "name") == NAME and api.get("configmaps", NAME, NAMESPACE) is None:
+            api.add({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": NAME, "namespace": NAMESPACE},
+                     "data": {"paused": "false", "reason": "watching the partition"}})
+        return None
+    api.hooks.append(operator_creates_first)
+    storm(api)
+    first = run_pass()
+    assert first.code == EXIT_REFUSED and first.summary["brake"] == "unhealthy-fraction"
+    assert data(api).get("reason") == "watching the partition", "the operator's note is kept"
+    calm(api)
+    result = run_pass()
+    assert api.get("pods", "db-0", "default") is not None, "a volume was released at the first calm moment"
+    assert result.code == EXIT_REFUSED and result.summary["brake"] == "storm-cooldown"
