@@ -25,3 +25,27 @@ def test_a_trip_whose_write_lost_a_race_is_still_remembered(api, run_pass):
     result = run_pass()
     assert api.get("pods", "db-0", "default") is not None, "a volume was released at the first calm moment"
     assert result.code == EXIT_REFUSED and result.summary["brake"] == "storm-cooldown"
+
+
+def test_continuous_mode_judges_the_cool_down_from_the_live_object_not_a_lagging_watch(api, kubeconfig):
+    """HA mode: the watch of the control ConfigMap runs a few seconds behind (a busy API server). A pass trips
+    the brake and writes stormTrippedAt; the partition heals a moment later. The next pass must not judge the
+    storm from the watched copy, which has not seen that write yet, and release the volume."""
+    import time
+
+    from rwo_testkit.fake_apiserver import Fault
+    from test_watch import running_loop, stop, wait_until
+
+    api.inject(Fault("watch-lag", resource="configmaps", delay=4))
+    proc = running_loop(api, kubeconfig)
+    try:
+        storm(api)
+        wait_until("the trip recorded", lambda: "stormTrippedAt" in data(api), timeout=10)
+        calm(api)
+        time.sleep(2.5)  # calm passes run at once; the watch delivers the trip only at 4 s
+        kept = api.get("pods", "db-0", "default") is not None
+    finally:
+        logs = stop(proc)
+    passes = [(line["exit_code"], line.get("brake")) for line in logs if line["message"] == "pass finished"]
+    assert kept, f"a volume was released at the first calm moment; passes: {passes}"
+    assert (EXIT_REFUSED, "storm-cooldown") in passes

@@ -76,8 +76,10 @@ def observe(api: Api, settings: Settings, now: Callable[[], datetime],
         check_server_clock(api)
     leases = {name: reader.one("lease", Lease.from_json, api.read_lease(name), name) for name in sorted(watched)}
     nodes = _unknown_stays_unknown(nodes, reader.unreadable)
-    # In continuous mode the watched copy (the write guard also asks it before every write); otherwise one read.
-    control, control_error = (cached.control, cached.control_error) if cached else read_control(api, settings)
+    # Read live in continuous mode too: the storm cool-down decides from it whether this pass may act, and a
+    # watch that has not yet delivered our own last pass's stormTrippedAt would let a calm pass act at once.
+    # (The watched copy wakes a pass on a pause, and the write guard asks it between writes.)
+    control, control_error = read_control(api, settings)
     snapshot = Snapshot(now(), nodes, leases, fences=fences, control=control, control_error=control_error)
     entries = cached.recovery_records if cached else tuple(reader.each(api.list_recovery_records(
         settings.recovery_namespace, RECOVERY_LABEL, reader.parse("recovery record", RecoveryEntry.from_json))))
