@@ -49,3 +49,16 @@ def test_continuous_mode_judges_the_cool_down_from_the_live_object_not_a_lagging
     passes = [(line["exit_code"], line.get("brake")) for line in logs if line["message"] == "pass finished"]
     assert kept, f"a volume was released at the first calm moment; passes: {passes}"
     assert (EXIT_REFUSED, "storm-cooldown") in passes
+
+
+def test_start_up_says_the_cool_down_is_off_without_its_namespace(api, run_pass):
+    """RECOVERY_NAMESPACE missing (a run by hand against a cluster without the manifests): no storm moment can be
+    kept, so after a brake the first calm pass acts. Start-up must name that among what is off, not only
+    recovery confirmation."""
+    from test_missing_install import OFF
+
+    api.missing_namespaces.add(NAMESPACE)
+    storm(api)
+    [off] = run_pass().lines(OFF)
+    assert off["setting"] == "RECOVERY_NAMESPACE=rwo-failover"
+    assert "storm cool-down" in off["off"] and "STORM_COOLDOWN_SECONDS" in off["off"]
