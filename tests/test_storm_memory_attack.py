@@ -62,3 +62,36 @@ def test_start_up_says_the_cool_down_is_off_without_its_namespace(api, run_pass)
     [off] = run_pass().lines(OFF)
     assert off["setting"] == "RECOVERY_NAMESPACE=rwo-failover"
     assert "storm cool-down" in off["off"] and "STORM_COOLDOWN_SECONDS" in off["off"]
+
+
+def test_a_deposed_leader_writes_no_storm_moment_and_no_retry(api, tmp_path):
+    """Partitions and elections: a leader that lost its Lease mid-pass (the guard names it) neither writes the trip
+    nor, after a first attempt that lost a race, the re-read retry."""
+    from rwo_failover import settings as config
+    from rwo_failover.act.outcome import Outcome
+    from rwo_failover.act.writer import Result, Writer
+    from rwo_failover.act.control import record_storm
+    from rwo_failover.kube import Api, load_api_client
+    from rwo_failover.model.control import TRIPPED_AT
+    from rwo_failover.planner import StormMark
+    from datetime import datetime, timezone
+
+    _args, settings = config.load([], {"KUBECONFIG": api.write_kubeconfig(str(tmp_path / "kc"))})
+    client = Api(load_api_client(settings), settings, sleep=lambda _s: None)
+    lost: list[str] = []
+    writer = Writer(client, False, Outcome(), guard=lambda: lost[0] if lost else None)
+    api.add({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": NAME, "namespace": NAMESPACE},
+             "data": {"reason": "an operator's note"}})
+
+    def depose_on_first_write(req):
+        if req.could_change and req.resource == "configmaps":
+            lost.append("leadership lost")
+        return None
+    api.hooks.append(depose_on_first_write)
+    mark = StormMark(TRIPPED_AT, datetime.now(timezone.utc), "1")  # a stale version: 409, then a re-read
+    assert record_storm(writer, settings, mark) is Result.NOT_ATTEMPTED
+    assert [r.verb for r in api.mutations() if r.resource == "configmaps"] == ["patch"], "one attempt, no retry"
+    assert "stormTrippedAt" not in data(api)
+    lost.clear()
+    assert record_storm(Writer(client, True, Outcome()), settings, mark) is Result.WOULD, "a dry-run replica"
+    assert len([r for r in api.mutations() if r.resource == "configmaps"]) == 1
