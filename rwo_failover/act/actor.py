@@ -98,7 +98,7 @@ class Actor:
         # One Event per down node that has work, capped, so a mass outage does not become an Event storm;
         # with the unhealthy-fraction brake no node was planned, so every down node is named (capped).
         if plan.storm_mark is not None:  # first: the cool-down's memory matters more than the Events
-            record_storm(self.writer, self.settings.recovery_namespace, plan.storm_mark)
+            record_storm(self.writer, self.settings, plan.storm_mark)
         # The cool-down has its own reason: its message (when it resumes) must not be hidden under a brake's.
         busy = [n.verdict for n in plan.busy_nodes] or [v for v in plan.verdicts if v.state is NodeState.DOWN]
         cooling = plan.refusal is not None and plan.refusal.kind is RefusalKind.STORM_COOLDOWN
