@@ -131,7 +131,9 @@ def unfence_step(node: Optional[Node], lease: Optional[Lease], fence: Fence, set
         reason = "the node still carries a shutdown taint"
     if reason:
         return None, f"stays fenced: {reason}" if fence.state == "Unfenced" or node.ready == "True" else None
-    held = held_by(node, fence)
+    # Only a fence that may still fence is held: once Unfenced (asked by us for the machine judged then, or by
+    # a human), deleting it lifts nothing, and holding it would only tell a human to find a fenced machine.
+    held = held_by(node, fence) if fence.state != "Unfenced" else None
     if held:
         return HOLD, held[1]
     if fence.deleting:
