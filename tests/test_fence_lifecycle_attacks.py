@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import pytest
 
+from rwo_failover.model import Machine
 from rwo_failover.model.names import FENCE_ADDRESSES_ANNOTATION
 from rwo_testkit import fake_cluster as fc
 
 from test_fence_identity import back, fenced, writes
-from test_fencing import fence_of, networkfence, set_result
+from test_fencing import fence_of, networkfence, set_result, untouched
 
 
 @pytest.fixture
@@ -63,3 +64,68 @@ def test_a_fence_whose_address_record_was_edited_into_junk_is_held_not_lifted(cl
     assert fence_of(cluster)["spec"]["fenceState"] == "Fenced" and not writes(cluster, "patch")
     [event] = [e for e in cluster.objects("events") if e["reason"] == "FenceLeftInPlace"]
     assert "made for not-an-ip" in event["message"] and len(event["message"]) < 1024
+
+
+def test_a_node_re_registered_between_the_plan_and_the_unfence_is_not_unfenced(cluster, run_pass):
+    """Stale view: the plan judged the same machine back (in continuous mode, from the watch cache); before
+    the act's re-read, the Node object is replaced by another machine's. The live re-read judges the machine
+    rule again: nothing is patched, and the old machine's fence stays."""
+    fenced(cluster, run_pass)
+    back(cluster)
+    cluster.requests.clear()
+    listed = []
+
+    def replace_node(req):
+        if req.verb == "list" and req.resource == "networkfences":
+            listed.append(req)
+        elif req.verb == "get" and req.resource == "nodes" and listed and len(listed) < 99:
+            listed.extend([None] * 99)  # once
+            new = fc.node("dead", ready="True", since=300)  # a new Node object (another uid), no taint
+            cluster.delete_object("nodes", "dead")
+            cluster.add(new)
+        return None
+    cluster.hooks.append(replace_node)
+
+    result = networkfence(run_pass)
+
+    assert len(listed) > 1, "the hook fired"
+    assert fence_of(cluster)["spec"]["fenceState"] == "Fenced" and not writes(cluster, "patch")
+    assert any("no longer calls for it" in line.get("message", "") for line in result.logs)
+
+
+def test_the_recreate_delete_never_deletes_our_newer_fence_from_a_stale_view(cluster, run_pass):
+    """Stale view: the plan judged our old Unfenced fence (say, from a watch cache that lags); by the delete,
+    that one is gone and a new one of ours is there (another replica's create, under the same name, with
+    the same labels and record). Only the uid tells them apart: the delete's precondition fails (409), the
+    fresh one is judged (Fenced, no answer yet: pending), and it is never deleted."""
+    networkfence(run_pass)
+    old = fence_of(cluster)
+    old["spec"]["fenceState"] = "Unfenced"
+    cluster.add(old)
+    set_result(cluster, "Succeeded")
+    swapped = []
+
+    def swap(req):
+        if req.verb == "delete" and req.resource == "networkfences" and not swapped:
+            judged = fence_of(cluster)
+            swapped.append(judged["metadata"]["uid"])
+            cluster.replace({"apiVersion": judged["apiVersion"], "kind": judged["kind"],
+                             "metadata": {"name": "dead", "generation": 1, "labels": judged["metadata"]["labels"],
+                                          "annotations": judged["metadata"]["annotations"]},
+                             "spec": dict(judged["spec"], fenceState="Fenced")})
+        return None
+    cluster.hooks.append(swap)
+
+    result = networkfence(run_pass)
+
+    assert fence_of(cluster)["metadata"]["uid"] != swapped[0] and fence_of(cluster)["spec"]["fenceState"] == "Fenced"
+    assert [r.status for r in writes(cluster, "delete")] == [409]
+    assert result.summary["fencing_pending"] == 1 and untouched(cluster)
+
+
+def test_a_boot_id_with_a_trailing_newline_is_recorded_by_its_digest():
+    """Round trip: docs/fencing.md says a bootID that is not a plain UUID-like value is recorded as its digest.
+    Python's `$` also matches before a final newline, so "<uuid>\\n" (a kubelet's status is the node's to
+    write) was recorded as written, newline and all."""
+    note = Machine.of("uid", "0d6b4c1e-8a3b-4f5e-9b7a-2f1e3d4c5b6a\n", ("10.0.0.7/32",)).boot_id
+    assert note.startswith("sha256:") and len(note) == 71
