@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from rwo_failover.model import Machine
-from rwo_failover.model.names import FENCE_ADDRESSES_ANNOTATION
+from rwo_failover.model.names import FENCE_ADDRESSES_ANNOTATION, FENCE_NODE_UID_ANNOTATION
 from rwo_testkit import fake_cluster as fc
 
 from test_fence_identity import back, fenced, writes
@@ -129,3 +129,26 @@ def test_a_boot_id_with_a_trailing_newline_is_recorded_by_its_digest():
     write) was recorded as written, newline and all."""
     note = Machine.of("uid", "0d6b4c1e-8a3b-4f5e-9b7a-2f1e3d4c5b6a\n", ("10.0.0.7/32",)).boot_id
     assert note.startswith("sha256:") and len(note) == 71
+
+
+def test_a_refused_fence_of_another_machine_never_tells_a_human_to_just_unfence_it(cluster, run_pass):
+    """Identity, failover side: the old machine's fence (ours, Fenced, answered, for its address) is in place
+    when the machine now registered under the name, at another address, goes down with work. The fence is
+    refused, rightly; but the FencingFailed Warning told a human to "unfence and delete it by hand", which lifts
+    the fence on the old machine, which may still run: what FenceLeftInPlace's runbook forbids without a check."""
+    networkfence(run_pass)
+    fence = fence_of(cluster)
+    fence["metadata"]["annotations"].update({FENCE_NODE_UID_ANNOTATION: "00000000-0000-4000-8000-0000000000a1",
+                                             FENCE_ADDRESSES_ANNOTATION: "10.9.9.9/32"})
+    fence["spec"]["cidrs"] = ["10.9.9.9/32"]
+    fence["metadata"]["generation"] += 1
+    cluster.add(fence)
+    set_result(cluster, "Succeeded")
+    cluster.requests.clear()
+
+    networkfence(run_pass)
+
+    assert untouched(cluster) and fence_of(cluster)["spec"]["fenceState"] == "Fenced"
+    [event] = [e for e in cluster.objects("events") if e["reason"] == "FencingFailed"]
+    assert "another machine" in event["message"] and "is off" in event["message"], event["message"]
+    assert "unfence and delete it by hand" not in event["message"]
