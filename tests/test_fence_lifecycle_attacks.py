@@ -152,3 +152,22 @@ def test_a_refused_fence_of_another_machine_never_tells_a_human_to_just_unfence_
     [event] = [e for e in cluster.objects("events") if e["reason"] == "FencingFailed"]
     assert "another machine" in event["message"] and "is off" in event["message"], event["message"]
     assert "unfence and delete it by hand" not in event["message"]
+
+
+def test_an_unfencing_that_failed_for_a_machine_replaced_since_is_still_held(cluster, run_pass):
+    """The other side of the rule above: Unfenced asked, but the storage answered Failed, so the old machine's
+    addresses are still fenced; then another machine registers under the name. That fence still fences: it is
+    held, with the Warning, and never deleted."""
+    fenced(cluster, run_pass)
+    back(cluster)
+    networkfence(run_pass)
+    set_result(cluster, "Failed", "could not unfence")
+    cluster.delete_object("nodes", "dead")
+    cluster.add(fc.node("dead", ready="True", since=300))
+    cluster.add(fc.lease("dead", 2))
+
+    networkfence(run_pass)
+
+    assert fence_of(cluster) is not None and not writes(cluster, "delete")
+    [event] = [e for e in cluster.objects("events") if e["reason"] == "FenceLeftInPlace"]
+    assert "another machine" in event["message"]

@@ -141,9 +141,10 @@ def unfence_step(node: Optional[Node], lease: Optional[Lease], fence: Fence, set
         reason = "the node still carries a shutdown taint"
     if reason:
         return None, f"stays fenced: {reason}" if fence.state == "Unfenced" or node.ready == "True" else None
-    # Only a fence that may still fence is held: once Unfenced (asked by us for the machine judged then, or by
-    # a human), deleting it lifts nothing, and holding it would only tell a human to find a fenced machine.
-    held = held_by(node, fence) if fence.state != "Unfenced" else None
+    # Only a fence that may still fence is held: once it answered Unfenced (asked by us for the machine judged
+    # then, or by a human), deleting it lifts nothing, and holding it would send a human to find a fenced machine.
+    lifted = fence.state == "Unfenced" and fence.result == "Succeeded"
+    held = held_by(node, fence) if not lifted else None
     if held:
         return HOLD, held[1]
     if fence.deleting:
