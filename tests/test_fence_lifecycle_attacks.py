@@ -8,9 +8,10 @@ import ipaddress
 
 import pytest
 
-from rwo_failover.model import Machine
+from rwo_failover.model import OUT_OF_SERVICE_KEY, Machine
 from rwo_failover.model.names import FENCE_ADDRESSES_ANNOTATION, FENCE_NODE_UID_ANNOTATION
 from rwo_testkit import fake_cluster as fc
+from rwo_testkit.fake_apiserver import Fault
 
 from test_fence_identity import back, fenced, writes
 from test_fencing import fence_of, networkfence, set_result, untouched
@@ -197,3 +198,28 @@ def test_the_machine_record_fits_the_annotation_limit_whatever_the_node_reports(
     assert len(create.body["spec"]["cidrs"]) == 7000
     notes = create.body["metadata"]["annotations"]
     assert sum(len(k) + len(v) for k, v in notes.items()) <= ANNOTATIONS_LIMIT
+
+
+def test_our_delete_whose_answer_was_lost_on_a_fence_held_by_a_finalizer_keeps_our_taint(cluster, run_pass):
+    """Lost answers: csi-addons keeps a NetworkFence with a finalizer while it cleans up. Our delete lands
+    (deletionTimestamp set, a new resourceVersion), its answer is lost, and the retry's precondition fails
+    (409). Judged again, it is being deleted: not counted as unfenced, and our taint stays until it is gone."""
+    unfenced_and_answered(cluster, run_pass)
+    fence = fence_of(cluster)
+    fence["metadata"]["finalizers"] = ["csiaddons.openshift.io/network-fence"]
+    cluster.add(fence)
+    cluster.inject(Fault("reset", verb="delete", resource="networkfences", first=1))
+
+    result = networkfence(run_pass)
+
+    assert fence_of(cluster)["metadata"].get("deletionTimestamp")
+    assert [(r.status, r.fault) for r in writes(cluster, "delete")] == [(200, "reset"), (409, "")]
+    assert result.summary["taints_removed"] == 0 and not [e for e in cluster.objects("events")
+                                                          if e["reason"] == "NodeUnfenced"]
+    networkfence(run_pass)
+    assert any(t["key"] == OUT_OF_SERVICE_KEY for t in cluster.get("nodes", "dead")["spec"]["taints"])
+    fence = fence_of(cluster)
+    fence["metadata"]["finalizers"] = []
+    cluster.delete_object("networkfences", "dead")
+    networkfence(run_pass)
+    assert not any(t["key"] == OUT_OF_SERVICE_KEY for t in cluster.get("nodes", "dead")["spec"]["taints"])
