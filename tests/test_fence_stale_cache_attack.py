@@ -40,11 +40,11 @@ def test_a_fence_set_back_to_fenced_behind_a_lagging_watch_is_never_deleted(api,
         fc.dead_node(api, "dead")
         fc.add_volume(api, "data-db-0", attached_to="dead")
         api.add(fc.pod("db-0", "dead", claims=["data-db-0"], terminating=True))
-        wait_until("a pass on the dead node", lambda: [r for r in api.requests if r.resource == "networkfences"
-                                                      and r.verb in ("delete", "get")], timeout=20)
-        time.sleep(3)
+        wait_until("the recreate's delete, judged from the cache", lambda: [
+            r for r in api.requests if r.resource == "networkfences" and r.verb == "delete"], timeout=30)
+        time.sleep(2)
     finally:
         stop(proc)
     deletes = [(r.status, r.body) for r in api.requests if r.resource == "networkfences" and r.verb == "delete"]
     assert api.get("networkfences", "dead")["spec"]["fenceState"] == "Fenced"
-    assert all(status == 409 for status, _ in deletes)
+    assert deletes and all(status == 409 for status, _ in deletes), deletes
