@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 import time
 
+import pytest
+
 from rwo_testkit import fake_cluster as fc
 from rwo_failover.run.exitcodes import EXIT_OK, EXIT_REFUSED
 
@@ -193,3 +195,50 @@ def test_an_unreadable_pod_on_a_node_with_a_volume_attached_still_counts(api, ru
     result = run_pass()
 
     assert result.code == EXIT_REFUSED and result.summary["brake"] == "unhealthy-fraction"
+
+
+# --- attack: evidence a tenant can have the attach-detach controller write (review of issue 26) ---------------
+
+def tenant_attached_on_stopped_nodes(api, nodes=STOPPED, namespace: str = "tenant") -> list[str]:
+    """Stopped-but-registered nodes, and on each a tenant pod that names it in spec.nodeName (tolerating every
+    taint, so the taint manager leaves it), never deleted, mounting the tenant's own bound RWO claim. No kubelet
+    ever runs it: it stays Pending with no conditions. The attach-detach controller attaches a scheduled pod's
+    volumes whatever its node's state (it has no readiness check on attach), so each claim gets a
+    VolumeAttachment on the stopped node, created long after that node went down: the 'evidence no tenant can
+    write' is written by the controller at the tenant's request."""
+    for name in nodes:
+        fc.dead_node(api, name)
+        fc.add_volume(api, f"junk-{name}", namespace=namespace, attached_to=name)
+        pod = fc.pod(f"junk-{name}", name, namespace=namespace, claims=[f"junk-{name}"], owner=None)
+        pod["spec"]["tolerations"] = [{"operator": "Exists"}]
+        pod["status"] = {"phase": "Pending"}
+        api.add(pod)
+    return [f"{namespace}/junk-{name}" for name in nodes]
+
+
+@pytest.mark.xfail(strict=True, reason="defect: a VolumeAttachment counts as evidence no tenant can forge, but the "
+                   "attach-detach controller creates one for any tenant pod bound to a stopped node (spec.nodeName, "
+                   "tolerating all taints, own RWO claim); five such pods trip MAX_NODES_PER_PASS next to a real "
+                   "outage on every pass. Needs evidence from before the node went down (e.g. the attachment's "
+                   "creationTimestamp, server-stamped, before the node's NotReady), not a small fix")
+def test_tenant_pods_whose_own_claims_the_controller_attached_on_stopped_nodes_never_trip_the_nodes_brake(
+        api, run_pass):
+    fc.outage(api, dead="dead", pods=("db-0",), live=10)
+    tenant_attached_on_stopped_nodes(api)
+
+    result = run_pass()
+
+    assert result.code == EXIT_OK, result.summary["refusal"]
+    assert api.get("pods", "db-0", "default") is None, "the real outage is failed over"
+
+
+@pytest.mark.xfail(strict=True, reason="defect: as above, the same tenant pods put idle stopped nodes back into "
+                   "MAX_UNHEALTHY_FRACTION: 6 of 9 nodes not Ready, refused on every pass")
+def test_tenant_pods_whose_own_claims_the_controller_attached_never_move_the_unhealthy_fraction(api, run_pass):
+    fc.outage(api, dead="dead", pods=("db-0",), live=3)
+    tenant_attached_on_stopped_nodes(api)
+
+    result = run_pass(MAX_NODES_PER_PASS="10")
+
+    assert result.code == EXIT_OK, result.summary["refusal"]
+    assert api.get("pods", "db-0", "default") is None, "the real outage is failed over"
