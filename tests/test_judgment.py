@@ -54,8 +54,10 @@ def test_verdicts_follow_the_server_clock_whatever_the_job_clock(cluster, kubeco
 
 @pytest.mark.parametrize("skew", [0, 120, -600])
 def test_a_dead_node_waits_min_not_ready_seconds_by_the_server_clock(cluster, kubeconfig, skew):
-    tainted_node(cluster, "early", not_ready_for=MIN - 5, lease_renewed_ago=MIN + 40)
-    tainted_node(cluster, "due", not_ready_for=MIN + 5, lease_renewed_ago=MIN + 40)
+    # 20 s either side: a faketime'd process start-up on a loaded 2-core machine took over 5 s, and the "early"
+    # node came due before the pass judged it.
+    tainted_node(cluster, "early", not_ready_for=MIN - 20, lease_renewed_ago=MIN + 40)
+    tainted_node(cluster, "due", not_ready_for=MIN + 20, lease_renewed_ago=MIN + 40)
     assert states(skewed_pass(kubeconfig, skew, MIN_NOT_READY_SECONDS=str(MIN))) == {"early": "not-yet", "due": "down"}
 
 
