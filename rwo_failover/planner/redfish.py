@@ -46,14 +46,18 @@ def judge_silent(node: Node, lease: Optional[Lease], settings: Settings, now: da
     if heard > now + STAMP:
         return verdict(NodeState.NOT_YET, f"its last heartbeat is stamped {age(heard, now):.0f}s later than the "
                                           "API server's now: two clocks disagree, so it is judged neither way")
-    silent, needed = age(now, heard + STAMP), settings.redfish_silent_seconds
-    if silent >= needed:
-        return verdict(NodeState.DOWN, f"Lease unrenewed for {silent:.0f}s (REDFISH_SILENT_SECONDS={needed}); "
-                                       "down only once its BMC answers PowerState Off")
     assert lease is not None
-    if silent < lease.duration / 4 + 2:  # within the kubelet's renew interval (and a slack): heartbeating
+    # Within the kubelet's renew interval (a quarter of the Lease's duration) and a slack it is heartbeating,
+    # whatever REDFISH_SILENT_SECONDS says: a kubelet with a 120 s Lease renews every 30 s.
+    renews = lease.duration / 4 + 2
+    silent, needed = age(now, heard + STAMP), max(settings.redfish_silent_seconds, renews)
+    if silent >= needed:
+        return verdict(NodeState.DOWN, f"Lease unrenewed for {silent:.0f}s (REDFISH_SILENT_SECONDS="
+                                       f"{settings.redfish_silent_seconds}, renewals due every "
+                                       f"{lease.duration / 4:g}s); down only once its BMC answers PowerState Off")
+    if silent < renews:
         return None
-    return verdict(NodeState.NOT_YET, f"Lease unrenewed for {silent:.0f}s (needs {needed}s, "
+    return verdict(NodeState.NOT_YET, f"Lease unrenewed for {silent:.0f}s (needs {needed:g}s, "
                                       "REDFISH_SILENT_SECONDS)", heard + STAMP + timedelta(seconds=needed))
 
 
