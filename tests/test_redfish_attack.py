@@ -145,3 +145,37 @@ def test_off_from_a_machine_that_is_not_the_node_is_not_proof(api, run_pass, tmp
 
     assert untouched(api) and not freed(api), "freed on another machine's PowerState Off"
     assert result.code != EXIT_OK
+
+
+def test_healthy_opted_out_nodes_do_not_count_as_silent(api, run_pass, tmp_path, bmc):
+    """Opted-out nodes' Leases were never read in this mode, so each healthy opted-out node counted as
+    "silent" in the brake: 6 opted out (say, the control plane's), 4 live, 1 silent with a volume was refused
+    (7 of 11) on every pass. docs/fencing.md says every node's Lease is read."""
+    from rwo_failover.model.names import NODE_OPT_OUT_LABEL
+    cluster(api)
+    for i in range(6):
+        fc.live_node(api, f"cp{i}")
+        _labelled_with(api, f"cp{i}", NODE_OPT_OUT_LABEL, "true")
+    result = redfish_pass(run_pass, bmc_file(tmp_path, {SILENT: bmc.entry("off")}))
+
+    assert result.code == EXIT_OK, [line.get("message") for line in result.logs if line.get("level") != "INFO"]
+    assert freed(api)
+
+
+def _labelled_with(api, name: str, key: str, value: str) -> None:
+    node = api.get("nodes", name)
+    node["metadata"]["labels"][key] = value
+    api.add(node)
+
+
+def test_a_ca_that_is_no_certificate_fails_at_start_up(api, run_pass, tmp_path, bmc):
+    """A `ca` with the PEM markers but no certificate inside passed start-up and then failed every pass's
+    TLS, found out only at the first outage: the start-up check must load it (exit 2, the field named)."""
+    from rwo_failover.run.exitcodes import EXIT_CONFIG
+    cluster(api)
+    entry = dict(bmc.entry("off"), ca="-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydA==\n-----END CERTIFICATE-----\n")
+    result = redfish_pass(run_pass, bmc_file(tmp_path, {SILENT: entry}))
+
+    assert result.code == EXIT_CONFIG, result.logs
+    assert "ca" in result.stderr and "bm90IGEgY2VydA" not in result.stderr, result.stderr
+    assert untouched(api)
