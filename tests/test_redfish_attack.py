@@ -89,18 +89,21 @@ def test_off_for_another_system_is_not_proof(api, run_pass, tmp_path):
     assert result.code != EXIT_OK
 
 
-def test_a_reset_target_of_another_system_is_never_posted(api, run_pass, tmp_path):
+@pytest.mark.parametrize("target", ["/redfish/v1/Systems/2/Actions/ComputerSystem.Reset",
+                                    "/redfish/v1/Systems/1/%2e%2e/2/Actions/ComputerSystem.Reset",
+                                    "/redfish/v1/Systems/1/../2/Actions/ComputerSystem.Reset"])
+def test_a_reset_target_of_another_system_is_never_posted(api, run_pass, tmp_path, target):
     """The silent node's system answers On with a Reset target naming another system on the same BMC (a
-    chassis manager, a multi-node BMC): ForceOff must not go there, it would power off another machine."""
+    chassis manager, a multi-node BMC), plainly or by a way out of its own path: ForceOff must not go there,
+    it would power off another machine."""
     cluster(api)
-    target = "/redfish/v1/Systems/2/Actions/ComputerSystem.Reset"
     with _answering({"@odata.id": "/redfish/v1/Systems/1", "Id": "1", "PowerState": "On",
                      "Actions": {"#ComputerSystem.Reset": {"target": target}}}) as bmc:
         redfish_pass(run_pass, bmc_file(tmp_path, {SILENT: bmc.entry()}), REDFISH_POWER_OFF="true",
                      REDFISH_OFF_WAIT_SECONDS="1")
         posted = [line for line in bmc.request_lines if line.startswith("POST")]
 
-    assert not [line for line in posted if "/Systems/2" in line], posted
+    assert posted and not [line for line in posted if "/2/" in line or ".." in line or "%" in line], posted
 
 
 LABEL = "bmc.example.com/name"
@@ -179,3 +182,20 @@ def test_a_ca_that_is_no_certificate_fails_at_start_up(api, run_pass, tmp_path, 
     assert result.code == EXIT_CONFIG, result.logs
     assert "ca" in result.stderr and "bm90IGEgY2VydA" not in result.stderr, result.stderr
     assert untouched(api)
+
+
+def test_healthy_kubelets_with_long_leases_do_not_trip_the_silent_brake(api, run_pass, tmp_path, bmc):
+    """Every kubelet has a 120 s Lease (renewed every 30 s); the 4 live ones renewed 25 s ago. They are
+    heartbeating (judge_silent says so), and so not "silent" in the brake either: the one silent node
+    (40 s) whose BMC answers Off is freed, not refused as 5 of 5."""
+    for i in range(4):
+        api.add(fc.node(f"w{i}", ready="True", since=86400))
+        api.add(fc.lease(f"w{i}", 25, duration=120))
+    api.add(fc.node(SILENT, ready="True", since=3600))
+    api.add(fc.lease(SILENT, 40, duration=120))
+    fc.add_volume(api, "data-db-0", attached_to=SILENT)
+    api.add(fc.pod("db-0", SILENT, claims=["data-db-0"], ready="True"))
+    result = redfish_pass(run_pass, bmc_file(tmp_path, {SILENT: bmc.entry("off")}))
+
+    assert result.code == EXIT_OK, [line.get("message") for line in result.logs if line.get("level") != "INFO"]
+    assert freed(api)

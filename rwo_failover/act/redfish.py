@@ -141,8 +141,8 @@ def reset_url(bmc: Bmc, system: dict) -> str:
     action = (system.get("Actions") or {}).get(RESET_ACTION) if isinstance(system.get("Actions"), dict) else None
     target = action.get("target") if isinstance(action, dict) else None
     parts = urlsplit(bmc.endpoint)
-    if isinstance(target, str) and target.startswith(_path(bmc) + "/") and "//" not in target and "?" not in target \
-            and "/.." not in target:
+    if isinstance(target, str) and target.startswith(_path(bmc) + "/") and \
+            not any(part in target for part in ("//", "/.", "%", "?", "#", "\\")):  # no way out of that path
         return urlunsplit((parts.scheme, parts.netloc, target, "", ""))
     return bmc.endpoint.rstrip("/") + "/Actions/ComputerSystem.Reset"
 
