@@ -199,3 +199,20 @@ def test_healthy_kubelets_with_long_leases_do_not_trip_the_silent_brake(api, run
 
     assert result.code == EXIT_OK, [line.get("message") for line in result.logs if line.get("level") != "INFO"]
     assert freed(api)
+
+
+def test_a_node_already_powered_off_and_freed_is_left_out_as_idle(api, run_pass, tmp_path, bmc):
+    """Not a defect of i29 but the guard on e27b513's fix: a node that an earlier pass proved off through its
+    BMC (our out-of-service taint), still silent, holding nothing, is proven down as a stopped instance is,
+    and left out; only merely silent nodes are never left out. 1 live, 1 freed long ago, 1 newly silent
+    with a volume: 1 of 2 counted, not refused."""
+    fc.live_node(api, "w0")
+    added = "2026-11-21T10:00:00Z"
+    api.add(fc.mark_ours(fc.node("gone", ready="Unknown", since=3600, taints=[fc.our_taint(added)]), added))
+    api.add(fc.lease("gone", 3600))
+    from test_redfish import silent_node
+    silent_node(api)
+    result = redfish_pass(run_pass, bmc_file(tmp_path, {SILENT: bmc.entry("off"), "gone": bmc.entry("off")}))
+
+    assert result.code == EXIT_OK, [line.get("message") for line in result.logs if line.get("level") != "INFO"]
+    assert freed(api)
