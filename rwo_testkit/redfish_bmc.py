@@ -119,6 +119,7 @@ class _RawTLS:
         make_pki(self.folder)
         self.ca_file = str(self.folder / "ca.crt")
         self.reply, self.trickle, self.closed, self.requests = reply, trickle, threading.Event(), 0
+        self.request_lines: list[str] = []  # "POST /redfish/v1/Systems/1/Actions/...", as received
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(8)
@@ -143,8 +144,9 @@ class _RawTLS:
         try:
             with self.context.wrap_socket(conn, server_side=True) as tls:
                 tls.settimeout(5)
-                tls.recv(65536)
+                head = tls.recv(65536)
                 self.requests += 1
+                self.request_lines.append(head.split(b"\r\n", 1)[0].decode("latin-1"))
                 if self.reply is None:
                     self.closed.wait(60)
                     return

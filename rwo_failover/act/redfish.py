@@ -115,7 +115,14 @@ def _system(bmc: Bmc, settings: Settings, remaining: Remaining) -> dict:
         raise _Unproven("the BMC's answer is not JSON") from None
     if not isinstance(system, dict) or not isinstance(system.get("PowerState"), str):
         raise _Unproven("the BMC's answer is not a ComputerSystem with a PowerState")
+    odata_id = system.get("@odata.id")  # iLO writes it with a trailing "/"
+    if not isinstance(odata_id, str) or odata_id.rstrip("/") != _path(bmc):  # another machine's answer
+        raise _Unproven("the BMC's answer is not the entry's ComputerSystem (its @odata.id is another path)")
     return system
+
+
+def _path(bmc: Bmc) -> str:
+    return urlsplit(bmc.endpoint).path.rstrip("/")
 
 
 def power_state(bmc: Bmc, settings: Settings, remaining: Remaining) -> tuple[Optional[str], dict, str]:
@@ -128,12 +135,14 @@ def power_state(bmc: Bmc, settings: Settings, remaining: Remaining) -> tuple[Opt
 
 
 def reset_url(bmc: Bmc, system: dict) -> str:
-    """Where ForceOff is POSTed: the system's own Reset action target, which must be a path on the same BMC
-    (an absolute URL elsewhere would take the credentials there); by default the standard path."""
+    """Where ForceOff is POSTed: the system's own Reset action target, which must be a path under the
+    system's own, on the same BMC (an absolute URL elsewhere would take the credentials there; another
+    system's target would power off another machine); by default the standard path."""
     action = (system.get("Actions") or {}).get(RESET_ACTION) if isinstance(system.get("Actions"), dict) else None
     target = action.get("target") if isinstance(action, dict) else None
     parts = urlsplit(bmc.endpoint)
-    if isinstance(target, str) and target.startswith("/redfish/") and "//" not in target and "?" not in target:
+    if isinstance(target, str) and target.startswith(_path(bmc) + "/") and \
+            not any(part in target for part in ("//", "/.", "%", "?", "#", "\\")):  # no way out of that path
         return urlunsplit((parts.scheme, parts.netloc, target, "", ""))
     return bmc.endpoint.rstrip("/") + "/Actions/ComputerSystem.Reset"
 

@@ -111,8 +111,8 @@ def _base(api: Api, settings: Settings, now: Callable[[], datetime], reader: Rea
     names = {n.name for n in nodes}
     watched = {n.name for n, _ in tainted_nodes(nodes, settings)} | {n.name for n in nodes if n.our_taint} | \
         {name for name, f in fences.items() if f.ours and name in names}
-    if settings.fencing == "redfish":  # a silent Lease is what starts it: every node's is read (one GET each)
-        watched |= {n.name for n in nodes if not n.opted_out}
+    if settings.fencing == "redfish":  # a silent Lease is what starts it: every node's is read (one GET each),
+        watched |= names  # opted-out nodes' too: the silent brake counts a node whose Lease it has not read as silent
     if not cached or watched or cached.recovery_records:  # a pass from the cache with nothing to judge reads nothing
         check_server_clock(api)
     leases = {name: reader.one("lease", Lease.from_json, api.read_lease(name), name) for name in sorted(watched)}

@@ -142,7 +142,10 @@ def plan(snapshot: Snapshot, settings: Settings) -> Plan:
         skips += node_skips
     # Down with nothing to release that a tenant could not have made up: a stopped instance, tenants' pods
     # naming it or not (evidence.py).
-    idle = left_out(node_plans, snapshot)
+    # A node merely silent (FENCING=redfish) is not proven down: never left out, however little it holds;
+    # one we tainted (its BMC answered Off in an earlier pass) and still silent is, as a stopped instance.
+    idle = left_out([p for p in node_plans if p.verdict.taint != WITNESS or nodes[p.verdict.node].our_taint],
+                    snapshot)
     recovery = judge_all(snapshot, settings)
     skips += [Skip("recovery record", v.entry.name, v.detail) for v in recovery if v.state == "unreadable"]
     totals = {"not_ready": not_ready_count(snapshot), "total_nodes": len(snapshot.nodes), "untaint": untainted,

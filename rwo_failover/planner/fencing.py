@@ -81,6 +81,18 @@ def _shared(node: Node, snapshot: Snapshot) -> Optional[str]:
     return None
 
 
+def _shared_bmc(node: Node, snapshot: Snapshot, settings: Settings) -> Optional[str]:
+    """FENCING=redfish keyed by a label: another node carrying the same value would make one BMC the witness
+    for two machines (a copied label, or one a kubelet set on its own node), and one's Off prove the other down."""
+    label = settings.redfish_node_label
+    key = node.label(label) if label else None
+    if not label or not key:
+        return None
+    other = next((o.name for o in snapshot.nodes if o.name != node.name and o.label(label) == key), None)
+    return f"node {other} carries the same value of label {label}, which keys REDFISH_BMC_FILE: one BMC cannot " \
+           "answer for two nodes" if other else None
+
+
 def fence_step(node: Node, snapshot: Snapshot, settings: Settings) -> tuple[Optional[str], str]:
     """For a proven-down node with work: the fencing step still needed (None: fenced, go on), and why."""
     if settings.fencing == "none":
@@ -88,6 +100,9 @@ def fence_step(node: Node, snapshot: Snapshot, settings: Settings) -> tuple[Opti
     if settings.fencing == "webhook":
         return REQUEST, "the fence webhook must answer fenced before anything is touched"
     if settings.fencing == "redfish":
+        why = _shared_bmc(node, snapshot, settings)
+        if why:
+            return FAILED, f"{why}; not proven down, and so not released"
         return REQUEST, "its BMC must answer PowerState Off before anything is touched"
     wanted, why = cidrs(node)
     why = why or _shared(node, snapshot)

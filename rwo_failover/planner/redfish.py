@@ -31,6 +31,12 @@ def last_heard(node: Node, lease: Optional[Lease]) -> Optional[datetime]:
     return lease.changed_at
 
 
+def renews(lease: Lease) -> float:
+    """Within its kubelet's renew interval (a quarter of the Lease's duration) and a 2 s slack a node is
+    heartbeating, whatever REDFISH_SILENT_SECONDS says: a kubelet with a 120 s Lease renews every 30 s."""
+    return lease.duration / 4 + 2
+
+
 def judge_silent(node: Node, lease: Optional[Lease], settings: Settings, now: datetime,
                  seen: Optional[str] = None) -> Optional[NodeVerdict]:
     """DOWN (a candidate for the BMC's word) once the kubelet has been silent REDFISH_SILENT_SECONDS; NOT_YET
@@ -46,27 +52,31 @@ def judge_silent(node: Node, lease: Optional[Lease], settings: Settings, now: da
     if heard > now + STAMP:
         return verdict(NodeState.NOT_YET, f"its last heartbeat is stamped {age(heard, now):.0f}s later than the "
                                           "API server's now: two clocks disagree, so it is judged neither way")
-    silent, needed = age(now, heard + STAMP), settings.redfish_silent_seconds
-    if silent >= needed:
-        return verdict(NodeState.DOWN, f"Lease unrenewed for {silent:.0f}s (REDFISH_SILENT_SECONDS={needed}); "
-                                       "down only once its BMC answers PowerState Off")
     assert lease is not None
-    if silent < lease.duration / 4 + 2:  # within the kubelet's renew interval (and a slack): heartbeating
+    silent, needed = age(now, heard + STAMP), max(settings.redfish_silent_seconds, renews(lease))
+    if silent >= needed:
+        return verdict(NodeState.DOWN, f"Lease unrenewed for {silent:.0f}s (REDFISH_SILENT_SECONDS="
+                                       f"{settings.redfish_silent_seconds}, renewals due every "
+                                       f"{lease.duration / 4:g}s); down only once its BMC answers PowerState Off")
+    if silent < renews(lease):
         return None
-    return verdict(NodeState.NOT_YET, f"Lease unrenewed for {silent:.0f}s (needs {needed}s, "
+    return verdict(NodeState.NOT_YET, f"Lease unrenewed for {silent:.0f}s (needs {needed:g}s, "
                                       "REDFISH_SILENT_SECONDS)", heard + STAMP + timedelta(seconds=needed))
 
 
 def quiet(node: Node, lease: Optional[Lease], settings: Settings, now: datetime) -> bool:
     """Not Ready, or silent for REDFISH_SILENT_SECONDS, or untimeable: what the brake counts."""
     heard = last_heard(node, lease)
-    return node.ready != "True" or heard is None or age(now, heard + STAMP) >= settings.redfish_silent_seconds
+    if node.ready != "True" or heard is None or lease is None:
+        return True
+    return age(now, heard + STAMP) >= max(settings.redfish_silent_seconds, renews(lease))  # as judge_silent
 
 
 def silent_brake(snapshot: Snapshot, settings: Settings, idle: AbstractSet[str] = frozenset()) -> Optional[Refusal]:
     """Too many nodes silent or not Ready at once: a partition, or the API server's own trouble, silences
     Leases as a power cut does. Then no BMC is told to power anything off and nothing is freed. `idle` nodes
-    (nothing to release) count neither way, as in the unhealthy-fraction brake."""
+    (proven down with nothing to release; never a merely silent one) count neither way, as in the
+    unhealthy-fraction brake."""
     if settings.fencing != "redfish":
         return None
     counted = [n for n in snapshot.nodes if n.name not in idle]

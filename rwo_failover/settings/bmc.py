@@ -10,7 +10,10 @@ endpoint, a user name or a password: BmcMapError names the key and the field, ne
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -72,6 +75,29 @@ def read_bmc_map(path: str) -> dict[str, Bmc]:
     if not isinstance(data, dict) or not data:
         raise BmcMapError("it is not a JSON object with at least one entry")
     return {str(key): _entry(str(key), value) for key, value in data.items()}
+
+
+_PEM = re.compile(r"-----BEGIN CERTIFICATE-----(.*?)-----END CERTIFICATE-----", re.DOTALL)
+
+
+def _certificates(pem: str) -> bool:
+    """Each PEM block decodes to DER (a SEQUENCE), and there is one at least: the markers alone prove nothing.
+    Parsed here without ssl (the planner imports settings, and may not import ssl); TLS loads it for real."""
+    blocks = _PEM.findall(pem)
+    try:
+        return bool(blocks) and all(base64.b64decode("".join(b.split()), validate=True)[:1] == b"\x30"
+                                    for b in blocks)
+    except (binascii.Error, ValueError):
+        return False
+
+
+def check_cas(entries: dict[str, Bmc]) -> None:
+    """At start-up: every entry's ca holds certificates, else BmcMapError naming the entry, so a bad one is
+    not found out at the first outage."""
+    for key, bmc in entries.items():
+        if bmc.ca is not None and not _certificates(bmc.ca):
+            where = f"entry {key!r}" if len(key) <= 63 and key.isprintable() else "an entry"
+            raise BmcMapError(f"{where} has a ca that holds no PEM certificate")
 
 
 def bmc_for(path: str, key: str) -> Bmc:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .bmc import BMC_MAP_ALLOWED, BmcMapError, read_bmc_map
+from .bmc import BMC_MAP_ALLOWED, BmcMapError, check_cas, read_bmc_map
 from .errors import ConfigError
 from .table import Settings
 from .tokens import TOKEN_ALLOWED, TokenError, read_bearer_token
@@ -67,7 +67,7 @@ def _check_redfish(settings: Settings) -> None:
     if not settings.redfish_bmc_file:
         raise ConfigError(f"FENCING=redfish needs REDFISH_BMC_FILE; allowed: {BMC_MAP_ALLOWED}")
     try:
-        read_bmc_map(settings.redfish_bmc_file)
+        check_cas(read_bmc_map(settings.redfish_bmc_file))
     except BmcMapError as err:  # names the key and the field, never a value: the file holds passwords
         raise ConfigError(f"REDFISH_BMC_FILE={settings.redfish_bmc_file!r} is invalid ({err}); allowed: "
                           f"{BMC_MAP_ALLOWED}") from None
