@@ -25,6 +25,7 @@ from hypothesis import HealthCheck, event, given, settings as hsettings, strateg
 
 from conftest import SESSION_LOG, SESSION_REQUESTS, plant
 from rwo_failover.kube import decode, shapes
+from rwo_failover.kube.deep import MAX_DEPTH
 from rwo_failover.run.cli import main
 from rwo_failover.act.events import NotOurs, bump_of
 from rwo_failover.run.exitcodes import EXIT_CRASH
@@ -130,7 +131,7 @@ def test_the_decoder_reads_every_hostile_object_as_from_json_reads_it_whole(kind
     """Declaring only what from_json reads changes nothing it decides: the same value, or a skip both ways;
     and managedFields nested past what any recursive parser reads makes it one skip, never an exception."""
     obj, _how = data.draw(h.of_kind(kind))
-    deep = padding is not None and padding > decode.MAX_DEPTH and isinstance(obj, dict) and \
+    deep = padding is not None and padding > MAX_DEPTH and isinstance(obj, dict) and \
         isinstance(obj.get("metadata"), dict)
     if padding is not None and isinstance(obj, dict) and isinstance(obj.get("metadata"), dict):
         obj["metadata"]["managedFields"] = [hostile_entry(nested(padding))]
