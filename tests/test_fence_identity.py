@@ -50,8 +50,10 @@ def back(api, uid: str = "", address: str = "") -> None:
     (its uid kept); with `uid`, a new machine registered under the name; with `address`, another InternalIP."""
     node = api.get("nodes", "dead")
     added_at = fc.stamp(400)  # our taint went on 400 s ago: the node cannot have been Ready since before that
-    new = fc.mark_ours(fc.node("dead", ready="True", since=300, taints=[fc.our_taint(added_at)]), added_at)
+    new = fc.node("dead", ready="True", since=300, taints=[fc.our_taint(added_at)])
     new["metadata"]["uid"] = uid or node["metadata"]["uid"]
+    # Our taint's record names the machine it was added for, the old Node object, before a reboot (issue 27).
+    new = fc.mark_ours(new, added_at, uid=node["metadata"]["uid"])
     if address:
         new["status"]["addresses"][0]["address"] = address
     api.add(new)

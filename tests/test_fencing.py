@@ -110,8 +110,9 @@ def test_unfence_on_recovery_before_our_taint_comes_off(cluster, run_pass):
     networkfence(run_pass)
     # Back for 300 s, after our taint went on 400 s ago (the node cannot have been Ready since before that).
     added = fc.stamp(400)
-    node = fc.mark_ours(fc.node("dead", ready="True", since=300, taints=[fc.our_taint(added)]), added)
+    node = fc.node("dead", ready="True", since=300, taints=[fc.our_taint(added)])
     node["metadata"]["uid"] = cluster.get("nodes", "dead")["metadata"]["uid"]  # the same machine (issue 27)
+    node = fc.mark_ours(node, added)  # our taint's record names that machine, before its reboot
     cluster.add(node)
     cluster.add(fc.lease("dead", 2))
 
