@@ -263,12 +263,13 @@ class Reflector(Generic[T]):
         with self._list_lock:
             if reason in ("initial", "stale", "no_progress") and not self.stale():
                 return  # another thread listed while this one waited
-            api = api or self.new_api()
+            api, started = api or self.new_api(), self.monotonic()
             fresh = dict(self.source.list(api, self.settings, reason != "initial", self._read))
             with self._lock:
                 old, self.items = self.items, fresh
                 self.version, self._generation = api.listed_version, self._generation + 1
                 self.listed_at = self.heard_at = self.monotonic()
+                self.progress.listed(started)
             self._interrupt()  # the running stream is from before this list: it must not apply anything more
         if self.metrics:
             self.metrics.relisted(self.source.name, reason)
