@@ -45,8 +45,7 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Source(Generic[T]):
-    """One watched collection: how to list and watch it, how to read one of its objects, and what in an object
-    matters to a pass."""
+    """One watched collection: how to list and watch it, read its objects, and what in one matters to a pass."""
 
     name: str  # the resource, for logs and metrics
     kind: str  # what a skip calls an object of it that cannot be read, as observe's Reader does
@@ -79,7 +78,7 @@ class Reflector(Generic[T]):
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
         self.progress = Progress(settings.watch_stale_seconds)
-        self._failing = ""  # the reason the watch is failing, for logging once per change of state
+        self._failing, self._began = "", float("inf")  # why it fails, logged once per change; when this watch began
 
     # --- what a pass reads -----------------------------------------------------------------------------
     def age(self) -> Optional[float]:
@@ -104,8 +103,7 @@ class Reflector(Generic[T]):
         return self.progress.behind(self.version, self.monotonic()) if self.listed_at is not None else None
 
     def current(self, api: Api) -> tuple[Union[T, Unreadable], ...]:
-        """The items (and Unreadables), listed afresh first (with the pass's own Api) when the cache is empty
-        or behind."""
+        """The items (and Unreadables), listed afresh first (by the pass's Api) when the cache is empty or behind."""
         if self.stale():
             self.relist("initial" if self.listed_at is None else "no_progress" if self.lagging() else "stale", api)
         with self._lock:
@@ -155,6 +153,8 @@ class Reflector(Generic[T]):
                                                           "failures": gate.healthy()})
                 continue
             reason, detail, relist = outcome
+            if not relist and self.monotonic() - self._began >= SHORT_WATCH_SECONDS:
+                gate.healthy()  # it ran well, then was cut (a proxy ending long connections): not a failure in a row
             if self.metrics:
                 self.metrics.watch_restarted(self.source.name, reason)
             wait = gate.failed()
@@ -169,16 +169,17 @@ class Reflector(Generic[T]):
     def _round(self, stop: threading.Event, relist: str) -> Union[None, bool, tuple[str, str, str]]:
         """A list if one is due, then one watch: True when the watch was healthy, None when we cut it, or the
         failure (reason, detail, the reason to list again before the next watch, "" to resume)."""
+        self._began = float("inf")
         try:
             if relist:  # as client-go's reflector: after a watch error, list again, never resume blind
                 self.relist(relist)
             if self.monotonic() - (self.listed_at or 0.0) >= self.settings.relist_seconds:
                 self.relist("periodic")
-            began, generation = self.monotonic(), self._generation
+            self._began, generation = self.monotonic(), self._generation
             self._watch_once(stop)
             if generation != self._generation:
                 return None
-            took = self.monotonic() - began
+            took = self.monotonic() - self._began
             if took < SHORT_WATCH_SECONDS:
                 return "short", f"the watch ended after {took:.2f}s", ""
             self._failing = ""
