@@ -5,6 +5,7 @@ doubling: after a few such cuts the cache stood still 6 to 45 s after each one, 
 
 from __future__ import annotations
 
+import logging
 import time
 
 from rwo_failover.kube import Api, load_api_client
@@ -16,7 +17,8 @@ from rwo_testkit.fake_apiserver import Fault
 from test_watch import settings_for, wait_until
 
 
-def test_watches_cut_after_running_well_do_not_grow_the_back_off(api, kubeconfig):
+def test_watches_cut_after_running_well_do_not_grow_the_back_off(api, kubeconfig, caplog):
+    caplog.set_level(logging.INFO, logger="rwo_failover")
     api.bookmark_seconds = 0.5
     fc.live_node(api, "a")
     cuts = api.inject(Fault("watch-drop", resource="nodes", delay=1.5))  # every node watch, after 1.5 s
@@ -35,5 +37,7 @@ def test_watches_cut_after_running_well_do_not_grow_the_back_off(api, kubeconfig
         wait_until("the node changed after the fifth cut, seen", lambda: "c" in nodes.items, timeout=30)
         took = time.monotonic() - changed
         assert took < 0.8 * 1.5 + 1.5, f"{took:.1f}s: each cut waited longer than the last"
+        failing = [r for r in caplog.records if r.getMessage() == "watch failing; backing off"]
+        assert len(failing) == 1, "five cuts for the same reason: logged once per change of state, not per cut"
     finally:
         cluster.stop()

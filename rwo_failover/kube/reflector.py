@@ -137,7 +137,7 @@ class Reflector(Generic[T]):
 
     def _run(self, stop: threading.Event) -> None:
         """Rounds of list-and-watch, every failure behind one back-off gate (backoff.py)."""
-        gate, relist = Backoff(), ""
+        gate, relist, self._failing = Backoff(), "", ""  # a new thread logs its first failure
         while not stop.is_set():
             self.alive_at = self.monotonic()
             if self.listed_at is None:  # the first list is the first pass's (`current`): one list, not two
@@ -159,7 +159,7 @@ class Reflector(Generic[T]):
                 self.metrics.watch_restarted(self.source.name, reason)
             wait = gate.failed()
             # Once per change of state (healthy to failing, or another reason), never once per retry.
-            if gate.failures == 1 or reason != self._failing:
+            if reason != self._failing:  # "" after a healthy watch
                 log.warning("watch failing; backing off", extra={
                     "resource": self.source.name, "reason": reason, "error": detail,
                     "resource_version": self.version, "retry_in_seconds": round(wait, 1)})
