@@ -27,12 +27,15 @@ This is what users get without tuning:
   (a Job's pod start, a few seconds on a real cluster, is not included);
 - HA continuous mode: `reconcile.py` as deploy/ha runs it (INTERVAL=15, leader election, watching),
   started before the outage;
-- each without fencing and with FENCING=networkfence (the simulated controller answers in 2 s).
+- each without fencing and with FENCING=networkfence (the simulated controller answers in 2 s);
+- each with FENCING=redfish at its defaults: sushy-tools' Redfish emulator as the node's BMC, reporting the
+  power cut as PowerState Off when asked; no shutdown taint is added, the clock runs from power-off.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import statistics
@@ -47,6 +50,7 @@ from rwo_testkit.control_plane import NODE_MONITOR_GRACE_SECONDS, ControlPlane, 
 from rwo_testkit.e2e import LEASE_SECONDS, OOS_KEY, PASS_ENV, REPO, Cluster, outage
 from rwo_testkit.fence_server import FenceServer
 from rwo_testkit.node_sim import FenceController, NodeSimulator
+from rwo_testkit.redfish_bmc import RedfishEmulator
 
 # With upstream defaults a CronJob pass can come up to a minute after the node is proven down, 115 s or so
 # after power-off: 150 s would count a working failover as stuck.
@@ -57,7 +61,7 @@ APPROACHES = ("nothing", "out-of-service taint alone", "rwo-failover, direct pat
               "rwo-failover + out-of-service taint", "rwo-failover, continuous mode",
               "rwo-failover + networkfence", "rwo-failover + fence webhook")
 DEFAULT_APPROACHES = ("CronJob mode", "CronJob mode + networkfence", "HA continuous mode",
-                      "HA continuous mode + networkfence")
+                      "HA continuous mode + networkfence", "CronJob mode + redfish", "HA continuous mode + redfish")
 UPSTREAM_GRACE_SECONDS, UPSTREAM_LEASE_SECONDS = 50, 40
 Result = Optional[tuple[float, float]]  # seconds from the shutdown taint, and from power-off
 
@@ -122,7 +126,8 @@ def measure_runs(runs: int, approaches: list, results: dict, one: Callable[[str,
         for approach in approaches:
             found = one(approach, run)
             results[approach].append(found)
-            shown = "stuck" if found is None else f"{found[0]:.0f}s from the taint, {found[1]:.0f}s from power-off"
+            shown = "stuck" if found is None else f"{found[1]:.0f}s from power-off" if found[0] != found[0] else \
+                f"{found[0]:.0f}s from the taint, {found[1]:.0f}s from power-off"
             print(f"run {run + 1}: {approach}: {shown}", file=sys.stderr, flush=True)
 
 
@@ -136,6 +141,8 @@ def defaults_run(cluster: Cluster, sa: Path, approach: str, run: int, limit: flo
            "LOG_FORMAT": "json"}
     if "networkfence" in approach:
         env.update(FENCING="networkfence", NETWORK_FENCE_CLASS="sim-fence")
+    if "redfish" in approach:
+        return redfish_run(cluster, node, namespace, env, approach, tag, limit)
     loop: Optional[subprocess.Popen] = None
     last_minute = [int(time.time() // 60)]
 
@@ -153,6 +160,62 @@ def defaults_run(cluster: Cluster, sa: Path, approach: str, run: int, limit: flo
         loop = subprocess.Popen([sys.executable, str(REPO / "reconcile.py")], cwd=REPO, stdout=log, stderr=log,
                                 env=dict(env, INTERVAL="15", LEADER_ELECTION="true", METRICS_PORT="0"))
     return timed_outage(cluster, namespace, node, (lambda: None) if loop else cron, loop, limit)
+
+
+def redfish_run(cluster: Cluster, node: str, namespace: str, env: dict, approach: str, tag: str,
+                limit: float) -> Result:
+    """FENCING=redfish at its defaults (REDFISH_SILENT_SECONDS=20): a power cut its BMC (sushy-tools' emulator)
+    reports Off when asked. No shutdown taint is ever added: the clock runs from power-off alone."""
+    folder = Path(tempfile.mkdtemp(prefix="rwo-bench-bmc-"))
+    with RedfishEmulator({node: "Off"}) as bmc:
+        (folder / "bmc.json").write_text(json.dumps({node: bmc.entry(node)}))
+        env = dict(env, FENCING="redfish", REDFISH_BMC_FILE=str(folder / "bmc.json"))
+        PASS_LOGS.mkdir(exist_ok=True)
+        log = open(PASS_LOGS / f"{tag}.log", "a")  # noqa: SIM115 - open for the run
+        loop = subprocess.Popen([sys.executable, str(REPO / "reconcile.py")], cwd=REPO, stdout=log, stderr=log,
+                                env=dict(env, INTERVAL="15", LEADER_ELECTION="true", METRICS_PORT="0")) \
+            if approach.startswith("HA") else None
+        last_minute = [int(time.time() // 60)]
+
+        def cron() -> None:
+            minute = int(time.time() // 60)
+            if minute != last_minute[0]:
+                last_minute[0] = minute
+                subprocess.run([sys.executable, str(REPO / "reconcile.py"), "--once"], cwd=REPO, env=env,
+                               stdout=log, stderr=log, timeout=120, check=False)
+        try:
+            took = silent_outage(cluster, namespace, node, (lambda: None) if loop else cron, limit)
+        finally:
+            if loop:
+                loop.terminate()
+                loop.wait(timeout=60)
+            cluster.sim.remove_node(node)
+    return None if took is None else (float("nan"), took)
+
+
+def silent_outage(cluster: Cluster, namespace: str, node: str, act: Callable[[], None], limit: float) -> Optional[float]:
+    """Power `node` off and call `act` every second, with no shutdown taint; seconds until the replacement is
+    Running and Ready elsewhere with its volume attached there, or None past `limit`."""
+    old = cluster.running(namespace, "db-0") or {}
+    for _ in range(60):
+        if old:
+            break
+        time.sleep(1)
+        old = cluster.running(namespace, "db-0") or {}
+    pv = f"pv-{namespace}-db"
+    for _ in range(30):
+        if cluster.attached(pv, node):
+            break
+        time.sleep(1)
+    off = time.monotonic()
+    cluster.sim.power_off(node)
+    while time.monotonic() < off + limit:
+        act()
+        new = cluster.running(namespace, "db-0", not_on=node, not_uid=old.get("metadata", {}).get("uid", ""))
+        if new and cluster.attached(pv, new["spec"]["nodeName"]):
+            return time.monotonic() - off
+        time.sleep(1)
+    return None
 
 
 def run_defaults(args: argparse.Namespace) -> int:
@@ -184,7 +247,9 @@ def _table(results: dict[str, list[Result]], args: argparse.Namespace, by: int =
     print("|---|---|---|---|")
     for approach, found in results.items():
         done = [s for s in found if s is not None]
-        if len(done) == len(found):
+        if len(done) == len(found) and all(s[0] != s[0] for s in done):  # nan: no shutdown taint (redfish)
+            taint, power = "no taint", f"{statistics.median(s[1] for s in done):.0f} s"
+        elif len(done) == len(found):
             taint = f"{statistics.median(s[0] for s in done):.0f} s"
             power = f"{statistics.median(s[1] for s in done):.0f} s"
         else:

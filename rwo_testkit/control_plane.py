@@ -124,9 +124,10 @@ class ControlPlane:
     """`with ControlPlane(assets, workdir) as cp:`; `cp.kubeconfig` is an admin kubeconfig."""
 
     def __init__(self, assets: Assets, workdir: Path, node_monitor_grace: int = NODE_MONITOR_GRACE_SECONDS,
-                 apiserver_args: tuple[str, ...] = ()) -> None:
+                 apiserver_args: tuple[str, ...] = (), controller_manager_args: tuple[str, ...] = ()) -> None:
         self.assets, self.workdir = assets, workdir
         self.node_monitor_grace, self.apiserver_args = node_monitor_grace, apiserver_args
+        self.controller_manager_args = controller_manager_args
         self.processes: list[subprocess.Popen] = []
         self.port = 0
         self.kubeconfig = workdir / "admin.kubeconfig"
@@ -186,7 +187,8 @@ class ControlPlane:
             "--authorization-kubeconfig", kc, "--bind-address", "127.0.0.1", "--secure-port", free_port(),
             "--controllers", "*", "--leader-elect=false", "--use-service-account-credentials=false",
             "--service-account-private-key-file", pki / "sa.key", "--root-ca-file", pki / "ca.crt",
-            "--node-monitor-grace-period", f"{self.node_monitor_grace}s", "--node-monitor-period", "2s"])
+            "--node-monitor-grace-period", f"{self.node_monitor_grace}s", "--node-monitor-period", "2s",
+            *self.controller_manager_args])
         self._spawn("kube-scheduler", [
             self.assets.folder / "kube-scheduler", "--kubeconfig", kc, "--authentication-kubeconfig", kc,
             "--authorization-kubeconfig", kc, "--bind-address", "127.0.0.1", "--secure-port", free_port(),

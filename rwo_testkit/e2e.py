@@ -86,10 +86,7 @@ class Cluster:
     def namespace(self, name: str) -> None:
         self.kube.apply("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
 
-    def statefulset(self, namespace: str, name: str, node_affinity: Optional[str] = None) -> None:
-        """A one-replica StatefulSet with an RWO claim `data-<name>-0`, bound to a pre-made CSI PV."""
-        self.namespace(namespace)
-        self.sim.add_volume(f"pv-{namespace}-{name}", namespace, f"data-{name}-0")
+    def _pod_spec(self, name: str, node_affinity: Optional[str], evict_after: Optional[int]) -> dict:
         spec: dict = {"containers": [{"name": name, "image": "sim"}], "terminationGracePeriodSeconds": 30}
         if node_affinity:
             # A new node carries not-ready:NoSchedule until the node controller has seen it Ready.
@@ -98,6 +95,17 @@ class Cluster:
             spec["affinity"] = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
                 "weight": 100, "preference": {"matchExpressions": [{
                     "key": "kubernetes.io/hostname", "operator": "In", "values": [node_affinity]}]}}]}}
+        if evict_after is not None:  # taint eviction after this many seconds instead of the default 300
+            spec["tolerations"] = [{"key": f"node.kubernetes.io/{key}", "operator": "Exists", "effect": "NoExecute",
+                                    "tolerationSeconds": evict_after} for key in ("not-ready", "unreachable")]
+        return spec
+
+    def statefulset(self, namespace: str, name: str, node_affinity: Optional[str] = None,
+                    evict_after: Optional[int] = None) -> None:
+        """A one-replica StatefulSet with an RWO claim `data-<name>-0`, bound to a pre-made CSI PV."""
+        self.namespace(namespace)
+        self.sim.add_volume(f"pv-{namespace}-{name}", namespace, f"data-{name}-0")
+        spec = self._pod_spec(name, node_affinity, evict_after)
         self.kube.create(f"/apis/apps/v1/namespaces/{namespace}/statefulsets", {
             "apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": name},
             "spec": {"serviceName": name, "replicas": 1, "selector": {"matchLabels": {"app": name}},
@@ -105,6 +113,34 @@ class Cluster:
                      "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {
                          "accessModes": ["ReadWriteOnce"], "storageClassName": STORAGE_CLASS,
                          "resources": {"requests": {"storage": "1Gi"}}}}]}})
+
+    def deployment(self, namespace: str, name: str, node_affinity: Optional[str] = None,
+                   evict_after: Optional[int] = None) -> None:
+        """A one-replica Deployment (strategy Recreate) mounting the RWO claim `data-<name>`, bound to a pre-made
+        CSI PV. Its replacement is a new pod, with another name."""
+        self.namespace(namespace)
+        self.sim.add_volume(f"pv-{namespace}-{name}", namespace, f"data-{name}")
+        self.kube.create(f"/api/v1/namespaces/{namespace}/persistentvolumeclaims", {
+            "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": f"data-{name}"},
+            "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": STORAGE_CLASS,
+                     "volumeName": f"pv-{namespace}-{name}", "resources": {"requests": {"storage": "1Gi"}}}})
+        spec = self._pod_spec(name, node_affinity, evict_after)
+        spec["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": f"data-{name}"}}]
+        self.kube.create(f"/apis/apps/v1/namespaces/{namespace}/deployments", {
+            "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+            "spec": {"replicas": 1, "strategy": {"type": "Recreate"}, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}}, "spec": spec}}})
+
+    def pods_of(self, namespace: str, app: str) -> list[dict]:
+        return self.kube.items(f"/api/v1/namespaces/{namespace}/pods", labelSelector=f"app={app}")
+
+    def running_app(self, namespace: str, app: str, not_on: str = "") -> Optional[dict]:
+        """A pod of the app, Running and Ready, not being deleted, and not on `not_on`."""
+        for pod in self.pods_of(namespace, app):
+            found = self.running(namespace, pod["metadata"]["name"], not_on=not_on)
+            if found:
+                return found
+        return None
 
     def pod(self, namespace: str, name: str) -> Optional[dict]:
         return self.kube.get(f"/api/v1/namespaces/{namespace}/pods/{name}")
@@ -200,15 +236,18 @@ def record(figure: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[Cluster]:
-    """One real control plane per test module, with simulated nodes; tests isolate by namespace and node."""
+def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
+    """One real control plane per test module, with simulated nodes; tests isolate by namespace and node. A
+    module's CONTROLLER_MANAGER_ARGS are kube-controller-manager's extra flags."""
     try:
         assets = find_assets(REPO)
     except AssetsMissing as err:
         if os.environ.get("E2E_REQUIRED"):  # CI sets it: there, a missing binary is a failure, not a skip
             pytest.fail(f"e2e tier required but cannot run: {err}")
         pytest.skip(f"e2e tier skipped: {err}")
-    with tempfile.TemporaryDirectory(prefix="rwo-e2e-") as tmp, ControlPlane(assets, Path(tmp)) as cp, \
+    extra = tuple(getattr(request.module, "CONTROLLER_MANAGER_ARGS", ()))
+    with tempfile.TemporaryDirectory(prefix="rwo-e2e-") as tmp, \
+            ControlPlane(assets, Path(tmp), controller_manager_args=extra) as cp, \
             NodeSimulator(cp.kubeconfig, lease_seconds=LEASE_SECONDS) as sim:
         yield Cluster(cp, sim)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import uuid
 from datetime import datetime, timedelta, timezone
 from typing import Any, Iterable, Optional, Sequence
 
@@ -189,8 +190,24 @@ def our_taint(added_at: str = "2026-11-21T10:00:00Z") -> dict:
     return dict(OUT_OF_SERVICE, timeAdded=added_at)
 
 
-def mark_ours(node_obj: dict, added_at: str = "2026-11-21T10:00:00Z") -> dict:
-    node_obj["metadata"]["annotations"]["rwo-failover.io/out-of-service-added-at"] = added_at
+BOOT_BEFORE = "0" * 32  # the bootID mark_ours records by default: the machine has rebooted since
+
+
+def mark_ours(node_obj: dict, added_at: str = "2026-11-21T10:00:00Z", boot_id: Optional[str] = BOOT_BEFORE,
+              uid: Optional[str] = None) -> dict:
+    """Our annotations, as rwo-failover writes them with its taint: when, by whom, and the machine then. By
+    default for this Node object (its uid, given one if it has none yet) before a reboot (another bootID);
+    `boot_id=None` records the node's bootID now (it has not rebooted)."""
+    meta = node_obj["metadata"]
+    meta.setdefault("uid", str(uuid.uuid4()))
+    now_boot = node_obj["status"]["nodeInfo"]["bootID"]
+    meta["annotations"].update({
+        "rwo-failover.io/out-of-service-added-at": added_at,
+        "rwo-failover.io/out-of-service-applied-by": "rwo-failover",
+        "rwo-failover.io/taint-node-uid": meta["uid"] if uid is None else uid,
+        "rwo-failover.io/taint-boot-id": now_boot if boot_id is None else boot_id,
+        "rwo-failover.io/taint-addresses": ",".join(f"{a['type']}={a['address']}"
+                                                    for a in node_obj["status"]["addresses"])})
     return node_obj
 
 

@@ -33,6 +33,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Optional
 
+from .managed_fields import expand
+
 WATCH_TIMEOUT_SECONDS = 1800.0
 BOOKMARK_SECONDS = 60.0
 BOOKMARK_BEFORE_TIMEOUT_SECONDS = 2.0
@@ -101,7 +103,7 @@ class History:
 
 
 def event(kind: str, obj: bytes) -> bytes:
-    return b'{"type":"' + kind.encode() + b'","object":' + obj + b"}\n"
+    return b'{"type":"' + kind.encode() + b'","object":' + expand(obj) + b"}\n"
 
 
 def expired(version: int, oldest: int) -> bytes:

@@ -10,6 +10,7 @@ nothing realistic left at all.
 from __future__ import annotations
 
 import copy
+import re
 import json
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
@@ -26,7 +27,8 @@ Path = tuple[Any, ...]
 TRICKY_TEXT = ["", " ", "true", "false", "null", "0", "-1", "1e999", "NaN", "Z", "2026-11-21", "2026-11-21T10:00:00",
                "2026-13-45T99:99:99Z", "2026-11-21T10:00:00+99:00", "not a time", "\x00", "ReadWriteMany",
                "ReadWriteOnce", "Fenced", "Unfenced", "Succeeded", "a" * 300, "名前", "../../etc", "%s%n{}"]
-scalars = (st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=False)
+# No infinities: `Infinity` is not JSON (RFC 8259), and the API server (Go's encoding/json) never writes it.
+scalars = (st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=False, allow_infinity=False)
            | st.text(max_size=12) | st.sampled_from(TRICKY_TEXT))
 json_values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4)
                            | st.dictionaries(st.text(max_size=8), inner, max_size=4), max_leaves=10)
@@ -179,3 +181,42 @@ def webhook_answers(node: str, uid: str) -> st.SearchStrategy:
         st.just(json.dumps(yes).encode())
     statuses = st.sampled_from([200, 200, 200, 201, 204, 299, 300, 302, 307, 400, 403, 404, 429, 500, 503])
     return st.tuples(statuses, bodies)
+
+
+# --- valid but adversarial: what the API server accepts from any tenant (issue 26) ---------------------------
+
+def _subdomain(text: str) -> str:
+    """`text` made a DNS subdomain as the API server checks names: a run of separators holding a "." becomes
+    one ".", and none at either end (no length limit per label: IsDNS1123Subdomain has none)."""
+    return re.sub(r"[-.]*\.[-.]*", ".", text).strip("-.") or "a"
+
+
+# Names of up to 253 characters with a "-" or "." wherever a cut may fall (an Event name keeps 200 of them).
+EDGE_NAMES = ["a" * 253, "a" * 199 + "-" + "b" * 53, "a" * 199 + "." + "b" * 53, "a" * 200 + "-b", "x"]
+dns_subdomains = st.text(alphabet="az09-.", min_size=1, max_size=253).map(_subdomain) | st.sampled_from(EDGE_NAMES)
+dns_labels = st.text(alphabet="az09-", min_size=1, max_size=63).map(lambda text: text.strip("-") or "a")
+# An ownerReference's kind and name: the API server checks only that they are not empty, then the whole
+# object's size (1.5 MiB). Any text, huge ones, names with "/" and "~", and the kinds that mean something to us.
+owner_kinds = st.sampled_from(["StatefulSet", "ReplicaSet", "Job", "DaemonSet", "StatefulSet/x", "~"]) | st.text(
+    min_size=1, max_size=80)
+owner_names = (dns_subdomains | st.text(min_size=1, max_size=400) | st.integers(254, 5000).map(lambda n: "r" * n)
+               | st.sampled_from(["a/b", "../../x", "~", "n" * 404, "名前" * 200]))
+finalizers = st.lists(st.sampled_from(["kubernetes.io/pvc-protection", "example.com/hold", "x/" + "f" * 200]),
+                      max_size=2, unique=True)
+labels = st.dictionaries(st.sampled_from(["app", "rwo-failover.io/opt-out", "statefulset.kubernetes.io/pod-name"]),
+                         dns_labels, max_size=3)
+
+
+@st.composite
+def tenant_pod(draw: Callable, name: str, node: str, namespace: str, claim: str) -> dict:
+    """A pod a tenant may create: bound to `node` by spec.nodeName, mounting `claim`, with any ownerReference,
+    labels and finalizers, deleted (Terminating) or not."""
+    pod = fc.pod(name, node, namespace=namespace, claims=[claim], owner=None,
+                 terminating=draw(st.booleans()), phase=draw(st.sampled_from(["Pending", "Running", "Unknown"])),
+                 labels=draw(labels))
+    if draw(st.booleans()):
+        pod["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": draw(owner_kinds),
+                                               "name": draw(owner_names), "uid": "u-" + name,
+                                               "controller": draw(st.booleans())}]
+    pod["metadata"]["finalizers"] = draw(finalizers)
+    return pod

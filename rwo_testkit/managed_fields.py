@@ -7,11 +7,15 @@ operation took fields). Seen on the real v1.36 control plane: a Lease renewal at
 a kubelet status post and the node lifecycle controller's Ready=Unknown each stamp their manager's
 `status` entry with the second of the write. Entries are keyed by manager, operation and subresource.
 
-Field ownership (`fieldsV1`) is not modelled: nothing here reads it.
+Field ownership (`fieldsV1`) is not modelled: nothing here reads it. What a hostile tenant can write there
+is: `fieldsV1` nested 10,000 levels deep (the API server's decoder limit; Python's json cannot even encode
+that, so `nested` leaves a marker the fixture's store expands into the bytes), and `bulky` entries as large
+as the object limit allows (issue 26).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 # What a write may change without changing the object: the server's own bookkeeping.
@@ -49,3 +53,28 @@ def stamp(old: Optional[dict], new: dict, manager: str, subresource: str, now: s
     kept = [e for e in entries if (e.get("manager"), e.get("operation"), e.get("subresource", "")) != key]
     new.setdefault("metadata", {})["managedFields"] = kept + [entry(manager, now, subresource,
                                                                      api_version=api_version)]
+
+
+_NESTED = re.compile(rb'"@@nested:(\d+)@@"')
+
+
+def nested(depth: int) -> str:
+    """A marker for a fieldsV1 nested `depth` levels deep; FakeApiServer stores it expanded (`expand`)."""
+    return f"@@nested:{depth}@@"
+
+
+def expand(raw: bytes) -> bytes:
+    """The stored bytes with each `nested` marker replaced by that deep an object, as the real server keeps it."""
+    if b"@@nested:" not in raw:
+        return raw
+    return _NESTED.sub(lambda m: b'{"f:a":' * int(m[1]) + b"{}" + b"}" * int(m[1]), raw)
+
+
+def hostile_entry(fields: object, manager: str = "tenant") -> dict:
+    """A managedFields entry a tenant wrote with its own client (an Update with a fieldsV1 of its choosing)."""
+    return dict(entry(manager, "2026-11-21T10:00:00Z"), fieldsV1=fields)
+
+
+def bulky(size: int) -> dict:
+    """A fieldsV1 of about `size` bytes of JSON: field ownership of a huge object (or a tenant's padding)."""
+    return {f"f:k{i:07d}": {} for i in range(max(1, size // 15))}

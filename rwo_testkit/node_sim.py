@@ -20,9 +20,13 @@ Only what the tier needs, each behaviour modelled on the real component:
 - **CSI external-attacher** (kubernetes-csi/external-attacher): for each VolumeAttachment whose attacher is
   our driver, it adds the finalizer `external-attacher/<driver>` and sets `status.attached=true`; when the
   attachment is being deleted, it detaches and removes the finalizer. The attacher runs on the control-plane
-  side, so a node's power-off does not stop it. Our `CSIDriver` has `attachRequired: true`.
+  side, so a node's power-off does not stop it. Our `CSIDriver` has `attachRequired: true`. Its
+  ControllerUnpublishVolume records, as ceph-csi 3.15+ decides whether to blocklist the node's clients, whether
+  the node carries the out-of-service taint at that moment (`unpublished`).
 - **Power-off**: no more Lease renewals, status posts or pod handling on that node. Its pods are never
-  finalized, exactly as on a dead machine.
+  finalized, exactly as on a dead machine. **Power-on** boots it again: a new `status.nodeInfo.bootID`, as
+  the kubelet reads a new one from the kernel at every boot; **reconnect** brings back a machine that was only
+  cut off, with the same bootID.
 - **A node's own clock** (`clock_offset`): everything the kubelet stamps (renewTime, its condition times) is
   that many seconds off the server's, as on a machine whose clock drifted; the server stamps its own time
   on every write regardless.
@@ -46,6 +50,7 @@ DRIVER = "sim.csi.rwo-failover.test"
 FINALIZER = "external-attacher/sim-csi-rwo-failover-test"
 STORAGE_CLASS = "sim-rwo"
 STATUS_EVERY_SECONDS = 10.0
+OUT_OF_SERVICE_KEY = "node.kubernetes.io/out-of-service"
 
 
 def now_text(micro: bool = False, offset: float = 0.0) -> str:
@@ -64,6 +69,11 @@ class SimNode:
         self.last_lease = 0.0
         self.last_status = 0.0
         self.in_use: list[str] = []
+        self.boots = 1  # status.nodeInfo.bootID is new at every boot, as the kubelet's (read from the kernel)
+
+    @property
+    def boot_id(self) -> str:
+        return f"{self.name}-boot-{self.boots}"
 
 
 class Background:
@@ -99,6 +109,7 @@ class NodeSimulator(Background):
         self._added = 0
         self.lock = threading.Lock()
         self.errors: list[str] = []
+        self.unpublished: list[tuple[str, str, bool]] = []  # (VolumeAttachment, node, the node was tainted then)
 
     def __enter__(self) -> "NodeSimulator":
         self.install_storage()
@@ -143,6 +154,15 @@ class NodeSimulator(Background):
             self.nodes[name].powered = False
 
     def power_on(self, name: str) -> None:
+        """The machine boots again: a new bootID, and its kubelet reports at once."""
+        with self.lock:
+            node = self.nodes[name]
+            node.powered, node.last_lease, node.last_status = True, 0.0, 0.0
+            node.ready_since = now_text(offset=node.clock_offset)
+            node.boots += 1
+
+    def reconnect(self, name: str) -> None:
+        """The machine was never down, only cut off: its network is back, with the same bootID."""
         with self.lock:
             node = self.nodes[name]
             node.powered, node.last_lease, node.last_status = True, 0.0, 0.0
@@ -207,7 +227,7 @@ class NodeSimulator(Background):
             "nodeInfo": {"kubeletVersion": "v1.36.2", "architecture": "amd64", "operatingSystem": "linux",
                          "containerRuntimeVersion": "sim://1", "kernelVersion": "6.1", "osImage": "sim",
                          "kubeProxyVersion": "", "machineID": node.name, "systemUUID": node.name,
-                         "bootID": node.name}}}, content_type=STRATEGIC)
+                         "bootID": node.boot_id}}}, content_type=STRATEGIC)
         node.last_status = time.monotonic()
 
     def _attached_volumes(self, node: SimNode) -> set[str]:
@@ -272,6 +292,7 @@ class NodeSimulator(Background):
             finalizers = meta.get("finalizers") or []
             if meta.get("deletionTimestamp"):
                 if FINALIZER in finalizers:  # ControllerUnpublishVolume done: let it go
+                    self._unpublish(va)
                     self.kube.patch(path, {"metadata": {"finalizers": [f for f in finalizers if f != FINALIZER],
                                                         "resourceVersion": meta["resourceVersion"]}})
                 continue
@@ -280,6 +301,16 @@ class NodeSimulator(Background):
                                                          "resourceVersion": meta["resourceVersion"]}})
             if not (va.get("status") or {}).get("attached"):  # ControllerPublishVolume done
                 self.kube.patch(f"{path}/status", {"status": {"attached": True}})
+
+
+    def _unpublish(self, va: dict) -> None:
+        """ControllerUnpublishVolume, as ceph-csi 3.15+ does it: it fences (blocklists) the node's clients only
+        if the node carries the out-of-service taint at this moment. Recorded: (attachment, node, fenced)."""
+        node_name = (va.get("spec") or {}).get("nodeName", "")
+        node = self.kube.get(f"/api/v1/nodes/{node_name}") or {}
+        tainted = any(t.get("key") == OUT_OF_SERVICE_KEY for t in (node.get("spec") or {}).get("taints") or ())
+        if (va["metadata"]["name"], node_name) not in {(n, m) for n, m, _ in self.unpublished}:
+            self.unpublished.append((va["metadata"]["name"], node_name, tainted))
 
 
 class FenceController(Background):

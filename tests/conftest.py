@@ -22,7 +22,7 @@ from rwo_testkit.log_sink import plant, planted_secrets  # noqa: F401 - for the 
 # The e2e tier's fixtures (a real control plane per module) and its figures at the end of the run.
 pytest_plugins = ["rwo_testkit.e2e"]
 
-# Property tests that set no max_examples of their own (the fuzz tier, tests/test_fuzz.py): bounded for
+# Property tests that set no max_examples of their own (the fuzz tier, tests/test_fuzz*.py): bounded for
 # `make test`, longer in CI (.ci/run sets HYPOTHESIS_PROFILE=ci).
 hsettings.register_profile("fast", max_examples=150, deadline=None)
 hsettings.register_profile("ci", max_examples=2000, deadline=None)

@@ -24,17 +24,20 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings as hsettings, strategies as st
 
 from conftest import SESSION_LOG, SESSION_REQUESTS, plant
+from rwo_failover.kube import decode, shapes
 from rwo_failover.run.cli import main
 from rwo_failover.act.events import NotOurs, bump_of
 from rwo_failover.run.exitcodes import EXIT_CRASH
 from rwo_failover.act.fence_webhook import judge_answer
 from rwo_failover.model import (OOS_ANNOTATION, OPT_OUT_ANNOTATION, OUT_OF_SERVICE_KEY, RECOVERY_ANNOTATION,
-                                RECOVERY_LABEL, Attachment, BadObject, Claim, Fence, Lease, Node, Pod, Volume)
+                                RECOVERY_LABEL, Attachment, BadObject, Claim, Fence, Lease, Node, Pod, Undecodable,
+                                Volume)
 from rwo_failover.planner.recovery import Record
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit import hostile as h
 from rwo_testkit.control_plane import free_port
 from rwo_testkit.fake_apiserver import FakeApiServer
+from rwo_testkit.managed_fields import bulky, expand, hostile_entry, nested
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=timezone.utc)
 BUMPED = ("alive", "uid-alive", "ShutdownTaintOnLiveNode")  # the node, its uid, and the reason of h.event()
@@ -103,6 +106,49 @@ def test_a_webhook_answer_is_believed_only_when_it_is_the_contracts_yes(answer):
         and parsed.get("uid") == "uid-1"
     assert fenced == (200 <= status <= 299 and exact)
     assert fenced or why
+
+
+# --- the decoder (kube/decode.py) reads every object as from_json reads it whole (issue 26) --------------------
+
+SHAPES = {"node": shapes.Node, "lease": shapes.Lease, "pod": shapes.Pod, "claim": shapes.Claim,
+          "volume": shapes.Volume, "attachment": shapes.Attachment, "networkfence": shapes.Fence}
+
+
+def outcome(from_json: Callable[[Any], Any], obj: Any) -> Any:
+    """What a pass makes of an object: its model value, or "skip" (the Reader's rule for an Undecodable)."""
+    if isinstance(obj, Undecodable):
+        return "skip"
+    try:
+        return from_json(obj)
+    except BadObject:
+        return "skip"
+
+
+@pytest.mark.parametrize("kind", sorted(SHAPES))
+@given(data=st.data(), padding=st.sampled_from([None, 0, 40, 1_100, 10_000]))
+def test_the_decoder_reads_every_hostile_object_as_from_json_reads_it_whole(kind, data, padding):
+    """Declaring only what from_json reads changes nothing it decides: the same value, or a skip both ways;
+    and managedFields nested past what any recursive parser reads makes it one skip, never an exception."""
+    obj, _how = data.draw(h.of_kind(kind))
+    deep = padding is not None and padding > decode.MAX_DEPTH and isinstance(obj, dict) and \
+        isinstance(obj.get("metadata"), dict)
+    if padding is not None and isinstance(obj, dict) and isinstance(obj.get("metadata"), dict):
+        obj["metadata"]["managedFields"] = [hostile_entry(nested(padding))]
+    body = expand(json.dumps(obj).encode())
+
+    decoded = decode.decode_object(body, SHAPES[kind])
+
+    if deep:
+        # Past msgspec's recursion it is unreadable, whatever else it holds. Hypothesis runs a test with a raised
+        # recursion limit, under which msgspec may decode 1,100 levels (skipping them): then it reads as usual.
+        obj["metadata"]["managedFields"] = [hostile_entry({})]
+        assert outcome(FROM_JSON[kind], decoded) in ("skip", outcome(FROM_JSON[kind], obj))
+        assert padding < 10_000 or isinstance(decoded, Undecodable)
+    elif padding is None or not isinstance(obj, dict) or not isinstance(obj.get("metadata"), dict):
+        assert outcome(FROM_JSON[kind], decoded) == outcome(FROM_JSON[kind], obj)
+    else:  # shallow padding: what from_json makes of the object with an empty fieldsV1 there
+        obj["metadata"]["managedFields"] = [hostile_entry({})]
+        assert outcome(FROM_JSON[kind], decoded) == outcome(FROM_JSON[kind], obj)
 
 
 # --- a pass over a cluster full of hostile objects next to a real outage -----------------------------------
@@ -195,10 +241,25 @@ def hostile_cluster(api: FakeApiServer, draw: Callable) -> Allowed:
     if ours:  # ours, so a mutation to Unfenced rightly has it deleted, to be asked for again
         allowed.fences.add("dead-3")
 
+    # Issue 26: depth and size, on a page the pass reads: a pod nested deeper than any recursive parser reads,
+    # and one as large as the object limit allows, next to the hostile pod on dead-2.
+    deep = fc.pod("deep-0", "dead-2", namespace="kube-system")
+    deep["metadata"]["managedFields"] = [hostile_entry(nested(draw(st.sampled_from([1_100, 10_000]))))]
+    api.add(deep)
+    if draw(st.booleans()):  # in half the examples: the fixture's own cost of a 1.5 MB pod is about a second
+        big = fc.pod("big-0", "dead-2", namespace="kube-system")
+        big["metadata"]["managedFields"] = [hostile_entry(bulky(MAX_OBJECT_BYTES))]
+        api.add(big)
+
     fc.dead_node(api, "dead-4")
     attachment = stuck_pod(api, "dead-4", "db-4")
     api.add(own_fence("dead-4"))
     trouble = bad(fc.pod("trouble-4", "dead-4", claims=["data-db-4"], terminating=True))
+    if on_node("dead-4", trouble) and draw(st.integers(0, 3)) == 0:
+        # Nested deeper than any recursive parser reads: unreadable, so it withholds its node. (10,000: under
+        # hypothesis's raised recursion limit msgspec may read 1,100 levels, skipping them, and the pod with it.)
+        trouble["metadata"]["managedFields"] = [hostile_entry(nested(10_000))]
+        api.add(trouble)
     if on_node("dead-4", trouble) and not blocks("dead-4", trouble) and draw(st.booleans()):
         # One random mutation leaves a pod readable and on its node most of the time; half the examples make
         # sure it is not readable: a field the parser reads, of another JSON type (it never coerces one).
@@ -214,6 +275,7 @@ def hostile_cluster(api: FakeApiServer, draw: Callable) -> Allowed:
 
 
 OUTAGE_ATTACHMENT = fc.attachment("pv-default-data-db-0", "dead")["metadata"]["name"]
+MAX_OBJECT_BYTES = 1_400_000  # a pod's managedFields under the API server's 1.5 MiB object limit
 
 
 def on_node(node: str, pod: Any) -> bool:
@@ -227,6 +289,10 @@ def blocks(node: str, pod: Any) -> bool:
     touched."""
     if not on_node(node, pod):
         return False
+    fields = pod["metadata"].get("managedFields") if isinstance(pod.get("metadata"), dict) else None
+    if isinstance(fields, list) and any(isinstance(e, dict) and str(e.get("fieldsV1", "")).startswith("@@nested:")
+                                        for e in fields):
+        return True  # nested too deep (rwo_testkit.managed_fields.nested): unreadable
     try:
         Pod.from_json(pod)
     except BadObject:

@@ -54,8 +54,10 @@ def test_verdicts_follow_the_server_clock_whatever_the_job_clock(cluster, kubeco
 
 @pytest.mark.parametrize("skew", [0, 120, -600])
 def test_a_dead_node_waits_min_not_ready_seconds_by_the_server_clock(cluster, kubeconfig, skew):
-    tainted_node(cluster, "early", not_ready_for=MIN - 5, lease_renewed_ago=MIN + 40)
-    tainted_node(cluster, "due", not_ready_for=MIN + 5, lease_renewed_ago=MIN + 40)
+    # 20 s either side: a faketime'd process start-up on a loaded 2-core machine took over 5 s, and the "early"
+    # node came due before the pass judged it.
+    tainted_node(cluster, "early", not_ready_for=MIN - 20, lease_renewed_ago=MIN + 40)
+    tainted_node(cluster, "due", not_ready_for=MIN + 20, lease_renewed_ago=MIN + 40)
     assert states(skewed_pass(kubeconfig, skew, MIN_NOT_READY_SECONDS=str(MIN))) == {"early": "not-yet", "due": "down"}
 
 
@@ -240,7 +242,9 @@ def test_undo_waits_for_attachments_being_deleted(cluster, run_pass):
 def test_a_pending_claim_naming_another_tenants_pv_releases_nothing(cluster, run_pass):
     fc.dead_node(cluster, "dead")
     _pvc, pv, va = fc.add_volume(cluster, "data", namespace="victim", attached_to="dead")
-    cluster.add(fc.pod("victim-0", "dead", namespace="victim", claims=["data"], ready="True"))
+    # Opted out, so it keeps its volume attached: on a proven-down node a pod's last reported Ready frees it.
+    cluster.add(fc.pod("victim-0", "dead", namespace="victim", claims=["data"], ready="True",
+                       annotations={"rwo-failover.io/opt-out": "true"}))
     evil = fc.claim("grab", namespace="evil", volume=pv["metadata"]["name"])
     evil["status"] = {"phase": "Pending"}
     cluster.add(evil)

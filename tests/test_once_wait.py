@@ -33,12 +33,12 @@ def one_pass(kubeconfig: str, **env: str) -> tuple[int, list[dict], float]:
 MIN = "20"  # MIN_NOT_READY_SECONDS in these tests
 
 
-def about_to_be_down(api, in_seconds: int) -> None:
-    """A dead node whose Lease has been silent long enough, NotReady for MIN_NOT_READY_SECONDS less
-    `in_seconds`: provably down `in_seconds` from now, by the server's stamps."""
+def about_to_be_down(api, in_seconds: int, min_seconds: int = int(MIN)) -> None:
+    """A dead node whose Lease has been silent long enough, NotReady for MIN_NOT_READY_SECONDS (`min_seconds`)
+    less `in_seconds`: provably down `in_seconds` from now, by the server's stamps."""
     for i in range(3):
         fc.live_node(api, f"w{i}")
-    tainted_node(api, "dead", not_ready_for=int(MIN) - in_seconds, lease_renewed_ago=90)
+    tainted_node(api, "dead", not_ready_for=min_seconds - in_seconds, lease_renewed_ago=max(90, min_seconds + 30))
     stuck(api, "dead")
 
 
@@ -58,15 +58,17 @@ def test_a_pass_waits_for_a_node_proven_down_within_its_deadline_and_frees_it(ap
 
 
 def test_a_wait_that_would_not_leave_a_pass_its_time_is_not_taken(api, kubeconfig):
-    """With PASS_TIMEOUT_SECONDS=16 a wait of 15 s would leave the second pass a second: the next CronJob pass
-    does it instead. (A start-up slower than 10 s would be needed to leave it a third: no loaded machine is.)"""
-    about_to_be_down(api, 15)
+    """With PASS_TIMEOUT_SECONDS=31 a wait of 30 s would leave the second pass a second, under the third it needs:
+    the next CronJob pass does it instead. A start-up slower than 9 s would be needed to bring the wait within
+    reach (at 15 s of 16, a loaded machine's 4 s start-up did)."""
+    about_to_be_down(api, 30, min_seconds=60)
 
-    code, logs, took = one_pass(kubeconfig, PASS_TIMEOUT_SECONDS="16", REQUEST_TIMEOUT_SECONDS="5")
+    code, logs, took = one_pass(kubeconfig, MIN_NOT_READY_SECONDS="60", PASS_TIMEOUT_SECONDS="31",
+                                REQUEST_TIMEOUT_SECONDS="5")
 
     assert code == EXIT_OK and len(api.objects("pods")) == 1
     assert [line["not_yet"] for line in logs if line["message"] == "pass finished"] == [1]
-    assert took < 15
+    assert took < 30
 
 
 def test_a_dry_run_and_once_wait_seconds_0_never_wait(api, kubeconfig):

@@ -11,7 +11,8 @@ from hypothesis import Phase, find, given, settings as hsettings, strategies as 
 
 from rwo_failover import settings as config
 from rwo_failover import planner as decide
-from rwo_failover.model import MULTI_ATTACH_MODES, Attachment, Claim, Lease, Node, Pod, Snapshot, Taint, Volume
+from rwo_failover.model import (APPLIED_BY, MULTI_ATTACH_MODES, Attachment, Claim, Lease, Node, Pod, Snapshot, Taint,
+                                TaintRecord, Volume)
 from rwo_failover.settings.values import label_selector
 
 # Hundreds of generated examples per property: `make quick` leaves them to `make test`.
@@ -68,8 +69,10 @@ def node_and_lease(draw, name: str):
         if back == "ours":  # back from an outage, with the out-of-service taint we added
             taints = [t for t in taints if t.key != OUR_TAINT.key] + [OUR_TAINT]
         node = _node(name, "True", draw(st.integers(0, 900)), taints, skew)
-        if back != "no":
-            node = dataclasses.replace(node, oos_added_at=OURS_AT)
+        if back != "no":  # our provenance, for this Node object, before a reboot or not
+            booted = draw(st.sampled_from(["boot-1", "boot-1", "boot-2", ""]))
+            node = dataclasses.replace(node, oos_added_at=OURS_AT, uid=f"uid-{name}", boot_id="boot-2",
+                                       taint_record=TaintRecord(APPLIED_BY, f"uid-{name}", booted))
         return node, _lease(name, draw(st.integers(0, 60)), draw(durations), skew)
     if kind == "dead":
         taints = draw(shutdown_taints)
@@ -258,7 +261,10 @@ def test_out_of_service_taint_is_added_and_removed_only_where_the_rules_allow(sn
         assert (NOW - node.ready_since).total_seconds() + skew - 1 >= settings.recovery_seconds
         assert (NOW - lease.changed_at).total_seconds() < lease.duration
         assert not any(p.deleting for p in snapshot.pods if p.node == name)
-        assert not any(a.deleting for a in snapshot.attachments if a.node == name)
+        assert not any(a.node == name for a in snapshot.attachments), "no attachment left on it"
+        record = node.taint_record
+        assert record.applied_by == APPLIED_BY and record.node_uid == node.uid, "ours, for this Node object"
+        assert record.boot_id and node.boot_id and record.boot_id != node.boot_id, "only after a reboot"
     assert not set(plan.untaint) & {n.verdict.node for n in plan.nodes}
 
 
@@ -311,7 +317,9 @@ def test_planner_is_deterministic(snapshot, settings):
     ("an out-of-service taint added", lambda p: any(n.add_taint for n in p.nodes)),
     ("our out-of-service taint removed", lambda p: bool(p.untaint)),
     ("our out-of-service taint held back by the outage's leftovers",
-     lambda p: any("terminating" in s.reason or "being deleted" in s.reason for s in p.skips)),
+     lambda p: any("terminating" in s.reason or "are on the node" in s.reason for s in p.skips)),
+    ("our out-of-service taint kept for a human: no reboot", lambda p: any("without rebooting" in why
+                                                                            for _, why in p.taint_kept)),
     ("a stale annotation dropped", lambda p: bool(p.drop_annotation)),
     ("a down node with nothing to do beside an action", lambda p: p.pod_count and len(p.busy_nodes) < len(p.nodes)),
 ])

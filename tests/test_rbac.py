@@ -163,8 +163,8 @@ class Namespaces:
 
 
 def used_in_code() -> set[tuple[str, str, str, str]]:
-    """Every self.call("verb", "resource[ in namespace]", "METHOD", path, ...), self.list_all("resource", path, ...)
-    and self.watch("resource", path, ...) in the API access layer (rwo_failover/kube/), the only place that calls,
+    """Every self.call("verb", "resource[ in namespace]", "METHOD", path, ...), self.list_all("resource", path, ...),
+    self.read("resource", path, ...) (a get) and self.watch("resource", path, ...) in the API access layer (rwo_failover/kube/), the only place that calls,
     with the namespaces its path can name (Namespaces): CLUSTER when any, else each one."""
     namespaces = Namespaces(_package())
     used = set()
@@ -174,6 +174,8 @@ def used_in_code() -> set[tuple[str, str, str, str]]:
         args = [a.value if isinstance(a, ast.Constant) else a for a in node.args]
         if node.func.attr == "call" and isinstance(args[0], str):
             verb, what, path = args[0], args[1], node.args[3]
+        elif node.func.attr == "read" and args and isinstance(args[0], str):  # Lister.read: a decoded GET
+            verb, what, path = "get", args[0], node.args[1]
         elif node.func.attr in ("list_all", "watch") and args and isinstance(args[0], (str, ast.Name)):
             verb, what, path = ("list" if node.func.attr == "list_all" else "watch"), args[0], node.args[1]
         else:

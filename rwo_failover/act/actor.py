@@ -16,8 +16,9 @@ from typing import Callable, Mapping, Optional
 
 from ..kube import Api
 from ..model import Unreadable
-from ..planner import (AttachmentAction, NodePlan, NodeState, NodeVerdict, Plan, PodAction, RefusalKind, recovered,
-                       shutdown_taint)
+from ..planner import (AttachmentAction, NodePlan, NodeState, NodeVerdict, Plan, PodAction, RefusalKind, lift_blocker,
+                       recovered, shutdown_taint)
+from ..planner.evidence import bounded_list
 from ..settings import Settings
 from .control import record_storm
 from .events import EventRecorder
@@ -79,11 +80,25 @@ class Actor:
             self.events.repeated(node, self.node_uids.get(node, ""), "UnreadableObject",
                                  f"{'; '.join(reasons)}; rwo-failover will not act on this node because of it")
 
+    def warn_ignored(self, plan: Plan) -> None:
+        """Tenant objects the brakes did not count (planner/evidence.py): said once a pass, in one Warning on the
+        first node they name, bumped rather than repeated, its list bounded however many there are."""
+        if not plan.ignored:
+            return
+        node = min(node for node, _ in plan.ignored)
+        listed = bounded_list([what for _, what in plan.ignored])
+        log.warning("not counted by the brakes: tied to their proven-down nodes by nothing a tenant cannot write",
+                    extra={"count": len(plan.ignored), "objects": listed})
+        self.events.repeated(node, self.node_uids.get(node, ""), "NotCountedByBrakes",
+                             f"{len(plan.ignored)} tenant objects on proven-down nodes are not counted toward "
+                             "MAX_NODES_PER_PASS or MAX_UNHEALTHY_FRACTION: no VolumeAttachment on their node "
+                             f"ties them to it, and any tenant can make such pods: {listed}")
+
     def record_refusal(self, plan: Plan) -> None:
         # One Event per down node that has work, capped, so a mass outage does not become an Event storm;
         # with the unhealthy-fraction brake no node was planned, so every down node is named (capped).
         if plan.storm_mark is not None:  # first: the cool-down's memory matters more than the Events
-            record_storm(self.writer, self.settings.recovery_namespace, plan.storm_mark)
+            record_storm(self.writer, self.settings, plan.storm_mark)
         # The cool-down has its own reason: its message (when it resumes) must not be hidden under a brake's.
         busy = [n.verdict for n in plan.busy_nodes] or [v for v in plan.verdicts if v.state is NodeState.DOWN]
         cooling = plan.refusal is not None and plan.refusal.kind is RefusalKind.STORM_COOLDOWN
@@ -101,6 +116,11 @@ class Actor:
             self._remove_taint(name)
         for name in plan.drop_annotation:
             self._drop_annotation(name)
+        for name, why in plan.taint_kept:  # comes back every pass until a human acts: one Warning, bumped
+            self.events.repeated(name, self.node_uids.get(name, ""), "OutOfServiceTaintKept",
+                                 f"{why}; rwo-failover will not remove it. Reboot the machine (a new bootID lets "
+                                 "rwo-failover remove its taint), or remove the taint by hand once nothing there "
+                                 "can still write to the volumes it released (docs/fencing.md)")
         for name, step in plan.unfence:
             self.fencer.unfence(name, step)
         for name, _kind, why in plan.fences_held:
@@ -116,14 +136,15 @@ class Actor:
             self.node_uids[name] = live[0].uid
         if live is None or not self.fencer.ensure(node_plan, live[0]):
             return  # not down any more, or fencing not confirmed: no pod, no attachment, no taint
+        would = False  # a dry run's taint: never on the node, yet what a real pass would have put there
         if node_plan.add_taint and (live := self.live.confirm_down(node_plan)) is not None:
             # First, so the attach-detach controller force-detaches the moment each pod is gone.
-            self._add_taint(node_plan, live[1])
+            would = self._add_taint(node_plan, live[1]) and self.settings.dry_run
         held: list[str] = []
         gone = {p.key for p in node_plan.pods if self.live.confirm_down(node_plan) and
                 self._delete_pod(node_plan, p, held)}
         released = [a for a in node_plan.attachments if self._releasable(a, gone) and
-                    self.live.confirm_down(node_plan) and self._release(node_plan, a)]
+                    self._tainted_live(node_plan, a, would) and self._release(node_plan, a)]
         uid = self.node_uids.get(name, "")
         if held:  # comes back every pass until a human acts: one Warning, bumped, never an Event per pass
             self.events.repeated(name, uid, "PodsHeldByFinalizers", f"{'; '.join(held)}; their volumes stay "
@@ -134,7 +155,20 @@ class Actor:
                              f"{', '.join(sorted(gone)) or 'no pods'}; deleted "
                              f"{', '.join(a.name for a in released) or 'no VolumeAttachments'}")
 
-    def _add_taint(self, node_plan: NodePlan, raw: dict) -> None:
+    def _tainted_live(self, node_plan: NodePlan, action: AttachmentAction, would: bool) -> bool:
+        """The live re-check before releasing an attachment, and, with the handoff on, the out-of-service taint
+        read back on the node: ceph-csi (3.15+) blocklists the node's clients in ControllerUnpublishVolume only
+        if the node carries the taint at that moment, so an attachment released before it skips the fencing."""
+        live = self.live.confirm_down(node_plan)
+        if live is None or not node_plan.taint_first or live[0].has_oos_taint or would:
+            return live is not None
+        self.outcome.attachments_held.append(action.name)
+        self.writer.fail(f"VolumeAttachment {action.name} on node {action.node} kept: the out-of-service taint is "
+                         "not on the node as read now, and storage that fences on it (ceph-csi) would skip fencing "
+                         "if it were released; the next pass tries again")
+        return False
+
+    def _add_taint(self, node_plan: NodePlan, raw: dict) -> bool:
         name, stamp = node_plan.verdict.node, self.events.stamp()
 
         def build(reread: bool) -> Build:
@@ -159,14 +193,17 @@ class Actor:
             log.info("added the out-of-service taint", extra={"node": name})
             self.events.node(name, self.node_uids.get(name, ""), "Normal", "OutOfServiceTaintAdded",
                              "node proven down; added node.kubernetes.io/out-of-service=nodeshutdown:NoExecute so "
-                             "Kubernetes force-detaches its volumes; rwo-failover removes it once the node is back")
+                             "Kubernetes force-detaches its volumes; rwo-failover removes it once the node is back "
+                             "after a reboot")
+        return added or self.settings.dry_run
 
     def _remove_taint(self, name: str) -> None:
-        """Take our out-of-service taint (and annotation) off a node that is back, and only ours."""
-        added_at = ""
+        """Take our out-of-service taint (and annotations) off a node that is back after a reboot, and only ours,
+        for the Node object we added it to."""
+        added_at, boots = "", ""
 
         def build(reread: bool) -> Build:
-            nonlocal added_at
+            nonlocal added_at, boots
             live = self.live.read_live(name, "re-check of a recovered node")
             if live is None:
                 return None
@@ -177,18 +214,20 @@ class Actor:
                 return LANDED  # our removal landed and its answer was lost: the retry got 409, and both are gone
             blocker = "not ours" if ours is None else \
                 "another shutdown taint" if shutdown_taint(node, self.settings.shutdown_taints) else \
-                recovered(node, lease, self.settings, self.now())
+                lift_blocker(node, lease, self.settings, self.now())[0]
             if blocker:
                 log.info("out-of-service taint left in place", extra={"node": name, "reason": blocker})
                 return None
             added_at = node.oos_added_at or ""
+            boots = f"bootID {node.boot_id}, {node.taint_record.boot_id} when tainted"
             return raw, remove_patch(raw, ours)
 
         if read_modify_write(self.writer, name, "remove our out-of-service taint", build):
             self.outcome.taints_removed.append(name)
             log.info("removed our out-of-service taint from a recovered node", extra={"node": name})
             self.events.node(name, self.node_uids.get(name, ""), "Normal", "OutOfServiceTaintRemoved",
-                             f"node Ready for {self.settings.recovery_seconds}s or more with a fresh Lease; "
+                             f"node rebooted ({boots}) and Ready for {self.settings.recovery_seconds}s or more "
+                             "with a fresh Lease; "
                              f"removed the node.kubernetes.io/out-of-service taint rwo-failover added at {added_at}")
 
     def _drop_annotation(self, name: str) -> None:

@@ -8,6 +8,7 @@ precondition (or created, which fails if someone created it first): two writers 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import Callable, Optional
 
@@ -53,19 +54,39 @@ def _reason(error: str, paused_by: Optional[str]) -> str:
     return "" if paused_by is None else f"paused{' ' + paused_by if paused_by else ''} (read again before a write)"
 
 
-def record_storm(writer: Writer, namespace: str, mark: StormMark) -> Result:
-    """Write the storm moment: a storm's start removes the calm moment of the last one."""
+STORM_ATTEMPTS = 3  # a trip's write that loses a race is read again and retried: lost, the storm is forgotten
+
+
+def record_storm(writer: Writer, settings: Settings, mark: StormMark) -> Result:
+    """Write the storm moment: a storm's start removes the calm moment of the last one. A calm moment that loses a
+    race is left to the next pass (which then starts the calm period later: safe). A trip that loses one is read
+    again, live, and written again: if it were left, the next pass would read no storm at all and, were the
+    cluster calm by then, act at its first calm moment, which is what the cool-down is for."""
+    namespace = settings.recovery_namespace
+    result = _write_mark(writer, namespace, mark)
+    for _ in range(STORM_ATTEMPTS - 1):
+        if result is not Result.CONFLICT or mark.key != TRIPPED_AT:
+            break
+        control, error = read_control(writer.api, settings)
+        if error:
+            break
+        if control is not None and control.tripped_at is not None and control.calm_since is None:
+            return Result.DONE  # someone else (another replica's pass) recorded this storm
+        mark = dataclasses.replace(mark, resource_version=control.resource_version if control else "")
+        result = _write_mark(writer, namespace, mark)
+    if result is Result.CONFLICT:  # someone wrote it since our read: the next pass reads it and decides again
+        log.warning("the control ConfigMap changed since this pass read it; the storm moment is left to the next "
+                    "pass", extra={"storm": mark.key})
+    return result
+
+
+def _write_mark(writer: Writer, namespace: str, mark: StormMark) -> Result:
     data: dict[str, Optional[str]] = {mark.key: mark.at.strftime("%Y-%m-%dT%H:%M:%SZ")}
     if mark.key == TRIPPED_AT:
         data[CALM_SINCE] = None
     if mark.resource_version:
         patch = {"metadata": {"resourceVersion": mark.resource_version}, "data": data}
-        result = writer.patch_control(namespace, CONTROL_NAME, patch)
-    else:
-        body = {"metadata": {"name": CONTROL_NAME, "namespace": namespace},
-                "data": {k: v for k, v in data.items() if v is not None}}
-        result = writer.create_control(namespace, body)
-    if result is Result.CONFLICT:  # someone wrote it since our read: the next pass reads it and decides again
-        log.warning("the control ConfigMap changed since this pass read it; the storm moment is left to the next "
-                    "pass", extra={"storm": mark.key})
-    return result
+        return writer.patch_control(namespace, CONTROL_NAME, patch)
+    body = {"metadata": {"name": CONTROL_NAME, "namespace": namespace},
+            "data": {k: v for k, v in data.items() if v is not None}}
+    return writer.create_control(namespace, body)

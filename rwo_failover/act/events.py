@@ -18,6 +18,19 @@ COMPONENT = "rwo-failover"
 NODE_EVENT_NAMESPACE = "default"  # where kubelet and the node controller put Node events
 
 
+def event_name(name: str, suffix: str) -> str:
+    """An Event's name after the object it is about: the API server checks it is a DNS subdomain of at most 253
+    characters. The object's name is cut to 200, and a cut ending in "-" or "." would not be one (a 253-character
+    pod name may have either there): those go."""
+    return f"{name[:200].rstrip('-.')}.{suffix}"
+
+
+def repeated_name(node: str, reason: str, uid: str = "") -> str:
+    """The deterministic name of our repeated Warning about `node` (the second one with the node's uid)."""
+    base = event_name(node, f"rwo-{reason.lower()}")
+    return f"{base}.{uid[:8]}" if uid else base
+
+
 def build_event(namespace: str, kind: str, name: str, uid: Optional[str], event_type: str, reason: str,
                 message: str, stamp: str, instance: str, cluster_scoped: bool = False) -> dict:
     involved = {"apiVersion": "v1", "kind": kind, "name": name, "uid": uid,
@@ -30,7 +43,7 @@ def build_event(namespace: str, kind: str, name: str, uid: Optional[str], event_
     # A name derived from the content, not generateName: a create retried after a lost answer gets 409
     # instead of recording the same Event twice.
     digest = hashlib.sha256(json.dumps(event, sort_keys=True).encode()).hexdigest()[:16]
-    return dict(event, metadata={"name": f"{name[:200]}.{digest}", "namespace": namespace})
+    return dict(event, metadata={"name": event_name(name, digest), "namespace": namespace})
 
 
 REPEAT_EVERY_SECONDS = 600  # a repeated Warning is bumped at most this often per node and reason
@@ -98,8 +111,8 @@ class EventRecorder:
         generated one."""
         event = build_event(NODE_EVENT_NAMESPACE, "Node", node, uid, "Warning", reason, message, self.stamp(),
                             self.instance, cluster_scoped=True)
-        base = f"{node[:200]}.rwo-{reason.lower()}"
-        for name in (base, f"{base}.{uid[:8]}") if uid else (base,):
+        base = repeated_name(node, reason)
+        for name in (base, repeated_name(node, reason, uid)) if uid else (base,):
             try:
                 self._create_or_bump(event, name, node, uid, reason, message)
                 return

@@ -1,4 +1,5 @@
-"""Carrying out fencing steps: NetworkFence objects (csi-addons) or the fence webhook, through the writer.
+"""Carrying out fencing steps: NetworkFence objects (csi-addons), the fence webhook, or a BMC's PowerState Off
+(FENCING=redfish), through the writer.
 
 The rules (when to fence, when to unfence) are in planner/fencing.py; this module does what they decide, and
 before each unfencing step it reads the node, its Lease and the fence again, live, and judges them with the
@@ -21,8 +22,8 @@ from ..model import FENCE_ASKED_ANNOTATION, FENCE_LABEL, BadObject, Fence, Lease
 from ..planner import unfence_step
 from ..planner.fencing import DELETE, FAILED, PENDING, RECREATE, REQUEST, UNFENCE, cidrs, judge_fence
 from ..planner.types import NodePlan
-from ..settings import Settings
-from . import fence_webhook
+from ..settings import BmcMapError, Settings, bmc_for
+from . import fence_webhook, redfish
 from .events import EventRecorder
 from .outcome import Outcome
 from .writer import Result, Writer
@@ -52,6 +53,8 @@ class Fencer:
         if step == PENDING:
             return self._await_answer(node, node_plan.fence_reason)
         if step == REQUEST:
+            if self.settings.fencing == "redfish":
+                return self._redfish(node)
             return self._webhook(node_plan, node) if self.settings.fencing == "webhook" else self._request(node)
         if step == RECREATE:
             return self._recreate(node, *node_plan.fence_seen)
@@ -79,6 +82,52 @@ class Fencer:
             self.events.repeated(node.name, node.uid, "FencingFailed",
                                  f"fence webhook did not confirm: {why}; rwo-failover touched nothing on this node")
         return False
+
+    def _redfish(self, node: Node) -> bool:
+        """Proven down only when its BMC answers PowerState Off, in this pass; otherwise nothing is touched."""
+        why = self._prove_off(node)
+        if why is None:
+            self.outcome.fenced.append(node.name)
+            log.info("its BMC answers PowerState Off: proven down", extra={"node": node.name})
+            return True
+        if why:
+            self._refuse(node, f"not proven down: {why}")
+        return False
+
+    def _prove_off(self, node: Node) -> Optional[str]:
+        """None once the BMC answers Off (after ForceOff, with REDFISH_POWER_OFF); else why not ("" when the
+        writer recorded it already). No reason holds the BMC's address or credentials."""
+        label = self.settings.redfish_node_label
+        key = node.label(label) if label else node.name
+        if not key:
+            return f"the node has no label {label}, which keys REDFISH_BMC_FILE"
+        try:
+            bmc = bmc_for(str(self.settings.redfish_bmc_file), key)
+        except BmcMapError as err:
+            return f"REDFISH_BMC_FILE cannot be used for this node ({err})"
+        state, system, why = redfish.power_state(bmc, self.settings, self.api.remaining)
+        if state == "Off":
+            return None
+        if state is None:
+            return why
+        if not self.settings.redfish_power_off:
+            return f"its BMC answers PowerState {state}, and REDFISH_POWER_OFF=false: it is not powered off"
+        result, why = self.writer.power_off(node.name, lambda: redfish.force_off(bmc, system, self.settings,
+                                                                                  self.api.remaining))
+        if result is Result.WOULD:
+            return None
+        if result is not Result.DONE:
+            return why if result is Result.FAILED else ""
+        self.outcome.powered_off.append(node.name)
+        log.warning("powered off through its BMC (Redfish ForceOff): its Lease went silent and the BMC answered "
+                    f"PowerState {state}", extra={"node": node.name})
+        self.events.node(node.name, node.uid, "Warning", "NodePoweredOff",
+                         f"powered off through its BMC (Redfish ForceOff): its Lease went silent and the BMC "
+                         f"answered PowerState {state}")
+        budget = min(self.settings.redfish_off_wait_seconds,
+                     self.api.remaining() - self.settings.pass_timeout_seconds * KEEP_FOR_ACTING)
+        off, why = redfish.await_off(bmc, self.settings, self.api.remaining, self.sleep, budget)
+        return None if off else why
 
     def _request(self, node: Node) -> bool:
         """Create our NetworkFence, recording the machine it is for; the answer comes in a later pass."""

@@ -20,6 +20,7 @@ class Outcome:
     not_attempted: list[str] = field(default_factory=list)  # writes refused because the pass deadline had passed
     unconfirmed: list[str] = field(default_factory=list)  # writes sent whose answer never came: they may have landed
     fenced: list[str] = field(default_factory=list)
+    powered_off: list[str] = field(default_factory=list)  # FENCING=redfish: ForceOff accepted by the BMC
     fencing_pending: list[str] = field(default_factory=list)
     unfenced: list[str] = field(default_factory=list)
     taints_added: list[str] = field(default_factory=list)

@@ -11,7 +11,7 @@ from typing import Callable, Iterator, Optional
 
 from ..kube import Api, ApiError
 from ..model import BadObject, Lease, Node
-from ..planner import NodePlan, NodeState, NodeVerdict, judge_ours, judge_tainted_node, shutdown_taint
+from ..planner import NodePlan, NodeState, NodeVerdict, judge_tainted_node, judge_untainted, shutdown_taint
 from ..planner.nodes import OPTED_OUT
 from ..settings import Settings
 from .outcome import Outcome
@@ -57,10 +57,9 @@ class Rechecker:
             verdict = NodeVerdict(name, NodeState.NOT_YET, "", OPTED_OUT)
         elif taint is not None:
             verdict = judge_tainted_node(node, lease, taint, self.settings, self.now(), seen, status_seen)
-        elif node.our_taint is not None:
-            verdict = judge_ours(node, lease, self.settings, self.now(), seen, status_seen)
-        else:
-            verdict = NodeVerdict(name, NodeState.NOT_YET, "", "shutdown taint removed since the pass began")
+        else:  # FENCING=redfish's silent node, or a node with only our taint, or nothing to judge any more
+            verdict = judge_untainted(node, lease, self.settings, self.now(), seen, status_seen) or \
+                NodeVerdict(name, NodeState.NOT_YET, "", "shutdown taint removed since the pass began")
         return verdict, node, raw
 
     @contextmanager

@@ -34,6 +34,15 @@ class RecoveryMetrics(Protocol):
     def not_recovered_now(self) -> None: ...
 
 
+def records_for(action: PodAction, not_ready_since: str, now: datetime) -> list[tuple[str, Record]]:
+    """The record of each claim the pod's delete frees, with its ConfigMap's name (after the claim's uid, which
+    the API server assigns). Everything in it a tenant wrote is bounded on the way in (the pod's controller:
+    planner.recovery.controller_ref), so Record.parse reads back whatever this writes."""
+    return [(f"rwo-recovery-{claim_uid}", Record(action.name, action.uid, action.node, action.controller,
+                                                 parse_time(not_ready_since), now, key, claim_uid, volume))
+            for key, (claim_uid, volume) in zip(action.claims, action.bound)]
+
+
 class RecoveryTracker:
     def __init__(self, writer: Writer, events: EventRecorder, metrics: Optional[RecoveryMetrics],
                  now: Callable[[], datetime], namespace: str) -> None:
@@ -44,10 +53,7 @@ class RecoveryTracker:
     def mark(self, action: PodAction, not_ready_since: str) -> None:
         """We are about to force-delete this pod: record, for each claim it frees, what its replacement must look
         like, with the claim's uid and volume, so a later pass can tell the record still speaks of that claim."""
-        for key, (claim_uid, volume) in zip(action.claims, action.bound):
-            record = Record(action.name, action.uid, action.node, action.controller, parse_time(not_ready_since),
-                            self.now(), key, claim_uid, volume)
-            name = f"rwo-recovery-{claim_uid}"
+        for name, record in records_for(action, not_ready_since, self.now()):
             self.marked.add(name)
             body = {"apiVersion": "v1", "kind": "ConfigMap",
                     "metadata": {"name": name, "namespace": self.namespace, "labels": {RECOVERY_LABEL: "pending"}},

@@ -182,6 +182,20 @@ class Writer:
         self.fail(f"fence webhook did not confirm node {node} fenced: {why}")
         return Result.FAILED, why
 
+    def power_off(self, node: str, call: Callable[[], tuple[bool, str]]) -> tuple[Result, str]:
+        """A BMC's ForceOff is a write too: dry run logs it, the deadline and the guard refuse it. (DONE, "")
+        when the BMC accepted it; (FAILED, why) otherwise, for the caller to record with its Warning."""
+        what = f"power-off of node {node} through its BMC"
+        if self.dry_run:
+            log.info("dry-run: would power off the node through its BMC (Redfish ForceOff)", extra={"node": node})
+            return Result.WOULD, ""
+        stopped = self.stopped()
+        if stopped:
+            self._not_attempted(what, stopped, {"node": node})
+            return Result.NOT_ATTEMPTED, stopped
+        done, why = call()
+        return (Result.DONE, "") if done else (Result.FAILED, why)
+
     def _not_attempted(self, what: str, why: str, fields: dict) -> None:
         self.outcome.not_attempted.append(f"{what} ({why})")
         log.error(f"not attempted: {why}", extra=dict(fields, write=what))

@@ -9,6 +9,7 @@ from typing import Callable, Iterator, Optional, TypeVar
 from kubernetes import watch as k8s_watch
 
 from ..model import BadObject, parse_time
+from . import shapes
 from .errors import Unavailable
 from .lists import Lister
 
@@ -36,18 +37,14 @@ class Api(Lister):
     """The calls a pass makes, each retried within bounds and charged to one deadline (transport.Transport)."""
 
     def list_nodes(self, convert: Callable[[dict], T], consistent: bool = False) -> list[T]:
-        return self.list_all("nodes", "/api/v1/nodes", convert, consistent=consistent)
+        return self.list_all("nodes", "/api/v1/nodes", shapes.Node, convert, consistent=consistent)
 
     def watch_nodes(self, version: str, timeout_seconds: int, watcher: k8s_watch.Watch) -> Iterator[dict]:
         return self.watch("nodes", "/api/v1/nodes", version, timeout_seconds, watcher)
 
-    def latest_version(self) -> str:
-        """The API server's current resourceVersion, read consistently and cheaply: a list of at most one node,
-        of which only the list's metadata is read (the watch cache's progress, kube/progress.py)."""
-        body = self.call("list", "nodes", "GET", "/api/v1/nodes", [("limit", 1)])
-        meta = body.get("metadata") if isinstance(body, dict) else None
-        version = meta.get("resourceVersion") if isinstance(meta, dict) else None
-        return version if isinstance(version, str) else ""
+    def latest_node_version(self) -> str:
+        """The nodes' resourceVersion now (a consistent list of one node): what a watch of them must reach."""
+        return self.latest_version("nodes", "/api/v1/nodes", shapes.Node)
 
     def read_node(self, name: str) -> Optional[dict]:
         return self.call("get", "nodes", "GET", f"/api/v1/nodes/{name}")
@@ -56,32 +53,39 @@ class Api(Lister):
         return self.call("get", f"leases in {LEASE_NAMESPACE}", "GET",
                          f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases/{node}")
 
-    def list_pods_on(self, node: str, convert: Callable[[dict], T]) -> list[T]:
-        return self.list_all("pods", "/api/v1/pods", convert, query=[("fieldSelector", f"spec.nodeName={node}")])
+    def list_pods_on(self, node: str, convert: Callable[[dict], T], consistent: bool = False) -> list[T]:
+        return self.list_all("pods", "/api/v1/pods", shapes.Pod, convert,
+                             query=[("fieldSelector", f"spec.nodeName={node}")], consistent=consistent)
+
+    def watch_pods_on(self, node: str, version: str, timeout_seconds: int,
+                      watcher: k8s_watch.Watch) -> Iterator[dict]:
+        return self.watch("pods", "/api/v1/pods", version, timeout_seconds, watcher,
+                          [("fieldSelector", f"spec.nodeName={node}")])
 
     def read_claim(self, namespace: str, name: str) -> Optional[dict]:
-        return self.call("get", "persistentvolumeclaims", "GET",
-                         f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/{name}")
+        return self.read("persistentvolumeclaims", f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/{name}",
+                         shapes.Claim)
 
     def list_claims(self, convert: Callable[[dict], T]) -> list[T]:
-        return self.list_all("persistentvolumeclaims", "/api/v1/persistentvolumeclaims", convert,
+        return self.list_all("persistentvolumeclaims", "/api/v1/persistentvolumeclaims", shapes.Claim, convert,
                              page_factor=SMALL_OBJECT_PAGE_FACTOR)
 
     def list_pods_in(self, namespace: str, convert: Callable[[dict], T]) -> list[T]:
-        return self.list_all("pods", f"/api/v1/namespaces/{namespace}/pods", convert)
+        return self.list_all("pods", f"/api/v1/namespaces/{namespace}/pods", shapes.Pod, convert)
 
     def read_pod(self, namespace: str, name: str) -> Optional[dict]:
-        return self.call("get", "pods", "GET", f"/api/v1/namespaces/{namespace}/pods/{name}")
+        return self.read("pods", f"/api/v1/namespaces/{namespace}/pods/{name}", shapes.Pod)
 
     def read_volume(self, name: str) -> Optional[dict]:
-        return self.call("get", "persistentvolumes", "GET", f"/api/v1/persistentvolumes/{name}")
+        return self.read("persistentvolumes", f"/api/v1/persistentvolumes/{name}", shapes.Volume)
 
     def list_volumes(self, convert: Callable[[dict], T]) -> list[T]:
-        return self.list_all("persistentvolumes", "/api/v1/persistentvolumes", convert,
+        return self.list_all("persistentvolumes", "/api/v1/persistentvolumes", shapes.Volume, convert,
                              page_factor=SMALL_OBJECT_PAGE_FACTOR)
 
     def list_attachments(self, convert: Callable[[dict], T]) -> list[T]:
-        return self.list_all("volumeattachments", "/apis/storage.k8s.io/v1/volumeattachments", convert,
+        return self.list_all("volumeattachments", "/apis/storage.k8s.io/v1/volumeattachments", shapes.Attachment,
+                             convert,
                              page_factor=SMALL_OBJECT_PAGE_FACTOR)
 
     def delete_pod(self, namespace: str, name: str, uid: str) -> Optional[dict]:
@@ -129,7 +133,7 @@ class Api(Lister):
 
     # Fencing with FENCING=networkfence; RBAC in the optional deploy/components/networkfence.
     def list_networkfences(self, convert: Callable[[dict], T], consistent: bool = False) -> list[T]:
-        return self.list_all("networkfences", NETWORK_FENCES, convert, consistent=consistent)
+        return self.list_all("networkfences", NETWORK_FENCES, shapes.Fence, convert, consistent=consistent)
 
     def watch_networkfences(self, version: str, timeout_seconds: int, watcher: k8s_watch.Watch) -> Iterator[dict]:
         return self.watch("networkfences", NETWORK_FENCES, version, timeout_seconds, watcher)
@@ -153,7 +157,7 @@ class Api(Lister):
     # Recovery records: ConfigMaps in RECOVERY_NAMESPACE (a Role there; tenants cannot write them).
     def list_recovery_records(self, namespace: str, label: str, convert: Callable[[dict], T],
                               consistent: bool = False) -> list[T]:
-        return self.list_all(RECOVERY_RECORDS, f"/api/v1/namespaces/{namespace}/configmaps", convert,
+        return self.list_all(RECOVERY_RECORDS, f"/api/v1/namespaces/{namespace}/configmaps", shapes.Record, convert,
                              page_factor=SMALL_OBJECT_PAGE_FACTOR, query=[("labelSelector", label)],
                              consistent=consistent)
 
@@ -175,7 +179,7 @@ class Api(Lister):
     # The control ConfigMap: read and watched by its name, written with its resourceVersion as precondition.
     def list_control(self, namespace: str, name: str, convert: Callable[[dict], T],
                      consistent: bool = False) -> list[T]:
-        return self.list_all(CONTROL, f"/api/v1/namespaces/{namespace}/configmaps", convert,
+        return self.list_all(CONTROL, f"/api/v1/namespaces/{namespace}/configmaps", shapes.Control, convert,
                              query=[("fieldSelector", f"metadata.name={name}")], consistent=consistent)
 
     def watch_control(self, namespace: str, name: str, version: str, timeout_seconds: int,

@@ -14,11 +14,15 @@ from ..model import CONTROL_NAME, Cached, Control, Unreadable
 from ..settings import Settings
 from .api import Api
 from .errors import ApiError
+from .pod_watch import DownNodePods
 from .reflector import Reflector
 from .sources import CONTROL, FENCES, NODES, RECOVERY_RECORDS
 
 log = logging.getLogger("rwo_failover")
 PROBES_PER_GRACE = 2  # at the default WATCH_STALE_SECONDS (90), a list of one node every 45 s: 1.3 requests a minute
+
+
+CAUGHT_UP_SECONDS = 0.3  # how long a pass about to write waits for the node watch to reach "now", then lists
 
 
 @dataclass
@@ -39,6 +43,7 @@ class WatchedCluster:
             self.metrics.watch_ages(lambda name: self.reflectors[name].age(), list(self.reflectors))
         self.running = False
         self._probe_stop = threading.Event()
+        self.pods = DownNodePods(self.new_api, self.settings, self.on_change)  # pods on proven-down nodes
 
     def start(self) -> None:
         for reflector in self.reflectors.values():
@@ -51,6 +56,7 @@ class WatchedCluster:
         self._probe_stop.set()
         for reflector in self.reflectors.values():
             reflector.stop()
+        self.pods.stop()
         self.running = False
 
     def _probe(self, stop: threading.Event) -> None:
@@ -60,7 +66,7 @@ class WatchedCluster:
             nodes = self.reflectors[NODES.name]
             before = nodes.version  # the server's version, read after this, cannot be below it
             try:
-                version = self.new_api().latest_version()
+                version = self.new_api().latest_node_version()
             except (ApiError, OSError) as err:  # judged below: progress that stays unknown is no progress
                 log.debug("cannot read the server's resourceVersion", extra={"error": str(err)})
                 version = ""
@@ -99,6 +105,15 @@ class WatchedCluster:
             return ""
         said = control.describe()
         return f"paused{' ' + said if said else ''} (seen by the watch)"
+
+    def nodes_now(self, api: Api) -> Optional[tuple]:
+        """The nodes as of a consistent read made now, from the cache: the collection's latest version (a
+        one-item quorum list), once the node watch has applied an event or bookmark at or past it (within
+        CAUGHT_UP_SECONDS); None when it has not, and the caller lists. kube-apiserver serves consistent lists
+        from its watch cache the same way (KEP-2340)."""
+        reflector = self.reflectors["nodes"]
+        version = api.latest_node_version()
+        return reflector.current(api) if reflector.reached(version, CAUGHT_UP_SECONDS) else None
 
     def stuck(self) -> Optional[str]:
         """For /healthz: a watch thread that has shown no sign of life for much longer than its read timeout

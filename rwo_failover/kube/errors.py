@@ -32,6 +32,10 @@ class WriteStopped(ApiError):
         self.attempts, self.unanswered = attempts, unanswered
 
 
+class AnswerTooLarge(ApiError):
+    """An answer longer than its cap (a list page: MAX_PAGE_BYTES): left unread, so it costs no memory."""
+
+
 class OddAnswer(ValueError):
     """A complete JSON answer that is not an object (a proxy's, a broken server's): no API call answers with
     one, so it is judged like a body that cannot be parsed, and retried."""

@@ -1,5 +1,6 @@
-"""Lists and watches over one Transport: pages converted as they arrive, restarts after an expired continue
-token, and the raw event stream of a watch (kubernetes.watch.Watch does the streaming)."""
+"""Lists and watches over one Transport: pages decoded to the fields a pass reads (kube/decode.py) and
+converted as they arrive, a page too long asked again shorter, restarts after an expired continue token, and
+the event stream of a watch (kubernetes.watch.Watch does the streaming; decode.DecodingWatch the decoding)."""
 
 from __future__ import annotations
 
@@ -9,34 +10,26 @@ from typing import Any, Callable, Iterator, Optional, TypeVar
 import urllib3
 from kubernetes import watch as k8s_watch
 
-from .errors import ApiError
+from .decode import BadPage, decode_object, decode_page
+from .errors import AnswerTooLarge, ApiError
 from .transport import Transport
 
 log = logging.getLogger("rwo_failover")
 MAX_LIST_RESTARTS = 3
+# A page longer than this is left unread and asked again with a tenth of the limit: pods of 1.4 MB each (under
+# the API server's 1.5 MiB object limit) would otherwise make a 500-pod page 700 MB (docs/performance.md).
+MAX_PAGE_BYTES = 16 << 20
 T = TypeVar("T")
-
-
-def _page(body: Any, what: str) -> tuple[list, Optional[str], str]:
-    """A list page's items, continue token and resourceVersion; a page of another shape (a proxy's, say) is
-    a failed read."""
-    meta = body.get("metadata") if isinstance(body, dict) else None
-    items = body.get("items") if isinstance(body, dict) else None
-    token = meta.get("continue") if isinstance(meta, dict) else None
-    version = meta.get("resourceVersion") if isinstance(meta, dict) else None
-    if not isinstance(body, dict) or not isinstance(items, (list, type(None))) or \
-            not isinstance(meta, (dict, type(None))) or not isinstance(token, (str, type(None))) or \
-            not isinstance(version, (str, type(None))):
-        raise ApiError(f"list {what}: the answer is not a list of the expected shape")
-    return items or [], token, version or ""
 
 
 class Lister(Transport):
     """A Transport that also lists (paginated) and watches."""
 
-    def list_all(self, what: str, path: str, convert: Callable[[dict], T], page_factor: int = 1,
+    def list_all(self, what: str, path: str, shape: type, convert: Callable[[dict], T], page_factor: int = 1,
                  query: Optional[list] = None, consistent: bool = False) -> list[T]:
         """Every item of a paginated list, each converted as its page arrives (so only slim objects are kept).
+        Pages are decoded to `shape` (kube/shapes.py): only the fields a pass reads are built, and an item that
+        cannot be decoded reaches `convert` as a model.Undecodable, which the Reader skips with its reason.
 
         When a continue token expires (410) the list restarts, at most MAX_LIST_RESTARTS times, and what the
         failed attempt had gathered is discarded: a restarted list never holds an object twice. The first
@@ -46,7 +39,7 @@ class Lister(Transport):
         for restart in range(MAX_LIST_RESTARTS + 1):
             items: list[T] = []
             try:
-                pages = self._pages(what, path, self.settings.page_size * page_factor, query or [], consistent)
+                pages = self._pages(what, path, shape, self.settings.page_size * page_factor, query or [], consistent)
                 for page in pages:
                     items.extend(convert(obj) for obj in page)
                 return items
@@ -56,22 +49,49 @@ class Lister(Transport):
                 log.warning("list continue token expired; restarting the list", extra={"resource": what})
         raise AssertionError("unreachable")
 
-    def _pages(self, what: str, path: str, limit: int, query: list, consistent: bool = False) -> Iterator[list[dict]]:
+    def latest_version(self, what: str, path: str, shape: type) -> str:
+        """The collection's resourceVersion now: a consistent list (no resourceVersion: a quorum read) of one
+        item, whose list version is the moment a consistent read of the whole collection would be at."""
+        try:
+            page = self.call("list", what, "GET", path, [("limit", 1)],
+                             decode=lambda body: decode_page(body, shape), max_bytes=MAX_PAGE_BYTES)
+        except BadPage as err:
+            raise ApiError(f"list {what}: {err}") from None
+        return page[2] if isinstance(page, tuple) else ""
+
+    def _pages(self, what: str, path: str, shape: type, limit: int, query: list,
+               consistent: bool = False) -> Iterator[list[dict]]:
         token = None
         while True:
             # resourceVersion=0 lets the API server answer the first page from its watch cache instead of
             # etcd; a slightly stale list is fine because every node is re-read live before we act.
             position = [("continue", token)] if token else [] if consistent else [("resourceVersion", "0")]
-            body = self.call("list", what, "GET", path, query + [("limit", limit)] + position)
-            if body is None:
+            try:
+                page = self.call("list", what, "GET", path, query + [("limit", limit)] + position,
+                                 decode=lambda body: decode_page(body, shape), max_bytes=MAX_PAGE_BYTES)
+            except AnswerTooLarge:
+                if limit == 1:
+                    raise ApiError(f"list {what}: one object is longer than {MAX_PAGE_BYTES} bytes") from None
+                limit = max(1, limit // 10)  # for the rest of this list: its objects are big
+                log.warning("list page too large; asking for fewer items", extra={"resource": what, "limit": limit})
+                continue
+            except BadPage as err:
+                raise ApiError(f"list {what}: {err}") from None
+            if page is None:
                 return
             first = not token
-            items, token, version = _page(body, what)
+            items, token, version = page if isinstance(page, tuple) else ([], None, "")
             if first:  # the list's snapshot: where a watch of it starts
                 self.listed_version = version
             yield items
             if not token:
                 return
+
+    def read(self, what: str, path: str, shape: type) -> Optional[dict]:
+        """One object, decoded to `shape` as a list's items are (a model.Undecodable when it cannot be); None
+        when it does not exist."""
+        return self.call("get", what, "GET", path, decode=lambda body: decode_object(body, shape),
+                         max_bytes=MAX_PAGE_BYTES)
 
     def watch(self, what: str, path: str, version: str, timeout_seconds: int, watcher: k8s_watch.Watch,
               query: Optional[list] = None) -> Iterator[dict]:
@@ -80,7 +100,8 @@ class Lister(Transport):
         the version is too old); a broken or silent stream raises urllib3's errors. Only opening is retried.
 
         kubernetes.watch.Watch does the streaming. It is given no model type (the opener has no return
-        annotation or docstring), so it parses each line with json.loads and builds no model objects; and
+        annotation or docstring), so it builds no model objects; a decode.DecodingWatch (the reflector's)
+        decodes each line to the fields a pass reads, as a list's items are, instead of json.loads; and
         `timeout_seconds` turns off its own resume-after-410, so a 410 reaches the caller, which relists.
         `watcher.stop()`, from another thread, ends the stream at once.
         """

@@ -87,3 +87,9 @@ class Progress:
         with self._lock:
             self._pending.clear()
             self._backwards, self._checked_at = "", None
+
+
+def at_or_past(have: str, wanted: str) -> bool:
+    """Whether a cache at version `have` holds the server's state at `wanted`: etcd revisions, integers that only
+    grow; any other version is never at or past anything."""
+    return have.isdigit() and wanted.isdigit() and int(have) >= int(wanted)

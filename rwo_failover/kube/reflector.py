@@ -25,8 +25,7 @@ import logging
 import random
 import threading
 import time
-from dataclasses import dataclass
-from typing import Any, Callable, Generic, Hashable, Iterator, Optional, TypeVar, Union
+from typing import Any, Callable, Generic, Hashable, Optional, TypeVar, Union
 
 import urllib3
 from kubernetes import watch as k8s_watch
@@ -36,24 +35,13 @@ from ..model import Reader, Unreadable, name_of
 from ..settings import Settings
 from .api import Api
 from .backoff import SHORT_WATCH_SECONDS, Backoff
-from .progress import Progress
+from .decode import DecodingWatch
+from .progress import Progress, at_or_past
+from .source import Source, cut
 from .errors import ApiError
 
 log = logging.getLogger("rwo_failover")
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class Source(Generic[T]):
-    """One watched collection: how to list and watch it, read its objects, and what in one matters to a pass."""
-
-    name: str  # the resource, for logs and metrics
-    kind: str  # what a skip calls an object of it that cannot be read, as observe's Reader does
-    list: Callable[[Api, Settings, bool, Callable[[Any], Any]], list]  # (api, settings, consistent, convert)
-    watch: Callable[[Api, Settings, str, int, k8s_watch.Watch], Iterator[dict]]
-    from_json: Callable[[Any], T]
-    signature: Callable[[T], Hashable]
-    absent: Optional[Hashable] = None  # the signature of no object at all, when creating one may change nothing
 
 
 class Reflector(Generic[T]):
@@ -74,6 +62,7 @@ class Reflector(Generic[T]):
         self._lock = threading.Lock()
         self._list_lock = threading.Lock()
         self._generation = 0  # bumped by every list: events of an older stream are dropped
+        self._moved = threading.Condition()  # notified whenever `version` moves (reached())
         self._watcher: Optional[k8s_watch.Watch] = None
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
@@ -101,6 +90,19 @@ class Reflector(Generic[T]):
     def lagging(self) -> Optional[str]:
         """Why a cache that is heard from is not making progress, or None."""
         return self.progress.behind(self.version, self.monotonic()) if self.listed_at is not None else None
+
+    def reached(self, version: str, timeout: float) -> bool:
+        """Whether the items hold the server's state at `version` or later, waiting up to `timeout` seconds:
+        an event or bookmark at or past it was applied (a watch delivers in version order), or a list was made
+        there. Versions compare as integers (etcd's revisions); any other version is never reached."""
+        deadline = self.monotonic() + timeout
+        with self._moved:
+            while not at_or_past(self.version, version):
+                left = deadline - self.monotonic()
+                if left <= 0:
+                    return False
+                self._moved.wait(left)
+        return True
 
     def current(self, api: Api) -> tuple[Union[T, Unreadable], ...]:
         """The items (and Unreadables), listed afresh first (by the pass's Api) when the cache is empty or behind."""
@@ -204,7 +206,7 @@ class Reflector(Generic[T]):
         """One watch stream, from the current version until it ends, breaks, or a list replaces the items."""
         with self._lock:
             generation, version = self._generation, self.version
-            watcher = self._watcher = k8s_watch.Watch()
+            watcher = self._watcher = DecodingWatch(self.source.shape)
         # As the reflector: a random timeout in [5, 10) minutes, so many clients do not resume in step; and
         # never past the next periodic relist.
         until_relist = self.settings.relist_seconds - (self.monotonic() - (self.listed_at or self.monotonic()))
@@ -236,6 +238,8 @@ class Reflector(Generic[T]):
                 self.version = version
             self.heard_at = self.monotonic()
             self.events += 1
+        with self._moved:
+            self._moved.notify_all()
         if self.metrics:
             self.metrics.watch_event(self.source.name, str(kind))
         if changed:
@@ -272,6 +276,8 @@ class Reflector(Generic[T]):
                 self.listed_at = self.heard_at = self.monotonic()
                 self.progress.listed(started)
             self._interrupt()  # the running stream is from before this list: it must not apply anything more
+        with self._moved:  # a list made now holds "now" for reached()
+            self._moved.notify_all()
         if self.metrics:
             self.metrics.relisted(self.source.name, reason)
         log.info("listed", extra={"resource": self.source.name, "reason": reason, "items": len(fresh),
@@ -289,12 +295,3 @@ class Reflector(Generic[T]):
             watcher.cancelled = True  # type: ignore[attr-defined]
             watcher.stop()
             cut(getattr(watcher, "response", None))
-
-
-def cut(response: Any) -> None:
-    """Unblock a read of this streaming response from another thread; one already over needs nothing."""
-    try:
-        if response is not None:
-            response.shutdown()
-    except (ValueError, RuntimeError, OSError):  # urllib3: no socket left (the stream ended, the connection released)
-        pass

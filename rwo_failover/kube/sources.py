@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Hashable
 
-from ..model import CONTROL_NAME, RECOVERY_LABEL, Control, Fence, Node, RecoveryEntry
-from .reflector import Source
+from ..model import CONTROL_NAME, RECOVERY_LABEL, Control, Fence, Node, Pod, RecoveryEntry
+from . import shapes
+from .source import Source
 
 
 def node_signature(node: Node) -> Hashable:
@@ -16,17 +17,17 @@ def node_signature(node: Node) -> Hashable:
 
 NODES = Source("nodes", "node", lambda api, _s, fresh, convert: api.list_nodes(convert, fresh),
                lambda api, _s, version, timeout, w: api.watch_nodes(version, timeout, w),
-               Node.from_json, node_signature)
+               Node.from_json, node_signature, shapes.Node)
 FENCES = Source("networkfences", "networkfence",
                 lambda api, _s, fresh, convert: api.list_networkfences(convert, fresh),
                 lambda api, _s, version, timeout, w: api.watch_networkfences(version, timeout, w),
-                Fence.from_json, lambda f: f)
+                Fence.from_json, lambda f: f, shapes.Fence)
 RECOVERY_RECORDS = Source(
     "recovery records", "recovery record",
     lambda api, s, fresh, convert: api.list_recovery_records(s.recovery_namespace, RECOVERY_LABEL, convert, fresh),
     lambda api, s, version, timeout, w: api.watch_recovery_records(s.recovery_namespace, RECOVERY_LABEL, version,
                                                                    timeout, w),
-    RecoveryEntry.from_json, lambda e: e)
+    RecoveryEntry.from_json, lambda e: e, shapes.Record)
 # The pause switch: a change to it is a pass within a second, and the write guard asks this copy before every
 # write. The storm moments a pass writes there are not worth a pass (their echo would be one); the cool-down's end
 # wakes a pass through Plan.wake_at, and an operator's removing them is seen by the next pass.
@@ -34,4 +35,19 @@ CONTROL = Source(
     "control", "control",
     lambda api, s, fresh, convert: api.list_control(s.recovery_namespace, CONTROL_NAME, convert, fresh),
     lambda api, s, version, timeout, w: api.watch_control(s.recovery_namespace, CONTROL_NAME, version, timeout, w),
-    Control.from_json, lambda c: (c.paused, c.paused_by, c.reason), absent=(False, "", ""))
+    Control.from_json, lambda c: (c.paused, c.paused_by, c.reason), shapes.Control, absent=(False, "", ""))
+
+
+def pod_signature(pod: Pod) -> Hashable:
+    """What in a pod on a proven-down node can change what a pass does with it: a deletionTimestamp, its phase,
+    status reason and readiness, what it mounts, its opt-out and labels (POD_SELECTOR); a new pod (another uid)."""
+    return (pod.uid, pod.deleting, pod.phase, pod.reason, pod.ready, pod.claims, pod.opted_out,
+            tuple(sorted(pod.labels.items())))
+
+
+def pods_on(node: str) -> Source:
+    """The pods bound to one node (fieldSelector spec.nodeName, which the API server's watch cache indexes)."""
+    return Source(f"pods on {node}", "pod",
+                  lambda api, _s, fresh, convert: api.list_pods_on(node, convert, fresh),
+                  lambda api, _s, version, timeout, w: api.watch_pods_on(node, version, timeout, w),
+                  Pod.from_json, pod_signature, shapes.Pod)

@@ -2,7 +2,8 @@
 
 Calls go through the official client's ApiClient (kubeconfig or in-cluster
 auth, TLS, the urllib3 pool) with `param_serialize` and `call_api`, and parse
-the JSON body themselves. That skips the generated API classes: their import
+the JSON body themselves (lists and tenant objects through kube/decode.py, to
+the few fields a pass reads; the rest with json.loads). That skips the generated API classes: their import
 builds a pydantic validator for every method (~0.9 s), each call validates its
 arguments (~1.4 ms), and default deserialization of a 5,000-node list takes
 seconds and hundreds of MB (see bench/). Every call goes through `Api.call`,
@@ -33,6 +34,7 @@ from .clock import ServerClock
 from .deadline_http import answer_deadline, bound_answers
 from .errors import (
     NO_ANSWER,
+    AnswerTooLarge,
     ApiError,
     Forbidden,
     OddAnswer,
@@ -110,13 +112,17 @@ class Transport:
 
     def call(self, verb: str, what: str, method: str, path: str, query: Optional[list] = None,
              body: Optional[dict] = None, content_type: str = "application/json", stream: bool = False,
-             attempts: Optional[int] = None) -> Any:
+             attempts: Optional[int] = None, decode: Optional[Callable[[bytes], Any]] = None,
+             max_bytes: Optional[int] = None) -> Any:
         """One API call, retried within bounds; its parsed JSON body, or None for 404 (but a create's 404 is an
         ApiError: nothing can be "already gone" before it exists).
 
         `verb` and `what` name the RBAC verb and resource: they go in every error message. With `stream`, the
         answer is the open urllib3 response (status checked, body unread), for a watch. `attempts` lowers
-        API_MAX_ATTEMPTS for a call whose failure the pass finds out anyway (the start-up check).
+        API_MAX_ATTEMPTS for a call whose failure the pass finds out anyway (the start-up check). `decode` turns
+        the body into the answer instead of json.loads (kube/decode.py: only the fields a pass reads), inside
+        the attempt, so a body cut short is retried as before; an answer longer than `max_bytes` is
+        AnswerTooLarge, unread.
         """
         self.call_attempts, self.call_unanswered = 0, False
         retrying = Retrying(
@@ -124,7 +130,8 @@ class Transport:
             wait=self._wait, retry=retry_if_exception(is_transient), sleep=self.sleep,
             before_sleep=self._log_retry(verb, what), reraise=True)
         try:
-            return retrying(self._attempt, verb, what, method, path, query or [], body, content_type, stream)
+            return retrying(self._attempt, verb, what, method, path, query or [], body, content_type, stream,
+                            decode, max_bytes)
         except ApiException as err:
             if err.status == 404 and method == "POST":
                 # Nothing was there to finish: the namespace or the API itself does not exist. A failure, with
@@ -166,7 +173,8 @@ class Transport:
         return f"{made} attempt(s) (API_MAX_ATTEMPTS)"
 
     def _attempt(self, verb: str, what: str, method: str, path: str, query: list, body: Optional[dict],
-                 content_type: str, stream: bool = False) -> Any:
+                 content_type: str, stream: bool = False, decode: Optional[Callable[[bytes], Any]] = None,
+                 max_bytes: Optional[int] = None) -> Any:
         if method != "GET":
             # Asked again after the retry guard: its live re-check reads take time, in which a stop signal,
             # a lost leadership or the deadline may come.
@@ -177,7 +185,7 @@ class Transport:
         self.call_attempts += 1
         code = "error"
         try:
-            result, code = self._send(method, path, query, body, content_type, stream)
+            result, code = self._send(method, path, query, body, content_type, stream, decode, max_bytes)
             return result
         except ApiException as err:
             code = str(err.status)
@@ -189,12 +197,12 @@ class Transport:
             if self.on_attempt:
                 self.on_attempt(verb, what, code)
 
-    def _read_body(self, raw: Any, per_read: float, ends: float) -> bytes:
+    def _read_body(self, raw: Any, per_read: float, ends: float, max_bytes: Optional[int] = None) -> bytes:
         """The whole body, or ReadTimeoutError once `ends` has passed. urllib3 times each socket read, so an
         answer trickled a few bytes at a time, each within the read timeout, would outlive any deadline: each
         read here is given no more than what is left, and the deadline is judged between them."""
         sock = getattr(getattr(raw, "connection", None), "sock", None)
-        parts = []
+        parts, size = [], 0
         while True:
             left = ends - self.clock()
             if left <= 0:
@@ -205,9 +213,14 @@ class Transport:
             if not chunk:
                 return b"".join(parts)
             parts.append(chunk)
+            size += len(chunk)
+            if max_bytes is not None and size > max_bytes:
+                raw.close()  # the rest is never read: the connection is not reused
+                raise AnswerTooLarge(f"the answer is longer than {max_bytes} bytes")
 
     def _send(self, method: str, path: str, query: list, body: Optional[dict], content_type: str,
-              stream: bool = False) -> tuple[Any, str]:
+              stream: bool = False, decode: Optional[Callable[[bytes], Any]] = None,
+              max_bytes: Optional[int] = None) -> tuple[Any, str]:
         timeout = max(MIN_ATTEMPT_SECONDS, min(self.settings.request_timeout_seconds, self.remaining()))
         # The whole answer ends with the pass; an attempt started at its very end (a read is never refused: the
         # live re-check that may stop a write) still gets its short minimum, as each of its reads always had.
@@ -229,11 +242,14 @@ class Transport:
         if stream and 200 <= response.status <= 299:
             return response.response, str(response.status)
         try:
-            data = self._read_body(response.response, timeout, ends)  # it can fail mid-way: inside the attempt
+            # It can fail mid-way: inside the attempt.
+            data = self._read_body(response.response, timeout, ends, max_bytes)
         finally:
             response.response.release_conn()
         if not 200 <= response.status <= 299:
             raise ApiException.from_response(http_resp=response, body=data.decode("utf-8", "replace"), data=None)
+        if decode is not None and data:
+            return decode(data), str(response.status)
         try:
             found = json.loads(data) if data else {}
         except RecursionError:  # nested deeper than Python's parser goes: no retry will change that

@@ -32,6 +32,7 @@ from .fields import (
 )
 from .lease import Lease
 from .names import (
+                     APPLIED_BY,
                      CLOUD_SHUTDOWN_KEY,
                      CONTROL_NAME,
                      DEFAULT_LEASE_SECONDS,
@@ -42,6 +43,8 @@ from .names import (
                      MIRROR_ANNOTATION,
                      MULTI_ATTACH_MODES,
                      OOS_ANNOTATION,
+                     OOS_APPLIED_BY,
+                     TAINT_ANNOTATIONS,
                      OPT_OUT_ANNOTATION,
                      OUT_OF_SERVICE_KEY,
                      OUT_OF_SERVICE_VALUE,
@@ -49,20 +52,20 @@ from .names import (
                      RECOVERY_LABEL,
                      is_name,
 )
-from .node import SHUTTING_DOWN, Node, Taint
+from .node import SHUTTING_DOWN, Node, Taint, TaintRecord, machine_of
 from .pod import Pod
-from .reader import Reader, name_of
+from .reader import Reader, Undecodable, name_of
 from .recovery import RecoveryEntry
 from .snapshot import Cached, Snapshot, Unreadable
 from .volume import Volume
 
 __all__ = [
-    "Attachment", "BadObject", "CLOUD_SHUTDOWN_KEY", "CONTROL_NAME", "Cached", "Claim", "Control",
-    "DEFAULT_LEASE_SECONDS", "DNS_LABEL",
-    "DNS_SUBDOMAIN", "FENCE_ASKED_ANNOTATION", "FENCE_LABEL", "Fence", "Json", "Lease", "MIRROR_ANNOTATION",
-    "Machine", "MULTI_ATTACH_MODES", "Node", "OOS_ANNOTATION", "OPT_OUT_ANNOTATION", "OUT_OF_SERVICE_KEY",
-    "OUT_OF_SERVICE_VALUE",
-    "Pod", "RECOVERY_ANNOTATION", "RECOVERY_LABEL", "Reader", "RecoveryEntry", "SHUTTING_DOWN", "Snapshot", "TIME_YEARS",
-    "Taint", "Unreadable", "Volume", "bool_at", "fence_asked", "int_at", "is_name", "items_at", "name_of", "obj_at",
-    "opted_out", "parse_time", "server_time", "strings_at", "text_at", "texts_at", "time_at", "typed_at",
+    "APPLIED_BY", "Attachment", "BadObject", "bool_at", "Cached", "Claim", "CLOUD_SHUTDOWN_KEY", "Control",
+    "CONTROL_NAME", "DEFAULT_LEASE_SECONDS", "DNS_LABEL", "DNS_SUBDOMAIN", "Fence", "fence_asked",
+    "FENCE_ASKED_ANNOTATION", "FENCE_LABEL", "int_at", "is_name", "items_at", "Json", "Lease", "Machine",
+    "machine_of", "MIRROR_ANNOTATION", "MULTI_ATTACH_MODES", "name_of", "Node", "obj_at", "OOS_ANNOTATION",
+    "OOS_APPLIED_BY", "OPT_OUT_ANNOTATION", "opted_out", "OUT_OF_SERVICE_KEY", "OUT_OF_SERVICE_VALUE", "parse_time",
+    "Pod", "Reader", "RECOVERY_ANNOTATION", "RECOVERY_LABEL", "RecoveryEntry", "server_time", "SHUTTING_DOWN",
+    "Snapshot", "strings_at", "Taint", "TAINT_ANNOTATIONS", "TaintRecord", "text_at", "texts_at", "time_at",
+    "TIME_YEARS", "typed_at", "Undecodable", "Unreadable", "Volume"
 ]

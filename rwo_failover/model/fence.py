@@ -14,7 +14,7 @@ from .names import (FENCE_ADDRESSES_ANNOTATION, FENCE_ASKED_ANNOTATION, FENCE_BO
 
 # A bootID as kubelets write it (a UUID); anything else, or longer, is recorded by its digest, so what a kubelet
 # wrote can never make our fence too big to create, and the record always reads back as written.
-_PLAIN_BOOT_ID = re.compile(r"^[A-Za-z0-9-]{1,64}$")
+_PLAIN_BOOT_ID = re.compile(r"[A-Za-z0-9-]{1,64}")  # whole text only: fullmatch (a `$` passes "x\n")
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ class Machine:
 
 def boot_id_note(boot_id: str) -> str:
     """A bootID as recorded: as written when it looks like one, else its digest."""
-    if not boot_id or _PLAIN_BOOT_ID.match(boot_id):
+    if not boot_id or _PLAIN_BOOT_ID.fullmatch(boot_id):
         return boot_id
     return "sha256:" + hashlib.sha256(boot_id.encode()).hexdigest()
 

@@ -11,6 +11,16 @@ OPT_OUT_ANNOTATION = "rwo-failover.io/opt-out"
 NODE_OPT_OUT_LABEL = OPT_OUT_ANNOTATION
 # Set by us when we add the out-of-service taint; it records when, so the taint can be proven ours.
 OOS_ANNOTATION = "rwo-failover.io/out-of-service-added-at"
+# Written with it, in the same preconditioned patch: who added the taint (the provenance: OpenShift's two-node
+# fencing marks its own the same way), and the machine it was added for. Our taint comes off only for that
+# Node object (uid) after that machine rebooted (another bootID): a machine that only got its network back may
+# still hold what the taint released.
+OOS_APPLIED_BY = "rwo-failover.io/out-of-service-applied-by"
+APPLIED_BY = "rwo-failover"
+TAINT_NODE_UID = "rwo-failover.io/taint-node-uid"
+TAINT_BOOT_ID = "rwo-failover.io/taint-boot-id"
+TAINT_ADDRESSES = "rwo-failover.io/taint-addresses"  # status.addresses then, as type=address, comma-separated
+TAINT_ANNOTATIONS = (OOS_ANNOTATION, OOS_APPLIED_BY, TAINT_NODE_UID, TAINT_BOOT_ID, TAINT_ADDRESSES)
 # The one name for the out-of-service taint key across the code.
 OUT_OF_SERVICE_KEY = "node.kubernetes.io/out-of-service"
 OUT_OF_SERVICE_VALUE = "nodeshutdown"

@@ -7,7 +7,8 @@ from datetime import datetime
 from typing import Optional
 
 from .fields import Json, items_at, obj_at, ready_condition, server_time, strings_at, text_at
-from .names import NODE_OPT_OUT_LABEL, OOS_ANNOTATION, OUT_OF_SERVICE_KEY, OUT_OF_SERVICE_VALUE
+from .names import (APPLIED_BY, NODE_OPT_OUT_LABEL, OOS_ANNOTATION, OOS_APPLIED_BY, OUT_OF_SERVICE_KEY,
+                    OUT_OF_SERVICE_VALUE, TAINT_ADDRESSES, TAINT_BOOT_ID, TAINT_NODE_UID)
 
 SHUTTING_DOWN = "node is shutting down"  # kubelet nodeshutdown manager's ShutdownStatus(), in Ready's message
 
@@ -15,6 +16,32 @@ SHUTTING_DOWN = "node is shutting down"  # kubelet nodeshutdown manager's Shutdo
 def _ready_message(status: Json) -> str:
     return next((text_at(c, "message") for c in items_at(status, "conditions") if text_at(c, "type") == "Ready"), "")
 
+
+def _addresses(status: Json) -> str:
+    """status.addresses as type=address, comma-separated, in the kubelet's order."""
+    return ",".join(f"{text_at(a, 'type')}={text_at(a, 'address')}" for a in items_at(status, "addresses"))
+
+
+def machine_of(obj: Json) -> dict[str, str]:
+    """The machine a Node object stands for now, as the annotations we record with our taint: the object's uid,
+    the kubelet's bootID (a new one at every boot) and the addresses."""
+    meta, status = obj_at(obj, "metadata"), obj_at(obj, "status")
+    return {OOS_APPLIED_BY: APPLIED_BY, TAINT_NODE_UID: text_at(meta, "uid"),
+            TAINT_BOOT_ID: text_at(obj_at(status, "nodeInfo"), "bootID"), TAINT_ADDRESSES: _addresses(status)}
+
+
+@dataclass(frozen=True)
+class TaintRecord:
+    """What our annotations say about the out-of-service taint: who added it, for which machine."""
+    applied_by: str = ""
+    node_uid: str = ""
+    boot_id: str = ""
+    addresses: str = ""
+
+    @classmethod
+    def from_annotations(cls, annotations: dict[str, str]) -> "TaintRecord":
+        return cls(annotations.get(OOS_APPLIED_BY, ""), annotations.get(TAINT_NODE_UID, ""),
+                   annotations.get(TAINT_BOOT_ID, ""), annotations.get(TAINT_ADDRESSES, ""))
 
 
 @dataclass(frozen=True)
@@ -59,6 +86,11 @@ class Node:
     spec_written_at: Optional[datetime] = None
     opted_out: bool = False  # labelled NODE_OPT_OUT_LABEL (any value but "false"): never judged nor acted on
     boot_id: str = ""  # status.nodeInfo.bootID: the kubelet's boot of the machine; recorded on our fences
+    labels: tuple[tuple[str, str], ...] = ()  # sorted (key, value): FENCING=redfish may key its BMC map by one
+    taint_record: TaintRecord = TaintRecord()  # our annotations: who added our taint, for which machine
+
+    def label(self, key: str) -> Optional[str]:
+        return dict(self.labels).get(key)
 
     @property
     def has_oos_taint(self) -> bool:
@@ -78,14 +110,17 @@ class Node:
     @classmethod
     def from_json(cls, obj: Json) -> "Node":
         meta, spec, status = obj_at(obj, "metadata"), obj_at(obj, "spec"), obj_at(obj, "status")
+        annotations = strings_at(meta, "annotations")
         ready, since = ready_condition(status)
         taints = tuple(Taint(text_at(t, "key"), text_at(t, "value"), text_at(t, "effect"), text_at(t, "timeAdded"))
                        for t in items_at(spec, "taints"))
         ips = tuple(text_at(a, "address") for a in items_at(status, "addresses")
                     if text_at(a, "type") == "InternalIP" and text_at(a, "address"))
-        return cls(text_at(meta, "name"), taints, ready, since, strings_at(meta, "annotations").get(OOS_ANNOTATION),
+        return cls(text_at(meta, "name"), taints, ready, since, annotations.get(OOS_ANNOTATION),
                    text_at(meta, "uid"), text_at(spec, "providerID"), ips,
                    server_time(meta, "status"), ready == "False" and SHUTTING_DOWN in _ready_message(status),
                    server_time(meta, ""),
                    strings_at(meta, "labels").get(NODE_OPT_OUT_LABEL, "false") != "false",
-                   text_at(obj_at(status, "nodeInfo"), "bootID"))
+                   text_at(obj_at(status, "nodeInfo"), "bootID"),
+                   tuple(sorted(strings_at(meta, "labels").items())),
+                   TaintRecord.from_annotations(annotations))

@@ -11,6 +11,15 @@ from .snapshot import Unreadable
 T = TypeVar("T")
 
 
+class Undecodable(dict):
+    """An object the decoder could not read (kube/decode.py): its metadata as far as it could be read (so it
+    is named, and a watch resumes past it) and the reason, which the Reader turns into a skip."""
+
+    def __init__(self, metadata: dict, reason: str) -> None:
+        super().__init__(metadata=metadata)
+        self.reason = reason
+
+
 def name_of(raw: Any) -> str:
     """The object's namespace/name, as far as it can be read: what a skip names."""
     meta = raw.get("metadata") if isinstance(raw, dict) else None
@@ -31,6 +40,8 @@ class Reader:
     def parse(self, kind: str, from_json: Callable[[Any], T], node: str = "") -> Callable[[Any], Optional[T]]:
         def convert(raw: Any) -> Optional[T]:
             try:
+                if isinstance(raw, Undecodable):
+                    raise BadObject(raw.reason)
                 if not isinstance(raw, dict):
                     raise BadObject(f"not a JSON object but {type(raw).__name__}")
                 return from_json(raw)

@@ -8,6 +8,6 @@ May use: the API access layer (kube), the planner (which nodes to look at), the 
 standard library. Never act or run.
 """
 
-from .snapshot import check_server_clock, observe
+from .snapshot import check_server_clock, observe, observe_again
 
-__all__ = ["check_server_clock", "observe"]
+__all__ = ["check_server_clock", "observe", "observe_again"]

@@ -56,35 +56,85 @@ def check_server_clock(api: Api) -> None:
     api.server_clock.check(stamp, date)
 
 
+# What the first reads of a pass hold (the cache stands in for the lists); everything else is read by node.
+BASE_KINDS = frozenset({"node", "lease", "networkfence", "recovery record"})
+
+
 def observe(api: Api, settings: Settings, now: Callable[[], datetime],
             cache: Optional[Callable[[Api], Cached]] = None) -> Snapshot:
     """`now` is read after the nodes and Leases, so ages are judged against the time of the reads. With a
     `cache` (continuous mode's watches), nodes, fences and recovery records come from it instead of lists."""
     reader = Reader()
+    snapshot = _base(api, settings, now, reader, cache)
+    return _details(api, settings, reader, snapshot)
+
+
+def observe_again(api: Api, settings: Settings, now: Callable[[], datetime], earlier: Snapshot,
+                  nodes_now: Optional[Callable[[Api], Optional[tuple]]] = None) -> Snapshot:
+    """What a pass judged from the cache, read again live before it writes (run/runner.py): the nodes, fences and
+    recovery records listed at the latest version (no resourceVersion: a quorum read, never the API server's
+    watch cache), then the Leases. `nodes_now` may stand in for the node list: the watch cache's nodes once it
+    has caught up with a consistent read made now (kube.cache.WatchedCluster.nodes_now), None when it has not.
+    The pods, claims, PVs and attachments `earlier` read (live, moments ago) are kept when the live read leads
+    to no node and no record that `earlier` did not read them for; else they are read again too."""
+    reader = Reader()
+    caught_up = nodes_now(api) if nodes_now else None
+    snapshot = _base(api, settings, now, reader, None, consistent=True, nodes_at=caught_up)
+    inspect, before = set(nodes_to_inspect(snapshot, settings)), set(nodes_to_inspect(earlier, settings))
+    if not inspect <= before or any(e not in earlier.recovery_records for e in snapshot.recovery_records):
+        return _details(api, settings, reader, snapshot)
+    return dataclasses.replace(snapshot, pods=tuple(p for p in earlier.pods if p.node in inspect),
+                               claims=earlier.claims, attachments=earlier.attachments, volumes=earlier.volumes,
+                               server_version=earlier.server_version, recovery_pods=earlier.recovery_pods,
+                               unreadable=snapshot.unreadable + tuple(u for u in earlier.unreadable
+                                                                      if u.kind not in BASE_KINDS))
+
+
+def _base(api: Api, settings: Settings, now: Callable[[], datetime], reader: Reader,
+          cache: Optional[Callable[[Api], Cached]], consistent: bool = False,
+          nodes_at: Optional[tuple] = None) -> Snapshot:
+    """The nodes, fences and recovery records (from the cache, or listed), and the Leases of the nodes judged.
+    `nodes_at`: the nodes (and Unreadables) as of a consistent read, instead of listing them."""
     cached = cache(api) if cache else None
     if cached:
         reader.unreadable.extend(cached.unreadable)
-    listed = cached.nodes if cached else reader.each(api.list_nodes(reader.parse("node", Node.from_json)))
+    if nodes_at is not None:
+        reader.unreadable.extend(u for u in nodes_at if isinstance(u, Unreadable))
+        listed = [n for n in nodes_at if not isinstance(n, Unreadable)]
+    else:
+        listed = cached.nodes if cached else reader.each(api.list_nodes(reader.parse("node", Node.from_json),
+                                                                        consistent))
     nodes = tuple({n.name: n for n in listed}.values())  # keyed by name: never judged with a node twice
-    fences = {f.node: f for f in (cached.fences if cached else
-                                  reader.each(api.list_networkfences(reader.parse("networkfence", Fence.from_json))))} \
+    fences = {f.node: f for f in (cached.fences if cached else reader.each(
+        api.list_networkfences(reader.parse("networkfence", Fence.from_json), consistent)))} \
         if settings.fencing == "networkfence" else {}
     names = {n.name for n in nodes}
     watched = {n.name for n, _ in tainted_nodes(nodes, settings)} | {n.name for n in nodes if n.our_taint} | \
         {name for name, f in fences.items() if f.ours and name in names}
+    if settings.fencing == "redfish":  # a silent Lease is what starts it: every node's is read (one GET each)
+        watched |= {n.name for n in nodes if not n.opted_out}
     if not cached or watched or cached.recovery_records:  # a pass from the cache with nothing to judge reads nothing
         check_server_clock(api)
     leases = {name: reader.one("lease", Lease.from_json, api.read_lease(name), name) for name in sorted(watched)}
     nodes = _unknown_stays_unknown(nodes, reader.unreadable)
-    # In continuous mode the watched copy (the write guard also asks it before every write); otherwise one read.
+    # In continuous mode the watched copy (the write guard also asks it before every write); otherwise one read,
+    # live in the re-read before writes.
     control, control_error = (cached.control, cached.control_error) if cached else read_control(api, settings)
-    snapshot = Snapshot(now(), nodes, leases, fences=fences, control=control, control_error=control_error)
+    at = now()
     entries = cached.recovery_records if cached else tuple(reader.each(api.list_recovery_records(
-        settings.recovery_namespace, RECOVERY_LABEL, reader.parse("recovery record", RecoveryEntry.from_json))))
+        settings.recovery_namespace, RECOVERY_LABEL, reader.parse("recovery record", RecoveryEntry.from_json),
+        consistent)))
+    return Snapshot(at, nodes, leases, fences=fences, recovery_records=entries, unreadable=tuple(reader.unreadable),
+                    control=control, control_error=control_error)
+
+
+def _details(api: Api, settings: Settings, reader: Reader, snapshot: Snapshot) -> Snapshot:
+    """The pods, claims, PVs and attachments of the nodes to inspect and of the recovery records."""
+    entries = snapshot.recovery_records
     records = readable(entries)
     inspect = nodes_to_inspect(snapshot, settings)
     if not inspect and not records:
-        return dataclasses.replace(snapshot, recovery_records=entries, unreadable=tuple(reader.unreadable))
+        return snapshot
     pods = tuple(p for name in inspect for p in reader.each(api.list_pods_on(name, reader.parse("pod", Pod.from_json,
                                                                                                    name))))
     # Every pod's claims but a mirror pod's (it cannot mount one): a DaemonSet pod's too, since an opt-out on
@@ -101,8 +151,9 @@ def observe(api: Api, settings: Settings, now: Callable[[], datetime],
     claims.update(read_claims(api, reader, {tuple(v.claim.split("/", 1)) for v in volumes.values()
                                              if v.claim and v.claim not in claims}))
     version = server_version(api) if settings.out_of_service_taint == "auto" and inspect else None
-    return Snapshot(snapshot.now, nodes, leases, pods, claims, attachments, volumes, version, fences, entries,
-                    recovery_pods(api, reader, records), tuple(reader.unreadable), control, control_error)
+    return Snapshot(snapshot.now, snapshot.nodes, snapshot.leases, pods, claims, attachments, volumes, version,
+                    snapshot.fences, entries, recovery_pods(api, reader, records), tuple(reader.unreadable),
+                    snapshot.control, snapshot.control_error)
 
 
 def _unknown_stays_unknown(nodes: tuple[Node, ...], unreadable: list[Unreadable]) -> tuple[Node, ...]:

@@ -1,8 +1,9 @@
 """Decide: a pure function from a cluster snapshot and the settings to a plan.
 
 Every rule about what may be touched lives in this package, one module per rule family:
-`liveness` and `nodes` (judgment and brakes), `pods` (selection), `attachments` (orphans included),
-`taint` (the out-of-service taint), `fencing`, `recovery`, `caps` (the pod cap) and `types` (the Plan).
+`liveness` and `nodes` (judgment and brakes), `evidence` (what the brakes count), `pods` (selection),
+`attachments` (orphans included), `taint` (the out-of-service taint), `fencing`, `redfish` (a silent node,
+before NotReady), `recovery`, `caps` (the pod cap) and `types` (the Plan).
 Observe and act call the same functions, so the live re-check before acting uses the same rules as the plan.
 
 May use: the object model and settings, and nothing that does I/O or reads a clock (no kubernetes client,
@@ -15,17 +16,19 @@ import dataclasses
 from datetime import datetime, timezone
 from typing import Iterable, Optional
 
-from ..model import Node, Snapshot
+from ..model import Node, Pod, Snapshot
 from ..settings import Settings
 from .attachments import attachments_for
 from .caps import cap_pods
 from .control import pause_reason, storm
+from .evidence import ignored, left_out, unproven
 from .fencing import fence_step, unfence_step, unfence_steps
 from .liveness import judge_liveness, lease_expires_at, lease_fresh
 from .nodes import (
     judge_nodes,
     judge_ours,
     judge_tainted_node,
+    judge_untainted,
     nodes_brake,
     nodes_to_inspect,
     not_ready_count,
@@ -35,8 +38,17 @@ from .nodes import (
     unhealthy_brake,
 )
 from .pods import exclusive_claims, pod_exclusion, select_pods, stuck_states
-from .recovery import judge_all
-from .taint import recovered, recovered_at, taint_blocker, undo_blocker, untaint, wants_out_of_service
+from .recovery import controller_ref, judge_all
+from .redfish import WITNESS, silent_brake
+from .taint import (
+    lift_blocker,
+    recovered,
+    recovered_at,
+    taint_blocker,
+    undo_blocker,
+    untaint,
+    wants_out_of_service,
+)
 from .types import (
     AttachmentAction,
     NodePlan,
@@ -54,7 +66,7 @@ from .unreadable import unreadable_on
 
 __all__ = ["AttachmentAction", "NodePlan", "NodeState", "NodeVerdict", "Plan", "PodAction", "Refusal",
            "RefusalKind", "Skip", "StormMark", "UnsafePlan", "exclusive_claims", "judge_liveness", "judge_nodes",
-           "judge_ours", "judge_tainted_node", "lease_fresh", "nodes_to_inspect", "plan", "pod_exclusion", "recovered",
+           "judge_ours", "judge_tainted_node", "judge_untainted", "lease_fresh", "lift_blocker", "nodes_to_inspect", "plan", "pod_exclusion", "recovered",
            "shutdown_taint", "stuck_states", "tainted_nodes", "undo_blocker", "unfence_step", "unreadable_on"]
 
 
@@ -63,14 +75,14 @@ def _plan_node(verdict: NodeVerdict, node: Node, snapshot: Snapshot, settings: S
     if blind:
         return NodePlan(verdict, blocked=blind), [Skip("node", verdict.node, blind)]
     pods = sorted((p for p in snapshot.pods if p.node == verdict.node), key=lambda p: p.key)
-    selected, skips = select_pods(pods, snapshot, settings)
+    witness = verdict.taint == WITNESS  # every pod counts as stuck: the BMC's Off is checked before any delete
+    selected, skips = select_pods(pods, snapshot, settings, powered_off=witness)
     attachments, attachment_skips = attachments_for(verdict.node, selected, pods, snapshot, settings)
     skips += attachment_skips
     actions = tuple(PodAction(pod.namespace, pod.name, pod.uid, pod.node,
-                              "stuck: " + ",".join(s for s in stuck_states(pod) if s in settings.stuck_pod_states)
-                              + f" on node {verdict.node} ({verdict.taint})",
+                              _stuck(pod, settings, witness) + f" on node {verdict.node} ({verdict.taint})",
                               tuple(c.key for c in claims),
-                              f"{pod.controller_kind}/{pod.controller_name}" if pod.controller_kind else "",
+                              controller_ref(pod.controller_kind, pod.controller_name),
                               tuple((c.uid, c.volume) for c in claims))
                     for pod, claims in selected)
     # The taint only ever comes with something to release: a stopped instance with nothing on it needs none.
@@ -79,14 +91,24 @@ def _plan_node(verdict: NodeVerdict, node: Node, snapshot: Snapshot, settings: S
     if blocker:
         skips.append(Skip("node", node.name, blocker))
     lease = snapshot.leases.get(node.name)
-    node_plan = NodePlan(verdict, actions, tuple(attachments), add_taint and blocker is None,
-                         lease_seen=lease.version if lease is not None else "", status_seen=node.status_written_at)
+    # Storage that fences on the taint (ceph-csi 3.15+ blocklists a node's clients in ControllerUnpublishVolume
+    # only while the node carries it): with the handoff on, no attachment is released before the taint is on.
+    taint_first = wants_out_of_service(snapshot, settings) and blocker is None
+    node_plan = NodePlan(verdict, actions, tuple(attachments), add_taint and blocker is None, taint_first=taint_first,
+                         lease_seen=lease.version if lease is not None else "", status_seen=node.status_written_at,
+                         unproven=unproven(verdict.node, selected, snapshot))
     if node_plan.has_work:
         step, why = fence_step(node, snapshot, settings)
         seen = snapshot.fences.get(node.name)
         node_plan = dataclasses.replace(node_plan, fence=step, fence_reason=why,
                                         fence_seen=(seen.uid, seen.version) if seen else ("", ""))
     return node_plan, skips
+
+
+def _stuck(pod: Pod, settings: Settings, powered_off: bool) -> str:
+    if powered_off:
+        return "on a node whose BMC must report it powered off before the pod is deleted"
+    return "stuck: " + ",".join(s for s in stuck_states(pod) if s in settings.stuck_pod_states)
 
 
 def wake_at(verdicts: Iterable[NodeVerdict], snapshot: Snapshot, settings: Settings,
@@ -110,7 +132,7 @@ def plan(snapshot: Snapshot, settings: Settings) -> Plan:
     skips += [Skip("node", v.node, v.reason) for v in verdicts if v.state is not NodeState.DOWN]
     skips += opted_out_skips(snapshot, settings)
     nodes = {n.name: n for n in snapshot.nodes}
-    untainted, stale, undo_skips = untaint(verdicts, snapshot, settings)
+    untainted, stale, kept, undo_skips = untaint(verdicts, snapshot, settings)
     unfence, unfence_skips, fences_held = unfence_steps(snapshot, settings)
     skips += undo_skips + unfence_skips
     node_plans = []
@@ -118,17 +140,18 @@ def plan(snapshot: Snapshot, settings: Settings) -> Plan:
         node_plan, node_skips = _plan_node(verdict, nodes[verdict.node], snapshot, settings)
         node_plans.append(node_plan)
         skips += node_skips
-    # Down with nothing to release: a stopped instance. Not a node left alone because something on it could not
-    # be read: what it holds is unknown.
-    idle = frozenset(n.verdict.node for n in node_plans if not n.has_work and not n.blocked)
+    # Down with nothing to release that a tenant could not have made up: a stopped instance, tenants' pods
+    # naming it or not (evidence.py).
+    idle = left_out(node_plans, snapshot)
     recovery = judge_all(snapshot, settings)
     skips += [Skip("recovery record", v.entry.name, v.detail) for v in recovery if v.state == "unreadable"]
     totals = {"not_ready": not_ready_count(snapshot), "total_nodes": len(snapshot.nodes), "untaint": untainted,
-              "drop_annotation": stale, "unfence": unfence, "recovery": recovery,
+              "drop_annotation": stale, "taint_kept": kept, "unfence": unfence, "recovery": recovery,
               "fences_held": fences_held,
-              "wake_at": wake_at(verdicts, snapshot, settings, recovery)}
-    refusal, mark, resumes = storm(snapshot, settings,
-                                   unhealthy_brake(snapshot, settings, idle) or nodes_brake(node_plans, settings))
+              "wake_at": wake_at(verdicts, snapshot, settings, recovery), "ignored": ignored(node_plans, idle)}
+    brake = (unhealthy_brake(snapshot, settings, idle) or silent_brake(snapshot, settings, idle)
+             or nodes_brake(node_plans, settings))
+    refusal, mark, resumes = storm(snapshot, settings, brake)
     if resumes is not None:  # the cool-down's end changes the decision with nothing but time
         totals["wake_at"] = min(resumes, totals["wake_at"] or resumes)
     minute = int(snapshot.now.timestamp() // 60)

@@ -37,7 +37,8 @@ def cap_pods(node_plans: Sequence[NodePlan], cap: int,
     `turn` (the minute of the server's clock) picks the namespace that goes first.
 
     A node with a pod left for later loses this pass's out-of-service taint (it would have Kubernetes delete
-    that pod too) and the attachments that wait for that pod."""
+    that pod too) and the attachments that wait for that pod; when the taint was to go on first (storage that
+    fences on it, planner.taint), all its attachments wait for the pass that adds it."""
     pods = [p for n in node_plans for p in n.pods]
     if len(pods) <= cap:
         return tuple(node_plans), (), []
@@ -51,5 +52,9 @@ def cap_pods(node_plans: Sequence[NodePlan], cap: int,
             capped.append(plan)
             continue
         attachments = tuple(a for a in plan.attachments if not set(a.after_pods) & later)
+        if plan.add_taint and plan.taint_first:
+            skips += [Skip("volumeattachment", a.name, "deferred: released only once the out-of-service taint is "
+                           "on (ceph-csi fences on it), which waits for the deferred pods") for a in attachments]
+            attachments = ()
         capped.append(dataclasses.replace(plan, pods=kept, attachments=attachments, add_taint=False))
     return tuple(capped), tuple(sorted(later)), skips

@@ -87,6 +87,8 @@ def fence_step(node: Node, snapshot: Snapshot, settings: Settings) -> tuple[Opti
         return None, ""
     if settings.fencing == "webhook":
         return REQUEST, "the fence webhook must answer fenced before anything is touched"
+    if settings.fencing == "redfish":
+        return REQUEST, "its BMC must answer PowerState Off before anything is touched"
     wanted, why = cidrs(node)
     why = why or _shared(node, snapshot)
     if why:
@@ -110,13 +112,23 @@ def judge_fence(node: Node, fence: Fence, wanted: tuple[str, ...]) -> tuple[Opti
     if fence.state != "Fenced":
         return RECREATE, "our NetworkFence is Unfenced, and the node is down again"
     if tuple(sorted({_cidr(c) for c in fence.cidrs})) != wanted:
-        return FAILED, (f"NetworkFence {node.name} fences {', '.join(fence.cidrs) or 'nothing'}, but the node's "
-                        f"addresses are {', '.join(wanted)}; not trusted: unfence and delete it by hand")
+        return FAILED, _other_addresses(node, fence, wanted)
     if fence.result == "Succeeded":
         return None, "fenced"
     if fence.result == "Failed":
         return FAILED, f"NetworkFence {node.name} answered Failed: {fence.message or 'no message'}"
     return PENDING, f"NetworkFence {node.name} has not answered its current spec yet"
+
+
+def _other_addresses(node: Node, fence: Fence, wanted: tuple[str, ...]) -> str:
+    """Why our fence for other addresses is refused, and what a human does. Never "just unfence it": it may be
+    the fence of a machine that still runs (another one registered under the name since, say)."""
+    machine = fence.machine
+    whose = f" was made for another machine (Node uid {machine.uid[:64]}) and" \
+        if machine is not None and machine.uid != node.uid else ""
+    return (f"NetworkFence {node.name}{whose} fences {_few(fence.cidrs)}, but the node's addresses are "
+            f"{', '.join(wanted)}; not trusted: a human checks the machine at those addresses is off, then unfences "
+            f"and deletes it")
 
 
 def unfence_step(node: Optional[Node], lease: Optional[Lease], fence: Fence, settings: Settings,
@@ -131,7 +143,10 @@ def unfence_step(node: Optional[Node], lease: Optional[Lease], fence: Fence, set
         reason = "the node still carries a shutdown taint"
     if reason:
         return None, f"stays fenced: {reason}" if fence.state == "Unfenced" or node.ready == "True" else None
-    held = held_by(node, fence)
+    # Only a fence that may still fence is held: once it answered Unfenced (asked by us for the machine judged
+    # then, or by a human), deleting it lifts nothing, and holding it would send a human to find a fenced machine.
+    lifted = fence.state == "Unfenced" and fence.result == "Succeeded"
+    held = held_by(node, fence) if not lifted else None
     if held:
         return HOLD, held[1]
     if fence.deleting:

@@ -11,6 +11,7 @@ from ..model.names import NODE_OPT_OUT_LABEL
 from ..model.matchers import TaintSpec, any_taint_matches
 from ..settings import Settings
 from .liveness import judge_liveness
+from .redfish import WITNESS, judge_silent
 from .types import NodePlan, NodeState, NodeVerdict, Refusal, RefusalKind, Skip
 
 
@@ -61,18 +62,36 @@ def judge_nodes(snapshot: Snapshot, settings: Settings) -> list[NodeVerdict]:
     only out-of-service taint is ours (whatever SHUTDOWN_TAINTS says, so undo never depends on it)."""
     tainted = {node.name: taint for node, taint in tainted_nodes(snapshot.nodes, settings)}
     verdicts = []
+    redfish = settings.fencing == "redfish"
     judged = (n for n in snapshot.nodes  # the others: no verdict
-              if n.name in tainted or (n.our_taint is not None and not n.opted_out))
+              if n.name in tainted or ((n.our_taint is not None or redfish) and not n.opted_out))
     for node in sorted(judged, key=lambda n: n.name):
         lease = snapshot.leases.get(node.name)
         if node.name in tainted:
             verdicts.append(judge_tainted_node(node, lease, tainted[node.name], settings, snapshot.now))
-        elif node.our_taint is not None:
-            verdict = judge_ours(node, lease, settings, snapshot.now)
-            counts = any(spec.matches(node.our_taint.as_dict()) for spec in settings.shutdown_taints)
-            if verdict.state is NodeState.RECOVERING or counts:
-                verdicts.append(verdict)
+            continue
+        verdict = judge_untainted(node, lease, settings, snapshot.now)
+        if verdict is None:
+            continue
+        counts = node.our_taint is not None and any(spec.matches(node.our_taint.as_dict())
+                                                    for spec in settings.shutdown_taints)
+        if verdict.taint == WITNESS or verdict.state is NodeState.RECOVERING or counts:
+            verdicts.append(verdict)
     return verdicts
+
+
+def judge_untainted(node: Node, lease: Optional[Lease], settings: Settings, now: datetime,
+                    seen: Optional[str] = None, status_seen: Optional[datetime] = None) -> Optional[NodeVerdict]:
+    """A node without a shutdown taint: with FENCING=redfish, silent long enough to ask its BMC (our taint or
+    not: a node we tainted that is still silent may hold more to free); else, with our taint, judge_ours; None
+    when there is nothing to judge."""
+    if settings.fencing == "redfish":
+        silent = judge_silent(node, lease, settings, now, seen)
+        if silent is not None and (silent.state is NodeState.DOWN or node.our_taint is None):
+            return silent
+    if node.our_taint is not None:
+        return judge_ours(node, lease, settings, now, seen, status_seen)
+    return None
 
 
 def judge_ours(node: Node, lease: Optional[Lease], settings: Settings, now: datetime,
@@ -100,8 +119,9 @@ def not_ready_count(snapshot: Snapshot) -> int:
 
 def unhealthy_brake(snapshot: Snapshot, settings: Settings, idle: AbstractSet[str] = frozenset()) -> Optional[Refusal]:
     """Too many nodes not Ready: the control plane may be partitioned. `idle` nodes, proven down with nothing
-    to release (a stopped instance whose Node is kept), count neither way: they say nothing about a
-    partition, and however many there are they must not stop a real failover."""
+    to release that a tenant could not have made up (a stopped instance whose Node is kept: evidence.left_out),
+    count neither way: they say nothing about a partition, and however many there are they must not stop a real
+    failover."""
     counted = [n for n in snapshot.nodes if n.name not in idle]
     total, not_ready = len(counted), sum(1 for n in counted if n.ready != "True")
     if total and not_ready / total > settings.max_unhealthy_fraction:
@@ -113,9 +133,10 @@ def unhealthy_brake(snapshot: Snapshot, settings: Settings, idle: AbstractSet[st
 
 
 def nodes_brake(node_plans: Sequence[NodePlan], settings: Settings) -> Optional[Refusal]:
-    """Too many nodes to act on. Only nodes with something to release count: a stopped instance, down for good
-    with nothing left on it, must not make every later outage brake."""
-    busy = sum(1 for n in node_plans if n.has_work)
+    """Too many nodes to act on. Only nodes with something to release count, and only by evidence no tenant can
+    write (NodePlan.counted): a stopped instance, down for good with nothing left on it but pods a tenant bound
+    to it, must not make every later outage brake."""
+    busy = sum(1 for n in node_plans if n.counted)
     if busy > settings.max_nodes_per_pass:
         return Refusal(RefusalKind.NODES_PER_PASS, f"brake: {busy} proven-down nodes have something to release, "
                                                    f"more than MAX_NODES_PER_PASS={settings.max_nodes_per_pass}")

@@ -12,8 +12,14 @@ Selected = list[tuple[Pod, list[Claim]]]
 
 
 def stuck_states(pod: Pod) -> list[str]:
-    """Every stuck state the pod is in. NotStarted (Pending, no Ready condition) only counts when the pod
-    holds an exclusive volume attached to its node; select_pods checks that."""
+    """Every stuck state of a pod on a proven-down node (the only pods ever judged). NotStarted (Pending, no
+    Ready condition) only counts when the pod holds an exclusive volume attached to its node; select_pods
+    checks that.
+
+    A pod's status is its kubelet's last word, and this kubelet is dead: a pod it last reported Running and
+    Ready is NotReady in truth (its Ready condition is Unknown now). The node lifecycle controller marks pods
+    NotReady only when a node *leaves* Ready=True, so a node whose kubelet posted Ready=False with its pods
+    still Ready (a failed network plugin), then lost power, keeps them reading Ready for good (issue 25)."""
     states = []
     if pod.deleting:
         states.append("Terminating")
@@ -21,9 +27,10 @@ def stuck_states(pod: Pod) -> list[str]:
         states.append("Unknown")
     if pod.reason == "NodeLost":
         states.append("NodeLost")
-    if pod.ready in ("False", "Unknown"):
+    never_started = pod.phase == "Pending" and pod.ready is None
+    if not never_started:  # whatever readiness it last reported, or none: nobody vouches for it now
         states.append("NotReady")
-    if pod.phase == "Pending" and pod.ready is None:
+    else:
         states.append("NotStarted")
     return states
 
@@ -57,15 +64,17 @@ def setting_protects(pod: Pod, settings: Settings) -> Optional[str]:
     return None
 
 
-def pod_exclusion(pod: Pod, settings: Settings) -> Optional[str]:
-    """Why a pod on a down node is never touched, judged without its claims; None when eligible."""
+def pod_exclusion(pod: Pod, settings: Settings, powered_off: bool = False) -> Optional[str]:
+    """Why a pod on a down node is never touched, judged without its claims; None when eligible. On a node to
+    be freed only once its BMC reports it powered off (FENCING=redfish, before NotReady) nothing has marked
+    its pods yet, and nothing in them runs once that is proven: every pod there counts as stuck."""
     reason = exempt(pod) or setting_protects(pod, settings)
     if reason:
         return reason
     if completed(pod):
         return (f"completed (phase={pod.phase}): nothing runs in it and it blocks no replacement; an exclusive "
                 "volume's attachment it leaves is released as an orphan")
-    if not set(stuck_states(pod)) & settings.stuck_pod_states:
+    if not powered_off and not set(stuck_states(pod)) & settings.stuck_pod_states:
         return f"not stuck (phase={pod.phase}, ready={pod.ready}, not terminating)"
     return None
 
@@ -134,16 +143,18 @@ def _attached_here(claims: Sequence[Claim], node: str, snapshot: Snapshot) -> bo
     return any(a.node == node and a.volume in volumes for a in snapshot.attachments)
 
 
-def select_pods(pods: Sequence[Pod], snapshot: Snapshot, settings: Settings) -> tuple[Selected, list[Skip]]:
-    """The pods to force-delete, each with its exclusive claims; and a skip, with its reason, for every other."""
+def select_pods(pods: Sequence[Pod], snapshot: Snapshot, settings: Settings,
+                powered_off: bool = False) -> tuple[Selected, list[Skip]]:
+    """The pods to force-delete, each with its exclusive claims; and a skip, with its reason, for every other.
+    `powered_off`: see pod_exclusion."""
     selected: Selected = []
     skips = []
     for pod in pods:
-        reason = pod_exclusion(pod, settings)
+        reason = pod_exclusion(pod, settings, powered_off)
         found: list[Claim] = []
         if reason is None:
             found, reason = exclusive_claims(pod, snapshot)
-        if reason is None and set(stuck_states(pod)) & settings.stuck_pod_states == {"NotStarted"} \
+        if reason is None and not powered_off and set(stuck_states(pod)) & settings.stuck_pod_states == {"NotStarted"} \
                 and not _attached_here(found, pod.node, snapshot):
             reason = "never started, and none of its exclusive volumes is attached to this node"
         if reason:

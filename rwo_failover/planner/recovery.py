@@ -14,6 +14,7 @@ live pod still has the UID of the pod it says we freed.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -25,6 +26,32 @@ from .liveness import age
 
 MAX_RECORD_BYTES = 4096  # ours are ~400 bytes; anything bigger was not written by us
 _LIMITS = {"pod": 253, "uid": 128, "node": 253, "controller": 320, "claim": 317, "claimUID": 128, "volume": 253}
+
+
+_KIND_CHARS, _NAME_CHARS = 63, 253  # a Kind and an object name as Kubernetes makes them; the record allows 320
+
+
+def _plain(text: str, limit: int) -> bool:
+    return 0 < len(text) <= limit and text.isascii() and text.isprintable() and not {"/", "~"} & set(text)
+
+
+def _bounded(text: str, limit: int) -> str:
+    """`text` when it is plain ASCII of at most `limit` characters without a "/" or "~"; else a readable prefix,
+    "~" and a hash of the whole, at most `limit` characters too: the same for the same text, never a plain one."""
+    if _plain(text, limit):
+        return text
+    prefix = "".join(c for c in text[:min(64, limit - 41)] if c.isascii() and c.isprintable() and c not in "/~")
+    return f"{prefix}~{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()[:40]}"
+
+
+def controller_ref(kind: Optional[str], name: str) -> str:
+    """How a record names a pod's controller: "Kind/name", "" for none. An ownerReference is its tenant's to
+    write, and the API server checks only that its kind and name are not empty: a 404-character name once made
+    a record our own parser rejected, never settled nor reported (issue 26). Bounded here on the way in, so every
+    record parses; a replacement is matched by bounding its own controller the same way."""
+    if not kind:
+        return ""
+    return f"{_bounded(kind, _KIND_CHARS)}/{_bounded(name, _NAME_CHARS)}"
 
 
 @dataclass(frozen=True)
@@ -97,13 +124,13 @@ class Verdict:
 
 
 def _replacements(claim: Claim, record: Record, pods: tuple[Pod, ...]) -> list[Pod]:
-    kind, _, name = record.controller.partition("/")
+    kind = record.controller.partition("/")[0]
     found = []
     for pod in pods:
         if pod.namespace != claim.namespace or claim.name not in pod.claims or pod.uid == record.uid:
             continue
         same = pod.name == record.pod if kind == "StatefulSet" else (
-            (pod.controller_kind, pod.controller_name) == (kind, name) if kind else True)
+            controller_ref(pod.controller_kind, pod.controller_name) == record.controller if kind else True)
         if same and not pod.deleting:
             found.append(pod)
     return found

@@ -8,6 +8,10 @@ from enum import Enum
 from typing import Optional
 
 
+# The recovery verdicts whose settling writes (act/recovery.py): a record deleted, with its Event.
+SETTLING = ("recovered", "not-recovered", "obsolete")
+
+
 class NodeState(str, Enum):
     DOWN = "down"                # proven down: safe to act on
     NOT_YET = "not-yet"          # not proven down yet; exit 0
@@ -61,6 +65,7 @@ class NodePlan:
     pods: tuple[PodAction, ...] = ()
     attachments: tuple[AttachmentAction, ...] = ()
     add_taint: bool = False  # add the out-of-service taint before deleting anything
+    taint_first: bool = False  # release no VolumeAttachment until the out-of-service taint is on, read live
     fence: Optional[str] = None  # a fencing step still needed (fencing.REQUEST, PENDING, "failed"); None: go on
     fence_reason: str = ""
     # The NetworkFence the plan judged, (uid, resourceVersion): a write the plan decided on it (the delete that
@@ -71,10 +76,20 @@ class NodePlan:
     lease_seen: str = ""
     status_seen: Optional[datetime] = None  # the node's status stamp the plan judged by (see judge_liveness)
     blocked: str = ""  # why nothing on this node is touched: something on it could not be read
+    # The pods of `pods` tied to this node by nothing but their spec.nodeName (no volume of theirs attached
+    # here): any tenant can make such pods, so they never count toward the brakes (planner/evidence.py).
+    unproven: tuple[str, ...] = ()
 
     @property
     def has_work(self) -> bool:
         return bool(self.pods or self.attachments or self.add_taint)
+
+    @property
+    def counted(self) -> bool:
+        """Has work the brakes count, by evidence no tenant can write (planner/evidence.py): an attachment to
+        release, or a pod whose volume is attached here. The out-of-service taint only ever comes with one of
+        these or an unproven pod, so it adds nothing."""
+        return bool(self.attachments) or any(p.key not in self.unproven for p in self.pods)
 
 
 @dataclass(frozen=True)
@@ -129,6 +144,8 @@ class Plan:
     total_nodes: int = 0
     untaint: tuple[str, ...] = ()  # recovered nodes whose out-of-service taint (ours) comes off
     drop_annotation: tuple[str, ...] = ()  # nodes whose annotation outlived our taint (a human removed it)
+    # Recovering nodes whose out-of-service taint stays until a human acts (not ours, or not rebooted), and why
+    taint_kept: tuple[tuple[str, str], ...] = ()
     unfence: tuple[tuple[str, str], ...] = ()  # (node, fencing.UNFENCE or DELETE) for nodes back for good
     # (node, fencing.HELD_* kind, why): our fences on nodes back for good that are not ours to lift for them
     fences_held: tuple[tuple[str, str, str], ...] = ()
@@ -139,10 +156,20 @@ class Plan:
     deferred: tuple[str, ...] = ()  # pods left for later passes by MAX_PODS_PER_PASS (planner/caps.py)
     paused: str = ""  # why this pass writes nothing (the pause switch, an unreadable control object): control.py
     storm_mark: Optional[StormMark] = None  # a storm moment for act to record (control.py)
+    ignored: tuple[tuple[str, str], ...] = ()  # (node, object) the brakes did not count (planner/evidence.py)
 
     @property
     def busy_nodes(self) -> tuple[NodePlan, ...]:
-        return tuple(n for n in self.nodes if n.has_work)
+        """The nodes the nodes-per-pass brake counts."""
+        return tuple(n for n in self.nodes if n.counted)
+
+    @property
+    def writes(self) -> bool:
+        """Whether acting on this plan, were no brake in the way, writes anything but an Event: a fence, a taint,
+        a pod or an attachment delete, an undo, a recovery record settled. A pass judged from the watch cache
+        re-reads live before any of these (run/runner.py); one with nothing to write reads nothing more."""
+        return bool(self.busy_nodes or self.untaint or self.drop_annotation or self.unfence or
+                    any(getattr(v, "state", "") in SETTLING for v in self.recovery))
 
     @property
     def pod_count(self) -> int:

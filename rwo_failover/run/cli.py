@@ -20,7 +20,7 @@ from ..act.writer import Guard
 from ..kube import Api, WatchedCluster, load_api_client
 from ..kube.clock import SharedServerClock
 from ..kube.leader import LeaderElector
-from ..planner import Plan
+from ..planner import NodeState, Plan
 from . import logs, plan_table
 from .exitcodes import EXIT_CONFIG, EXIT_CRASH
 from .loop import StopFlag, Trigger, run_loop
@@ -30,6 +30,13 @@ from .preflight import check_install
 from .runner import run_pass
 
 log = logging.getLogger(logs.LOGGER)
+
+
+HANDOFF_OFF = "out-of-service handoff off: storage that fences a node only while it carries the taint is not fenced"
+# ceph-csi 3.15+ (Rook's rbd and cephfs drivers) blocklists a node's clients in ControllerUnpublishVolume only when
+# the node carries the out-of-service taint at that moment: without it, a released volume is not fenced.
+FENCES_ON_THE_TAINT = "ceph-csi 3.15+ rbd (*rbd.csi.ceph.com) and cephfs (*cephfs.csi.ceph.com): no blocklisting of " \
+                      "the node's clients when its VolumeAttachments are released"
 
 
 def main(argv: Optional[Sequence[str]] = None, environ: Optional[Mapping[str, str]] = None,
@@ -55,6 +62,8 @@ def main(argv: Optional[Sequence[str]] = None, environ: Optional[Mapping[str, st
                                              "dry_run": settings.dry_run})
     for rule, disables in config.switched_off(settings):  # only acknowledged ones get this far
         log.warning("safety rule switched off by ALLOW_UNSAFE", extra={"rule": rule, "disables": disables})
+    if settings.out_of_service_taint == "never":
+        log.warning(HANDOFF_OFF, extra={"setting": "OUT_OF_SERVICE_TAINT=never", "skips": FENCES_ON_THE_TAINT})
     try:
         api_client = load_api_client(settings)
     except config.ConfigError as err:
@@ -112,15 +121,20 @@ def _listing_pass(api: Api, settings: config.Settings, metrics: Metrics, guard: 
 def _watched_pass(api: Api, settings: config.Settings, metrics: Metrics, guard: Optional[Guard],
                   show: Optional[Callable[[Plan], None]], cluster: WatchedCluster) -> Optional[float]:
     """One pass from the watch cache; the seconds until time alone changes a verdict (None: only a change),
-    on the server's clock: the plan's wake_at less the server's time now."""
+    on the server's clock: the plan's wake_at less the server's time now. Then the pods on the nodes it found
+    proven down are watched, so a change to one wakes a pass (kube/pod_watch.py)."""
     wake: list[Optional[datetime]] = []
+    down: list[str] = []
 
     def seen(plan: Plan) -> None:
         wake.append(plan.wake_at)
+        down.extend(v.node for v in plan.verdicts if v.state is NodeState.DOWN)
         if show:
             show(plan)
     run_pass(api, settings, metrics=metrics, guard=guard, show=seen, cache=cluster.view,
-             watched_pause=cluster.paused)
+             watched_pause=cluster.paused, nodes_now=cluster.nodes_now)
+    if wake:  # a pass that could not read the cluster judged nothing: the watches stay as they are
+        cluster.pods.follow(down, api)
     if not wake or wake[0] is None:
         return None
     return (wake[0] - api.server_clock.now()).total_seconds()

@@ -25,6 +25,11 @@ from ..kube.deadline_http import deadline_handlers
 from ..settings.urls import without_userinfo
 
 MAX_ANSWER_BYTES = 8 * 1024 * 1024  # every group on the gateway comes back; ours is a few KiB of it
+# Parsed, each JSON value is a Python object of 50 to 100 bytes: 8 MiB of "{}," would be 2.8 million of them, over
+# 200 MiB against the CronJob's 256Mi limit. A real gateway's answer holds about 51,000 per MiB (measured: 20
+# groups of ours, 8.5 KB each), so this bound, counted before parsing (commas and openings, an upper bound on the
+# values), lets a full 8 MiB real answer through and keeps a hostile one near 45 MiB.
+MAX_JSON_VALUES = 600_000
 JOB = "rwo-failover"
 
 
@@ -67,6 +72,9 @@ def read_back(url: str, user: str, password: str, instance: str, name: str, boun
         raise NotCarried(f"{type(err).__name__}: {err}") from None
     if len(body) > MAX_ANSWER_BYTES:
         raise NotCarried(f"the answer is over {MAX_ANSWER_BYTES} bytes")
+    values = body.count(b",") + body.count(b"[") + body.count(b"{")
+    if values > MAX_JSON_VALUES:
+        raise NotCarried(f"the answer holds over {MAX_JSON_VALUES} JSON values")
     try:
         found = json.loads(body)
     except (ValueError, RecursionError) as err:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from datetime import datetime
 from typing import Callable, Optional
 
 from .. import planner
@@ -14,8 +15,8 @@ from ..act.outcome import Outcome
 from ..act.writer import Guard
 from ..kube import Api, ApiError, Forbidden
 from ..kube.clock import ServerClockUnknown
-from ..model import Cached
-from ..observe import observe
+from ..model import Cached, Snapshot
+from ..observe import observe, observe_again
 from ..settings import Settings
 from . import logs
 from .exitcodes import EXIT_FAILED, EXIT_FORBIDDEN, EXIT_OK, EXIT_PAUSED, EXIT_REFUSED, EXIT_UNAVAILABLE
@@ -26,7 +27,8 @@ log = logging.getLogger(logs.LOGGER)
 
 def run_pass(api: Api, settings: Settings, metrics: Optional[Metrics] = None, guard: Optional[Guard] = None,
              show: Optional[Callable[[planner.Plan], None]] = None,
-             cache: Optional[Callable[[Api], Cached]] = None, watched_pause: Optional[Callable[[], str]] = None) -> int:
+             cache: Optional[Callable[[Api], Cached]] = None, watched_pause: Optional[Callable[[], str]] = None,
+             nodes_now: Optional[Callable[[Api], Optional[tuple]]] = None) -> int:
     """Observe, decide, act; log one summary line; return the exit code.
 
     Every age is judged on the API server's clock (clock.ServerClock, fed by the Date header of each
@@ -35,17 +37,17 @@ def run_pass(api: Api, settings: Settings, metrics: Optional[Metrics] = None, gu
     at the end. `show` gets the plan before anything is acted on (the table for people, plan_table.py).
     `cache` gives continuous mode's watched lists to observe (kube.cache), and `watched_pause` its watched pause
     switch, which the write guard asks before every write. A paused pass (planner/control.py) acts as a dry run.
+    `nodes_now`: the cache's nodes as of a consistent read made now, when it has caught up (see decide).
     """
     started = time.monotonic()
     now = api.server_clock.now
     try:
-        snapshot = observe(api, settings, now, cache)
+        snapshot, plan = decide(api, settings, now, cache, nodes_now)
     except (ApiError, ServerClockUnknown) as err:
         code = EXIT_FORBIDDEN if isinstance(err, Forbidden) else EXIT_UNAVAILABLE
         log.error("cannot read the cluster; nothing was changed", extra={"error": str(err)})
         _summary(settings, None, None, code, started, api, metrics, guard)
         return code
-    plan = planner.plan(snapshot, settings)
     _log_plan(plan)
     if show:
         show(plan)
@@ -57,6 +59,7 @@ def run_pass(api: Api, settings: Settings, metrics: Optional[Metrics] = None, gu
     actor.warn_unreadable(snapshot.unreadable, plan)
     actor.warn_unjudged(plan)
     actor.warn_split_brain(plan.split_brain)
+    actor.warn_ignored(plan)
     try:
         outcome = actor.execute(plan)
     except planner.UnsafePlan as err:
@@ -67,6 +70,35 @@ def run_pass(api: Api, settings: Settings, metrics: Optional[Metrics] = None, gu
     code = EXIT_PAUSED if paused else exit_code(plan, outcome)
     _summary(settings, plan, outcome, code, started, api, metrics, guard, paused)
     return code
+
+
+def decide(api: Api, settings: Settings, now: Callable[[], datetime], cache: Optional[Callable[[Api], Cached]] = None,
+           nodes_now: Optional[Callable[[Api], Optional[tuple]]] = None) -> tuple[Snapshot, planner.Plan]:
+    """The snapshot and the plan a pass acts on. The watch cache decides *when* a pass runs, never *what* it
+    writes: a plan judged from the cache that would write anything (planner.Plan.writes, brakes or not) is
+    thrown away and made again from a live, consistent read of everything the cache stood in for (the node
+    list, both brakes and MAX_NODES_PER_PASS judge it; the fences; the recovery records) and of the Leases
+    (observe.observe_again). The node list may come from the cache once it provably caught up with a
+    consistent read made now (`nodes_now`): the same moment, without 50 MB at 5,000 nodes. Only that plan is
+    acted on. A cached pass with nothing to write reads nothing more: steady state stays as cheap as the cache
+    makes it."""
+    snapshot = observe(api, settings, now, cache)
+    plan = planner.plan(snapshot, settings)
+    if cache is None or not plan.writes:
+        return snapshot, plan
+    log.info("the cached plan writes: reading live before acting",
+             extra={"pods_planned": plan.pod_count, "attachments_planned": plan.attachment_count,
+                    "nodes_not_ready": plan.not_ready, "nodes": plan.total_nodes})
+    live = observe_again(api, settings, now, snapshot, nodes_now)
+    live_plan = planner.plan(live, settings)
+    if (live_plan.refusal, live_plan.not_ready, live_plan.total_nodes, live_plan.pod_count) != \
+            (plan.refusal, plan.not_ready, plan.total_nodes, plan.pod_count):
+        log.warning("the live read differs from the watch cache; acting on the live plan",
+                    extra={"nodes_not_ready": live_plan.not_ready, "cached_nodes_not_ready": plan.not_ready,
+                           "nodes": live_plan.total_nodes, "cached_nodes": plan.total_nodes,
+                           "pods_planned": live_plan.pod_count, "cached_pods_planned": plan.pod_count,
+                           "brake": live_plan.refusal.kind.value if live_plan.refusal else ""})
+    return live, live_plan
 
 
 def exit_code(plan: planner.Plan, outcome: Outcome) -> int:
@@ -116,6 +148,7 @@ def _summary(settings: Settings, plan: Optional[planner.Plan], outcome: Optional
                       events=outcome.events, failures=len(outcome.failures) + len(outcome.forbidden),
                       not_attempted=len(outcome.not_attempted), unconfirmed=len(outcome.unconfirmed),
                       fenced=len(outcome.fenced), fencing_pending=len(outcome.fencing_pending),
+                      powered_off=len(outcome.powered_off),
                       unfenced=len(outcome.unfenced))
     if plan is not None:
         fields.update(recovered=sum(1 for v in plan.recovery if v.state == "recovered"),

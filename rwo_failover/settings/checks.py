@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .bmc import BMC_MAP_ALLOWED, BmcMapError, read_bmc_map
 from .errors import ConfigError
 from .table import Settings
 from .tokens import TOKEN_ALLOWED, TokenError, read_bearer_token
@@ -45,6 +46,8 @@ def _check_fencing(settings: Settings) -> None:
         raise ConfigError("FENCING=networkfence needs NETWORK_FENCE_CLASS; allowed: a NetworkFenceClass name")
     if settings.fencing == "webhook" and not settings.fence_webhook_url:
         raise ConfigError("FENCING=webhook needs FENCE_WEBHOOK_URL; allowed: an https:// URL")
+    if settings.fencing == "redfish" or settings.redfish_bmc_file:
+        _check_redfish(settings)
     if settings.fence_webhook_ca_file:
         try:
             with open(settings.fence_webhook_ca_file, "rb"):
@@ -58,3 +61,13 @@ def _check_fencing(settings: Settings) -> None:
         except TokenError as err:
             raise ConfigError(f"FENCE_WEBHOOK_TOKEN_FILE={settings.fence_webhook_token_file!r} is invalid ({err}); "
                               f"allowed: {TOKEN_ALLOWED}") from None
+
+
+def _check_redfish(settings: Settings) -> None:
+    if not settings.redfish_bmc_file:
+        raise ConfigError(f"FENCING=redfish needs REDFISH_BMC_FILE; allowed: {BMC_MAP_ALLOWED}")
+    try:
+        read_bmc_map(settings.redfish_bmc_file)
+    except BmcMapError as err:  # names the key and the field, never a value: the file holds passwords
+        raise ConfigError(f"REDFISH_BMC_FILE={settings.redfish_bmc_file!r} is invalid ({err}); allowed: "
+                          f"{BMC_MAP_ALLOWED}") from None

@@ -26,6 +26,7 @@ from .values import (
     int_at_least,
     int_in,
     interval_seconds,
+    label_key,
     label_selector,
     label_value,
     lease_or_seconds,
@@ -74,6 +75,11 @@ class Settings:
     fence_webhook_token_file: Optional[str]
     fence_webhook_ca_file: Optional[str]
     fenced_min_not_ready_seconds: Optional[int]
+    redfish_bmc_file: Optional[str]
+    redfish_node_label: Optional[str]
+    redfish_silent_seconds: int
+    redfish_power_off: bool
+    redfish_off_wait_seconds: int
     recovery_timeout_seconds: int
     metrics_port: int
     pushgateway_url: Optional[str]
@@ -135,7 +141,8 @@ SPECS: tuple[Spec, ...] = (
          _WHOLE.format(1)),
     Spec("STUCK_POD_STATES", pod_states, ",".join(STUCK_STATES),
          "Pod states that count as stuck: Terminating (deletionTimestamp set), Unknown (phase), "
-         "NodeLost (status reason), NotReady (Ready condition False or Unknown), NotStarted (Pending with no "
+         "NodeLost (status reason), NotReady (Ready condition False or Unknown; on a proven-down node, any started "
+         "pod, whatever its dead kubelet last reported), NotStarted (Pending with no "
          "Ready condition, holding an exclusive volume attached to the node).",
          f"a non-empty comma-separated subset of {', '.join(STUCK_STATES)}"),
     Spec("INCLUDE_NAMESPACES", namespace_names, "", "Only pods in these namespaces; empty means all.",
@@ -149,7 +156,8 @@ SPECS: tuple[Spec, ...] = (
          "server is 1.28 or newer), always, or never.",
          f"one of {', '.join(OUT_OF_SERVICE_MODES)}"),
     Spec("RECOVERY_SECONDS", int_in(0, DAY), "60",
-         "Remove our out-of-service taint once the node has been Ready this long with a fresh Lease.",
+         "Remove our out-of-service taint once the node, rebooted since we added it, has been Ready this long "
+         "with a fresh Lease.",
          _RANGE.format(0, DAY)),
     Spec("INTERVAL", interval_seconds, "0",
          "Continuous mode: the longest time between passes (with WATCH, a watched change or the moment time "
@@ -172,7 +180,8 @@ SPECS: tuple[Spec, ...] = (
          "a lost event.", _RANGE.format(30, DAY)),
     Spec("FENCING", choice(FENCING_MODES), "none",
          "Fence a proven-down node before touching anything on it: none, networkfence (csi-addons NetworkFence), "
-         "or webhook (FENCE_WEBHOOK_URL).", f"one of {', '.join(FENCING_MODES)}"),
+         "webhook (FENCE_WEBHOOK_URL), or redfish (the node's BMC must answer PowerState Off: REDFISH_BMC_FILE).",
+         f"one of {', '.join(FENCING_MODES)}"),
     Spec("NETWORK_FENCE_CLASS", lambda t: object_name(t) if t.strip() else None, "", "spec.networkFenceClassName of the NetworkFences we create.",
          "a NetworkFenceClass name, or empty", empty_ok=True),
     Spec("FENCE_WEBHOOK_URL", lambda t: https_url(t) if t.strip() else None, "", "The https:// URL that FENCING=webhook POSTs to.",
@@ -188,6 +197,24 @@ SPECS: tuple[Spec, ...] = (
          "when shorter than MIN_NOT_READY_SECONDS; lease means the node's Lease duration. 0: down at the node "
          "lifecycle controller's verdict, once the Lease has been silent for its own duration.",
          "lease, or " + _RANGE.format(0, DAY)),
+    Spec("REDFISH_BMC_FILE", optional_text, "",
+         "FENCING=redfish: a JSON file (a Secret key mounted as a file) from node name, or REDFISH_NODE_LABEL value, "
+         "to its BMC: {endpoint (the https:// ComputerSystem URL), username, password, ca (PEM, optional)}. Read "
+         "again before each call; never logged.", "a path, or empty", empty_ok=True),
+    Spec("REDFISH_NODE_LABEL", lambda t: label_key(t) if t.strip() else None, "",
+         "FENCING=redfish: the node label whose value keys REDFISH_BMC_FILE; empty keys it by node name.",
+         "a label key, or empty", empty_ok=True),
+    Spec("REDFISH_SILENT_SECONDS", int_in(5, 3600), "20",
+         "FENCING=redfish: how long a node's Lease must have gone unrenewed, on the API server's clock, before "
+         "its BMC is asked for its power state (and, with REDFISH_POWER_OFF, the node is powered off); keep it well "
+         "below the node-monitor grace period and above the Lease's renew interval (10 s by default).",
+         _RANGE.format(5, 3600)),
+    Spec("REDFISH_POWER_OFF", boolean, "false",
+         "FENCING=redfish: power off (ComputerSystem.Reset ForceOff) a silent node whose BMC answers On; false "
+         "only asks, and a node that is On is never acted on.", "true or false"),
+    Spec("REDFISH_OFF_WAIT_SECONDS", int_in(1, 600), "30",
+         "FENCING=redfish: after ForceOff, how long to wait for the BMC to report PowerState Off (never past "
+         "the pass deadline, less a third of it kept for acting).", _RANGE.format(1, 600)),
     Spec("RECOVERY_TIMEOUT_SECONDS", int_in(1, WEEK), "600",
          "After a force-delete, how long its replacement may take to be Running and Ready elsewhere with the "
          "volume attached, before a RWOVolumeNotRecovered Warning.", _RANGE.format(1, WEEK)),

@@ -13,7 +13,7 @@ from .urls import check_url
 STUCK_STATES = ("Terminating", "Unknown", "NodeLost", "NotReady", "NotStarted")
 LOG_FORMATS = ("auto", "json", "text")
 OUT_OF_SERVICE_MODES = ("auto", "always", "never")
-FENCING_MODES = ("none", "networkfence", "webhook")
+FENCING_MODES = ("none", "networkfence", "webhook", "redfish")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 OUTPUTS = ("auto", "table", "none")
 
@@ -190,6 +190,19 @@ def label_selector(text: str) -> LabelSelector:
         return LabelSelector.parse(text)
     except MatcherError as err:
         raise ValueError(str(err)) from None
+
+
+_LABEL_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
+
+
+def label_key(text: str) -> str:
+    """A label key: [prefix/]name, as Kubernetes allows it."""
+    value = text.strip()
+    prefix, _, name = value.rpartition("/")
+    if not _LABEL_NAME.fullmatch(name) or (prefix and not _DNS_SUBDOMAIN.fullmatch(prefix)) or "/" in prefix:
+        raise ValueError("not a label key")
+    return value
 
 
 def optional_text(text: str) -> Optional[str]:

@@ -1,0 +1,80 @@
+"""FENCING=redfish: a node whose kubelet went silent, judged before NotReady, and the brake on many at once.
+
+A node's Lease unrenewed for REDFISH_SILENT_SECONDS on the API server's clock (well below the node-monitor
+grace, above the kubelet's renew interval) makes it a candidate: "down" here means only that its BMC is to be
+asked, and act touches nothing on it until the BMC answers PowerState Off (planner/fencing.py asks for that
+step on every node in this mode). Silence alone is never proof: a partition or the API server's own trouble
+silences Leases too, so the brake comes first: when more than MAX_UNHEALTHY_FRACTION of the nodes are silent
+or not Ready, nothing is powered off and nothing is freed.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import AbstractSet, Optional
+
+from ..model import Lease, Node, Snapshot
+from ..settings import Settings
+from .liveness import STAMP, age
+from .types import NodeState, NodeVerdict, Refusal, RefusalKind
+
+WITNESS = "no shutdown taint: its Lease went silent (FENCING=redfish)"
+
+
+def last_heard(node: Node, lease: Optional[Lease]) -> Optional[datetime]:
+    """The kubelet's last heartbeat, on the server's clock: its last Lease renewal. Status writes are not
+    counted: others write the status too (the attach-detach controller's volumesAttached, the node lifecycle
+    controller's Ready=Unknown), and a live kubelet renews its Lease every renew interval whatever it posts.
+    None when there is no server-stamped renewal to time silence by."""
+    if lease is None or lease.changed_at is None:
+        return None
+    return lease.changed_at
+
+
+def judge_silent(node: Node, lease: Optional[Lease], settings: Settings, now: datetime,
+                 seen: Optional[str] = None) -> Optional[NodeVerdict]:
+    """DOWN (a candidate for the BMC's word) once the kubelet has been silent REDFISH_SILENT_SECONDS; NOT_YET
+    once it has missed a renewal; None while it heartbeats, so a healthy node costs no verdict."""
+    def verdict(state: NodeState, reason: str, changes_at: Optional[datetime] = None) -> NodeVerdict:
+        return NodeVerdict(node.name, state, WITNESS, reason, "", changes_at)
+
+    if seen is not None and (lease.version if lease else "") != seen:
+        return verdict(NodeState.NOT_YET, "its Lease changed while this pass watched it")
+    heard = last_heard(node, lease)
+    if heard is None:
+        return None
+    if heard > now + STAMP:
+        return verdict(NodeState.NOT_YET, f"its last heartbeat is stamped {age(heard, now):.0f}s later than the "
+                                          "API server's now: two clocks disagree, so it is judged neither way")
+    silent, needed = age(now, heard + STAMP), settings.redfish_silent_seconds
+    if silent >= needed:
+        return verdict(NodeState.DOWN, f"Lease unrenewed for {silent:.0f}s (REDFISH_SILENT_SECONDS={needed}); "
+                                       "down only once its BMC answers PowerState Off")
+    assert lease is not None
+    if silent < lease.duration / 4 + 2:  # within the kubelet's renew interval (and a slack): heartbeating
+        return None
+    return verdict(NodeState.NOT_YET, f"Lease unrenewed for {silent:.0f}s (needs {needed}s, "
+                                      "REDFISH_SILENT_SECONDS)", heard + STAMP + timedelta(seconds=needed))
+
+
+def quiet(node: Node, lease: Optional[Lease], settings: Settings, now: datetime) -> bool:
+    """Not Ready, or silent for REDFISH_SILENT_SECONDS, or untimeable: what the brake counts."""
+    heard = last_heard(node, lease)
+    return node.ready != "True" or heard is None or age(now, heard + STAMP) >= settings.redfish_silent_seconds
+
+
+def silent_brake(snapshot: Snapshot, settings: Settings, idle: AbstractSet[str] = frozenset()) -> Optional[Refusal]:
+    """Too many nodes silent or not Ready at once: a partition, or the API server's own trouble, silences
+    Leases as a power cut does. Then no BMC is told to power anything off and nothing is freed. `idle` nodes
+    (nothing to release) count neither way, as in the unhealthy-fraction brake."""
+    if settings.fencing != "redfish":
+        return None
+    counted = [n for n in snapshot.nodes if n.name not in idle]
+    silent = sum(1 for n in counted if quiet(n, snapshot.leases.get(n.name), settings, snapshot.now))
+    if counted and silent / len(counted) > settings.max_unhealthy_fraction:
+        return Refusal(RefusalKind.UNHEALTHY_FRACTION,
+                       f"brake: {silent} of {len(counted)} nodes are not Ready or their Lease has been silent for "
+                       f"REDFISH_SILENT_SECONDS={settings.redfish_silent_seconds}, more than MAX_UNHEALTHY_FRACTION="
+                       f"{settings.max_unhealthy_fraction:g}; the control plane may be partitioned: no BMC is "
+                       "asked to power anything off, and nothing is freed")
+    return None

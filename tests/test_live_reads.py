@@ -1,0 +1,215 @@
+"""Issue 25, items 1 and 7: the watch cache decides only *when* a pass runs, never *what* it writes; and a dead
+kubelet's last word about a pod is no alibi. Over HTTP through the real client, on the fixture API server."""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+from rwo_failover.kube import Api, load_api_client
+from rwo_failover.model import Cached, Fence, Node
+from rwo_failover.run import runner
+from rwo_failover.run.exitcodes import EXIT_OK, EXIT_REFUSED
+from rwo_testkit import fake_cluster as fc
+from rwo_testkit.fake_apiserver import Fault
+
+from test_watch import break_node, live_nodes, loop, outage_due_in, settings_for, stop, wait_until, watches
+
+
+def partition(api, nodes: int) -> None:
+    """The first `nodes` live nodes stop heartbeating at once: the node lifecycle controller marks them
+    Ready=Unknown (no shutdown taint: nobody says their machines are off)."""
+    for i in range(nodes):
+        api.add(fc.node(f"w{i}", ready="Unknown", since=1))
+
+
+def test_a_lagging_node_watch_never_lets_a_pass_write_past_the_brake(api, kubeconfig):
+    """Issue 25 item 1, as seen: the node watch holds its events back while 6 of 9 live nodes go NotReady (a
+    partition); the pass that wakes when the tainted node becomes provably down must judge the brake on the
+    server's 7 of 10 not Ready, not on its cache's 1 of 10, and write nothing."""
+    outage_due_in(api, 5)
+    for i in range(3, 9):
+        fc.live_node(api, f"w{i}")
+    api.inject(Fault("watch-lag", resource="nodes", delay=60, first=1))
+    proc = loop(kubeconfig, WATCH_STALE_SECONDS="300", INTERVAL="120", MAX_UNHEALTHY_FRACTION="0.5")
+    try:
+        wait_until("the first node watch", lambda: [w for w in watches(api) if w.resource == "nodes"], timeout=20)
+        partition(api, 6)
+        time.sleep(7)  # the dead node is provably down 5 s after the start: a wake pass has run by now
+    finally:
+        logs = stop(proc)
+    passes = [line for line in logs if line["message"] == "pass finished"]
+    assert api.objects("pods"), "the pod was force-deleted on a cache that had not seen the partition"
+    assert not [m for m in api.mutations() if m.resource != "events"], "nothing but Events is written"
+    assert any(line.get("trigger") == "wake" for line in logs), "the outage must have woken a pass"
+    assert passes[-1]["brake"] == "unhealthy-fraction" and passes[-1]["nodes_not_ready"] == 7, passes[-1]
+
+
+
+def test_a_node_watch_that_has_caught_up_stands_in_for_the_live_node_list(api, kubeconfig):
+    """A consistent read costs one item: the collection's version now (limit=1, no resourceVersion); once the
+    node watch has applied an event or bookmark at or past it, its cache is the node list at that moment, and
+    the pass that writes lists no nodes (50 MB at 5,000). A cache that lags never gets there (the test above)."""
+    live_nodes(api, 3)
+    api.bookmark_seconds = 0.1  # progress the watch hears without any node changing
+    proc = loop(kubeconfig, INTERVAL="120")
+    try:
+        wait_until("the first node watch", lambda: [w for w in watches(api) if w.resource == "nodes"], timeout=20)
+        time.sleep(1)
+        started = len(api.requests)
+        break_node(api)
+        wait_until("the pod freed", lambda: not api.objects("pods"), timeout=20)
+    finally:
+        stop(proc)
+    node_lists = [r for r in api.requests[started:] if r.verb == "list" and r.resource == "nodes"]
+    assert node_lists and all(r.query.get("limit") == "1" and "resourceVersion" not in r.query
+                              for r in node_lists), [r.query for r in node_lists]
+
+# --- one pass from a cache frozen in the past: what it reads live, and when ----------------------------------
+
+def frozen_cache(api, settings) -> Callable[[Api], Cached]:
+    """The cluster as a watch cache holding it now would hand it to every later pass: it never moves again."""
+    nodes = tuple(Node.from_json(n) for n in api.objects("nodes"))
+    fences = tuple(Fence.from_json(f) for f in api.objects("networkfences"))
+    return lambda _api: Cached(nodes, fences, (), ())
+
+
+def one_pass(api, kubeconfig, cache, **env: str) -> tuple[int, list]:
+    settings = settings_for(kubeconfig, **env)
+    before = len(api.requests)
+    code = runner.run_pass(Api(load_api_client(settings), settings), settings, cache=cache)
+    return code, api.requests[before:]
+
+
+def lists(requests: list, resource: str) -> list:
+    return [r for r in requests if r.verb == "list" and r.resource == resource]
+
+
+def test_a_cached_pass_with_nothing_to_write_reads_nothing_more(api, kubeconfig):
+    """Steady state stays cheap: a tainted node not yet down, judged from the cache, costs its Lease and the
+    clock's cross-check; no list of anything."""
+    live_nodes(api, 3)
+    api.add(fc.node("slow", ready="Unknown", since=1, taints=[fc.SHUTDOWN]))
+    api.add(fc.lease("slow", 100))
+    code, requests = one_pass(api, kubeconfig, frozen_cache(api, settings_for(kubeconfig)))
+    assert code == EXIT_OK
+    assert not [r for r in requests if r.verb == "list"], [(r.verb, r.resource) for r in requests]
+    assert [r.name for r in requests if r.resource == "leases"] == ["slow"]
+
+
+def test_a_cached_plan_that_writes_is_made_again_from_a_consistent_live_read(api, kubeconfig):
+    """The node list (both brakes, MAX_NODES_PER_PASS), the fences and the recovery records are listed at the
+    latest version (no resourceVersion: never the API server's watch cache), the Leases read after them."""
+    fc.outage(api)
+    fencing = {"FENCING": "networkfence", "NETWORK_FENCE_CLASS": "sim", "PASS_TIMEOUT_SECONDS": "3",
+               "REQUEST_TIMEOUT_SECONDS": "2"}
+    _, requests = one_pass(api, kubeconfig, frozen_cache(api, settings_for(kubeconfig, **fencing)), **fencing)
+    for resource in ("nodes", "networkfences", "configmaps"):
+        found = lists(requests, resource)
+        assert len(found) == 1 and "resourceVersion" not in found[0].query, (resource, found)
+    node_list = requests.index(lists(requests, "nodes")[0])
+    assert [r for r in requests[node_list:] if r.resource == "leases" and r.name == "dead"], "Leases after nodes"
+    assert [r for r in api.mutations() if r.resource == "networkfences"], "the live plan still fences"
+
+
+def test_a_cache_that_missed_a_partition_writes_nothing(api, kubeconfig):
+    """The cache saw 1 of 10 nodes not Ready; the server has 7 of 10: the brake holds, judged live."""
+    fc.outage(api, live=9)
+    cache = frozen_cache(api, settings_for(kubeconfig))
+    partition(api, 6)
+    code, _ = one_pass(api, kubeconfig, cache, MAX_UNHEALTHY_FRACTION="0.5")
+    assert code == EXIT_REFUSED
+    assert api.objects("pods") and not [m for m in api.mutations() if m.resource != "events"]
+
+
+
+def test_the_live_read_keeps_the_pods_and_attachments_it_just_read_live(api, kubeconfig):
+    """One VolumeAttachment list a pass (the costliest read of an outage at scale), not two: the live read
+    leads to no node the cached plan did not already read the pods of."""
+    fc.outage(api)
+    _, requests = one_pass(api, kubeconfig, frozen_cache(api, settings_for(kubeconfig)))
+    assert len(lists(requests, "volumeattachments")) == 1 and len(lists(requests, "pods")) == 1
+    assert len(lists(requests, "nodes")) == 1 and not api.objects("pods")
+
+
+def test_the_live_read_reads_the_pods_of_a_node_the_cache_had_not_seen_down(api, kubeconfig):
+    """The cache lags behind a second outage: the live read judges it down too, and reads its pods."""
+    fc.outage(api)
+    api.add(fc.node("late", ready="True", since=3600, taints=[]))
+    api.add(fc.lease("late", 2))
+    cache = frozen_cache(api, settings_for(kubeconfig))
+    fc.dead_node(api, "late")
+    fc.add_volume(api, "data-web-0", attached_to="late")
+    api.add(fc.pod("web-0", "late", claims=["data-web-0"], terminating=True))
+    code, requests = one_pass(api, kubeconfig, cache)
+    assert code == EXIT_OK and not api.objects("pods") and not api.objects("volumeattachments")
+    assert sorted(r.query.get("fieldSelector") for r in lists(requests, "pods")) == \
+        ["spec.nodeName=dead", "spec.nodeName=dead", "spec.nodeName=late"]
+
+# --- item 7: a dead kubelet's last word is no alibi ---------------------------------------------------------
+
+def test_a_pod_its_dead_kubelet_last_reported_ready_is_freed(api, run_pass):
+    """The kubelet posted Ready=False with its pods still Running and Ready (a failed network plugin), the
+    shutdown taint came, then the power went: the node lifecycle controller marks pods NotReady only when a node
+    leaves Ready=True, so the pod still reads Running and Ready. On a proven-down node that is a dead kubelet's
+    last word: its readiness is Unknown now, and it is freed like any stuck pod."""
+    live_nodes(api, 3)
+    fc.dead_node(api, "dead")
+    _pvc, _pv, va = fc.add_volume(api, "data-db-0", attached_to="dead")
+    api.add(fc.pod("db-0", "dead", claims=["data-db-0"], phase="Running", ready="True"))
+    result = run_pass()
+    assert result.code == EXIT_OK
+    assert not api.objects("pods") and not api.objects("volumeattachments"), result.lines("skipped")
+    [deleted] = result.lines("force-deleted pod")
+    assert "NotReady" in deleted["reason"]
+
+
+def test_what_a_dead_kubelet_last_reported_changes_no_other_rule(api, run_pass):
+    """Completed pods stay never deleted; opt-outs, the namespace filters, STUCK_POD_STATES and the volume
+    rules still decide."""
+    live_nodes(api, 3)
+    fc.dead_node(api, "dead")
+    fc.add_volume(api, "data-done-0", attached_to="dead")
+    api.add(fc.pod("done-0", "dead", claims=["data-done-0"], phase="Succeeded", ready="False"))
+    fc.add_volume(api, "data-mine-0", attached_to="dead")
+    api.add(fc.pod("mine-0", "dead", claims=["data-mine-0"], ready="True",
+                   annotations={"rwo-failover.io/opt-out": "true"}))
+    fc.add_volume(api, "shared", modes=("ReadWriteMany",), attached_to="dead")
+    api.add(fc.pod("web-0", "dead", claims=["shared"], ready="True"))
+    fc.add_volume(api, "data-db-0", attached_to="dead")
+    api.add(fc.pod("db-0", "dead", claims=["data-db-0"], ready="True"))
+    result = run_pass(STUCK_POD_STATES="Terminating,Unknown", OUT_OF_SERVICE_TAINT="never")
+    assert {p["metadata"]["name"] for p in api.objects("pods")} == {"done-0", "mine-0", "web-0", "db-0"}
+    reasons = {line["object"]: line["reason"] for line in result.lines("skipped") if line["kind"] == "pod"}
+    assert reasons["default/db-0"].startswith("not stuck"), reasons
+    result = run_pass(OUT_OF_SERVICE_TAINT="never")
+    assert {p["metadata"]["name"] for p in api.objects("pods")} == {"done-0", "mine-0", "web-0"}
+    reasons = {line["object"]: line["reason"] for line in result.lines("skipped") if line["kind"] == "pod"}
+    assert reasons["default/done-0"].startswith("completed") and "opted out" in reasons["default/mine-0"]
+    assert reasons["default/web-0"].startswith("mounts no exclusive volume"), reasons
+
+
+def test_a_change_to_a_pod_on_a_down_node_wakes_a_pass(api, kubeconfig):
+    """Nothing else wakes one: the down node no longer changes. With STUCK_POD_STATES=Terminating a Running pod on
+    it is left alone until something deletes it (the taint manager's eviction, a human); that deletionTimestamp
+    wakes a pass at once, not INTERVAL (120 s) later."""
+    live_nodes(api, 3)
+    fc.dead_node(api, "dead")
+    fc.add_volume(api, "data-db-0", attached_to="dead")
+    api.add(fc.pod("db-0", "dead", claims=["data-db-0"], ready="True"))
+    proc = loop(kubeconfig, INTERVAL="120", STUCK_POD_STATES="Terminating", OUT_OF_SERVICE_TAINT="never")
+    try:
+        wait_until("the first pass", lambda: watches(api), timeout=20)
+        time.sleep(2)
+        assert api.objects("pods"), "not stuck by the settings: left alone"
+        api.add(fc.pod("db-0", "dead", claims=["data-db-0"], ready="True", terminating=True))
+        marked = time.monotonic()
+        wait_until("the pod freed", lambda: not api.objects("pods"), timeout=15)
+        took = time.monotonic() - marked
+    finally:
+        logs = stop(proc)
+    assert took < 3, f"{took:.1f}s after the pod on the down node changed, with INTERVAL=120"
+    assert [line for line in logs if line["message"] == "pass triggered" and line["trigger"] == "change"
+            and any("pods on dead" in change for change in line["changes"])]
+    pod_watches = [w for w in watches(api) if w.resource == "pods"]
+    assert pod_watches and all(w.query.get("fieldSelector") == "spec.nodeName=dead" for w in pod_watches)
