@@ -63,18 +63,20 @@ class WatchedCluster:
         """Now and then the server's current resourceVersion, which the node cache must reach within
         WATCH_STALE_SECONDS; if it has not, it is listed afresh (the pass would list it anyway)."""
         while not stop.wait(self.settings.watch_stale_seconds / PROBES_PER_GRACE):
+            nodes = self.reflectors[NODES.name]
+            before = nodes.version  # the server's version, read after this, cannot be below it
             try:
                 version = self.new_api().latest_node_version()
-            except (ApiError, OSError) as err:  # a pass reports an API server that does not answer
+            except (ApiError, OSError) as err:  # judged below: progress that stays unknown is no progress
                 log.debug("cannot read the server's resourceVersion", extra={"error": str(err)})
-                continue
+                version = ""
             # Nodes only: the probe is a consistent read of nodes, which on kube-apiserver (consistent reads from
             # its cache, KEP-2340) makes the nodes cache request progress from etcd, so a healthy node watch's
             # next bookmark carries the version. The other collections' caches get no such request: on a quiet
             # collection their bookmarks may advance only with etcd's periodic progress notifications (every
             # 10 minutes by default), so judging them by this version would relist them for nothing.
-            nodes = self.reflectors[NODES.name]
-            nodes.progress.probed(version, nodes.monotonic())
+            if version:
+                nodes.progress.probed(version, nodes.monotonic(), before)
             why = nodes.lagging()
             if why is None or stop.is_set():
                 continue

@@ -67,7 +67,7 @@ class Reflector(Generic[T]):
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
         self.progress = Progress(settings.watch_stale_seconds)
-        self._failing = ""  # the reason the watch is failing, for logging once per change of state
+        self._failing, self._began = "", float("inf")  # why it fails, logged once per change; when this watch began
 
     # --- what a pass reads -----------------------------------------------------------------------------
     def age(self) -> Optional[float]:
@@ -105,8 +105,7 @@ class Reflector(Generic[T]):
         return True
 
     def current(self, api: Api) -> tuple[Union[T, Unreadable], ...]:
-        """The items (and Unreadables), listed afresh first (with the pass's own Api) when the cache is empty
-        or behind."""
+        """The items (and Unreadables), listed afresh first (by the pass's Api) when the cache is empty or behind."""
         if self.stale():
             self.relist("initial" if self.listed_at is None else "no_progress" if self.lagging() else "stale", api)
         with self._lock:
@@ -140,7 +139,7 @@ class Reflector(Generic[T]):
 
     def _run(self, stop: threading.Event) -> None:
         """Rounds of list-and-watch, every failure behind one back-off gate (backoff.py)."""
-        gate, relist = Backoff(), ""
+        gate, relist, self._failing = Backoff(), "", ""  # a new thread logs its first failure
         while not stop.is_set():
             self.alive_at = self.monotonic()
             if self.listed_at is None:  # the first list is the first pass's (`current`): one list, not two
@@ -156,11 +155,13 @@ class Reflector(Generic[T]):
                                                           "failures": gate.healthy()})
                 continue
             reason, detail, relist = outcome
+            if not relist and self.monotonic() - self._began >= SHORT_WATCH_SECONDS:
+                gate.healthy()  # it ran well, then was cut (a proxy ending long connections): not a failure in a row
             if self.metrics:
                 self.metrics.watch_restarted(self.source.name, reason)
             wait = gate.failed()
             # Once per change of state (healthy to failing, or another reason), never once per retry.
-            if gate.failures == 1 or reason != self._failing:
+            if reason != self._failing:  # "" after a healthy watch
                 log.warning("watch failing; backing off", extra={
                     "resource": self.source.name, "reason": reason, "error": detail,
                     "resource_version": self.version, "retry_in_seconds": round(wait, 1)})
@@ -170,16 +171,17 @@ class Reflector(Generic[T]):
     def _round(self, stop: threading.Event, relist: str) -> Union[None, bool, tuple[str, str, str]]:
         """A list if one is due, then one watch: True when the watch was healthy, None when we cut it, or the
         failure (reason, detail, the reason to list again before the next watch, "" to resume)."""
+        self._began = float("inf")
         try:
             if relist:  # as client-go's reflector: after a watch error, list again, never resume blind
                 self.relist(relist)
             if self.monotonic() - (self.listed_at or 0.0) >= self.settings.relist_seconds:
                 self.relist("periodic")
-            began, generation = self.monotonic(), self._generation
+            self._began, generation = self.monotonic(), self._generation
             self._watch_once(stop)
             if generation != self._generation:
                 return None
-            took = self.monotonic() - began
+            took = self.monotonic() - self._began
             if took < SHORT_WATCH_SECONDS:
                 return "short", f"the watch ended after {took:.2f}s", ""
             self._failing = ""
@@ -266,12 +268,13 @@ class Reflector(Generic[T]):
         with self._list_lock:
             if reason in ("initial", "stale", "no_progress") and not self.stale():
                 return  # another thread listed while this one waited
-            api = api or self.new_api()
+            api, started = api or self.new_api(), self.monotonic()
             fresh = dict(self.source.list(api, self.settings, reason != "initial", self._read))
             with self._lock:
                 old, self.items = self.items, fresh
                 self.version, self._generation = api.listed_version, self._generation + 1
                 self.listed_at = self.heard_at = self.monotonic()
+                self.progress.listed(started)
             self._interrupt()  # the running stream is from before this list: it must not apply anything more
         with self._moved:  # a list made now holds "now" for reached()
             self._moved.notify_all()

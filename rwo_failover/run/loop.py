@@ -249,14 +249,14 @@ def _wait_for_reason(flag: StopFlag, trigger: Trigger, last: Optional[float], wa
                 return "interval"
         due = max(gap_over, min(last + interval, wake if wake is not None else float("inf")))
         settles = trigger.settles_at()
-        if settles is None and now >= gap_over:
-            # Nothing pending: woken by the first change at once. (A signal handler cannot set the event, it
-            # takes no lock: every half second at most, to notice a stop request or lost leadership.)
+        if settles is None:
+            # Nothing pending: woken by the first change at once, in the gap after a pass too (a whole slice
+            # asleep there took up a change 0.3 s late). (A signal handler cannot set the event, it takes no
+            # lock: every half second at most, to notice a stop request or lost leadership.)
             trigger.fired.wait(max(0.0, min(due - now, STOP_CHECK_SECONDS)))
         else:
-            # A burst settling, or the gap after a pass: a change now can only postpone the pass, so sleep to
-            # the moment it may be due instead of waking at each change (a flapping taint spun a core).
-            if settles is not None:
-                due = min(due, max(settles, gap_over))
+            # A burst settling: a change now can only postpone the pass, so sleep to the moment it may be due
+            # instead of waking at each change (a flapping taint spun a core).
+            due = min(due, max(settles, gap_over))
             time.sleep(max(0.0, min(due - now, STOP_CHECK_SECONDS)))
     return None
