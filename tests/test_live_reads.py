@@ -8,6 +8,7 @@ import time
 from typing import Callable
 
 from rwo_failover.kube import Api, load_api_client
+from rwo_failover.kube.cache import WatchedCluster
 from rwo_failover.model import CONTROL_NAME, Cached, Fence, Node
 from rwo_failover.run import runner
 from rwo_failover.run.exitcodes import EXIT_OK, EXIT_REFUSED
@@ -227,3 +228,28 @@ def test_a_change_to_a_pod_on_a_down_node_wakes_a_pass(api, kubeconfig):
             and any("pods on dead" in change for change in line["changes"])]
     pod_watches = [w for w in watches(api) if w.resource == "pods"]
     assert pod_watches and all(w.query.get("fieldSelector") == "spec.nodeName=dead" for w in pod_watches)
+
+
+def test_a_cache_ahead_of_the_server_never_stands_in_for_the_live_node_list(api, kubeconfig):
+    """Found attacking issue 25: after an etcd restore to an earlier revision the server's version is below the
+    cache's, and "the cache has reached the server's version" held at once: the frozen cache answered for the
+    live node list (all 10 Ready) while the server had 7 of 10 NotReady, so both brakes were judged stale."""
+    api.bookmark_seconds = 0.5
+    live_nodes(api, 10)
+    settings = settings_for(kubeconfig, WATCH_STALE_SECONDS="90")
+    client = load_api_client(settings)
+    cluster = WatchedCluster(lambda: Api(client, settings), settings, lambda _why: None)
+    cluster.start()
+    try:
+        cluster.view(Api(client, settings))
+        nodes = cluster.reflectors["nodes"]
+        live_nodes(api, 10)  # heartbeats: the versions move on, and the cache follows
+        wait_until("the cache at the server's version", lambda: nodes.version == str(api.resource_version),
+                   timeout=10)
+        with api.lock:
+            api.resource_version -= 15  # etcd restored from an earlier snapshot
+        for i in range(7):
+            fc.dead_node(api, f"w{i}")
+        assert cluster.nodes_now(Api(client, settings)) is None, "the pass must list the nodes itself"
+    finally:
+        cluster.stop()

@@ -15,6 +15,7 @@ from ..settings import Settings
 from .api import Api
 from .errors import ApiError
 from .pod_watch import DownNodePods
+from .progress import at_or_past
 from .reflector import Reflector
 from .sources import CONTROL, FENCES, NODES, RECOVERY_RECORDS
 
@@ -110,9 +111,13 @@ class WatchedCluster:
         """The nodes as of a consistent read made now, from the cache: the collection's latest version (a
         one-item quorum list), once the node watch has applied an event or bookmark at or past it (within
         CAUGHT_UP_SECONDS); None when it has not, and the caller lists. kube-apiserver serves consistent lists
-        from its watch cache the same way (KEP-2340)."""
+        from its watch cache the same way (KEP-2340). A server whose version is below the cache's (etcd restored
+        to an earlier revision) has a history the cache is not part of: None, and the caller lists."""
         reflector = self.reflectors["nodes"]
+        before = reflector.version  # read before the probe is sent: the probe's version must not be below it
         version = api.latest_node_version()
+        if not at_or_past(version, before):
+            return None
         return reflector.current(api) if reflector.reached(version, CAUGHT_UP_SECONDS) else None
 
     def stuck(self) -> Optional[str]:
