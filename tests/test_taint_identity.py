@@ -9,24 +9,10 @@ from rwo_testkit import fake_cluster as fc
 from rwo_failover.run.exitcodes import EXIT_OK
 from rwo_failover.model import OOS_ANNOTATION, OUT_OF_SERVICE_KEY as OOS_KEY
 
+from test_out_of_service import cluster, oos_taints, stuck  # noqa: F401 - cluster is a fixture
+
 OURS = ("rwo-failover.io/out-of-service-added-at", "rwo-failover.io/out-of-service-applied-by",
         "rwo-failover.io/taint-node-uid", "rwo-failover.io/taint-boot-id", "rwo-failover.io/taint-addresses")
-
-
-@pytest.fixture
-def cluster(api):
-    for i in range(4):
-        fc.live_node(api, f"w{i}")
-    return api
-
-
-def stuck(api, node: str, name: str = "db-0") -> None:
-    fc.add_volume(api, f"data-{name}", attached_to=node)
-    api.add(fc.pod(name, node, claims=[f"data-{name}"], terminating=True))
-
-
-def oos_taints(api, node: str) -> list[dict]:
-    return [t for t in api.get("nodes", node)["spec"].get("taints") or () if t["key"] == OOS_KEY]
 
 
 def node_patches(requests) -> list:
