@@ -30,7 +30,7 @@ from rwo_failover.run.cli import main
 from rwo_failover.act.events import NotOurs, bump_of
 from rwo_failover.run.exitcodes import EXIT_CRASH
 from rwo_failover.act.fence_webhook import judge_answer
-from rwo_failover.model import (OOS_ANNOTATION, OPT_OUT_ANNOTATION, OUT_OF_SERVICE_KEY, RECOVERY_ANNOTATION,
+from rwo_failover.model import (OOS_ANNOTATION, TAINT_ANNOTATIONS, OPT_OUT_ANNOTATION, OUT_OF_SERVICE_KEY, RECOVERY_ANNOTATION,
                                 RECOVERY_LABEL, Attachment, BadObject, Claim, Fence, Lease, Node, Pod, Undecodable,
                                 Volume)
 from rwo_failover.planner.recovery import Record
@@ -317,7 +317,8 @@ def allowed_write(req, allowed: Allowed) -> bool:
         meta = dict(req.body["metadata"])
         meta.pop("resourceVersion", None)
         if req.body.keys() == {"metadata"}:
-            return meta == {"annotations": {OOS_ANNOTATION: None}}
+            # our whole taint record goes with it (issue 27): every key of ours, and nothing else
+            return meta == {"annotations": dict.fromkeys(TAINT_ANNOTATIONS)}
         taints = {t.get("key") for t in req.body.get("spec", {}).get("taints", [])}
         return req.name in allowed.taints and OUT_OF_SERVICE_KEY in taints
     return False
