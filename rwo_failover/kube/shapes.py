@@ -16,9 +16,12 @@ and the page cap; nested past what msgspec decodes, it goes to decode's depth-bo
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Annotated, Any, Optional
 
 import msgspec
+
+
+MAX_MANAGERS = 256  # managedFields entries of a pod kept; real pods have a handful
 
 
 class Shape(msgspec.Struct, omit_defaults=True):
@@ -114,6 +117,10 @@ class PodMeta(Meta):
     annotations: Any = None
     ownerReferences: Optional[list[OwnerReference]] = None
     deletionTimestamp: Any = None
+    # Only each entry's time and subresource (model.Pod.status_stamp). A tenant may write this list itself:
+    # more entries than any pod's writers make (one per manager, operation and subresource) is one unreadable
+    # pod, not MAX_MANAGERS times a page of Stamps built.
+    managedFields: Optional[Annotated[list[Stamp], msgspec.Meta(max_length=MAX_MANAGERS)]] = None
 
 
 class ClaimSource(Shape):
@@ -182,6 +189,7 @@ class Volume(Shape):
 # --- VolumeAttachment ----------------------------------------------------------------------------------
 class AttachmentMeta(Meta):
     deletionTimestamp: Any = None
+    creationTimestamp: Any = None  # server-stamped: made while its node was alive or not (planner/evidence.py)
 
 
 class AttachmentSource(Shape):

@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Mapping, Optional
 
-from .fields import Json, bool_at, items_at, obj_at, opted_out, ready_condition, strings_at, text_at, time_at, typed_at
+from .fields import (Json, bool_at, items_at, obj_at, opted_out, ready_condition, server_times, strings_at, text_at,
+                     time_at, typed_at)
 from .names import MIRROR_ANNOTATION
 
 
@@ -27,6 +28,10 @@ class Pod:
     claims: tuple[str, ...] = ()  # PVC names, generic ephemeral ones included
     ready_since: Optional[datetime] = None  # the Ready condition's lastTransitionTime
     controller_name: str = ""
+    # The earliest of the status writers' last writes (managedFields, subresource "status"), on the server's
+    # clock. Only the kubelet and controllers write a pod's status, never its tenant: one before its node's last
+    # sign of life means the kubelet ran it there (planner/evidence.py).
+    status_stamp: Optional[datetime] = None
 
     @property
     def key(self) -> str:
@@ -45,6 +50,7 @@ class Pod:
             opted_out=opted_out(meta), deleting=time_at(meta, "deletionTimestamp") is not None,
             phase=typed_at(status, "phase", str, "a string"), reason=typed_at(status, "reason", str, "a string"),
             ready=ready, claims=_claim_names(text_at(meta, "name"), items_at(spec, "volumes")), ready_since=ready_since,
+            status_stamp=min(server_times(meta, "status"), default=None),
         )
 
 
