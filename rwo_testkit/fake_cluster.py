@@ -113,21 +113,16 @@ def lease(node_name: str, renewed_ago: Optional[float], duration: Optional[int] 
 def pod(name: str, node_name: str, namespace: str = "default", claims: Iterable[str] = (),
         ephemeral: Iterable[str] = (), owner: Optional[str] = "StatefulSet", terminating: bool = False,
         phase: str = "Running", ready: str = "False", reason: Optional[str] = None,
-        labels: Optional[dict] = None, annotations: Optional[dict] = None,
-        kubelet_wrote: Optional[float] = 7200) -> dict:
-    """A pod whose kubelet last wrote its status `kubelet_wrote` seconds ago by the server's clock (its
-    managedFields entry): by default when it started, long before any node the tests stop. None: no kubelet
-    ever wrote it (a tenant's pod bound to a node that was already down)."""
+        labels: Optional[dict] = None, annotations: Optional[dict] = None, kubelet_ran: bool = True) -> dict:
+    """A pod; by default its kubelet ran it (status.startTime and the rest, which only the kubelet writes).
+    `kubelet_ran=False`: a pod bound to a node that was already down, as the API server keeps it (a create
+    resets status: phase Pending, and only what the pod's `phase` and `reason` say here)."""
     volumes: list[dict] = [{"name": f"vol-{c}", "persistentVolumeClaim": {"claimName": c}} for c in claims]
     volumes += [{"name": v, "ephemeral": {"volumeClaimTemplate": {"spec": {
         "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}}} for v in ephemeral]
     volumes.append({"name": "kube-api-access", "projected": {"sources": [{"serviceAccountToken": {"path": "token"}}]}})
     meta: dict[str, Any] = {"name": name, "namespace": namespace, "labels": labels or {"app": name.rsplit("-", 1)[0]},
                             "annotations": annotations or {}}
-    meta["managedFields"] = [entry("kube-controller-manager" if owner else "kubectl-create",
-                                   stamp(7260 if kubelet_wrote is not None else 0))]
-    if kubelet_wrote is not None:
-        meta["managedFields"].append(entry("kubelet", stamp(kubelet_wrote), "status"))
     if owner:
         meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": owner, "name": name.rsplit("-", 1)[0],
                                     "uid": _hex(name, 32), "controller": True, "blockOwnerDeletion": True}]
@@ -141,6 +136,8 @@ def pod(name: str, node_name: str, namespace: str = "default", claims: Iterable[
         "containerStatuses": [{"name": "main", "ready": ready == "True", "restartCount": 0,
                                "image": "registry.example.com/team/app:v1", "imageID": "sha256:" + _hex(name, 64),
                                "state": {"running": {"startedAt": stamp(7200)}}}]}
+    if not kubelet_ran:
+        status = {"phase": phase, "qosClass": "Burstable"}
     if reason:
         status["reason"] = reason
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta,

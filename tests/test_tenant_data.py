@@ -18,6 +18,7 @@ import time
 import pytest
 
 from rwo_testkit import fake_cluster as fc
+from rwo_testkit.managed_fields import entry
 from rwo_failover.run.exitcodes import EXIT_OK, EXIT_REFUSED
 
 from helpers import recovery_records
@@ -32,7 +33,7 @@ def tenant_pods_on_stopped_nodes(api, nodes=STOPPED, namespace: str = "tenant") 
     for name in nodes:
         fc.dead_node(api, name)
         api.add(fc.pod(f"junk-{name}", name, namespace=namespace, claims=["junk"], owner=None, terminating=True,
-                       phase="Pending", kubelet_wrote=None))
+                       phase="Pending", kubelet_ran=False))
     return [f"{namespace}/junk-{name}" for name in nodes]
 
 
@@ -210,7 +211,7 @@ def tenant_attached_on_stopped_nodes(api, nodes=STOPPED, namespace: str = "tenan
         fc.dead_node(api, name)
         fc.add_volume(api, f"junk-{name}", namespace=namespace, attached_to=name, attached_ago=None)  # now
         pod = fc.pod(f"junk-{name}", name, namespace=namespace, claims=[f"junk-{name}"], owner=None,
-                     kubelet_wrote=None)
+                     kubelet_ran=False)
         pod["spec"]["tolerations"] = [{"operator": "Exists"}]
         pod["status"] = {"phase": "Pending"}
         api.add(pod)
@@ -280,15 +281,19 @@ def test_nfs_nodes_count_toward_the_nodes_brake_too(api, run_pass):
     assert [r for r in api.requests if r.verb == "delete"] == []
 
 
-def test_a_pod_status_written_after_its_node_went_down_is_no_evidence(api, run_pass):
-    """Controllers write a pod's status after its node died too (the taint manager's DisruptionTarget): only a
-    write from before the node's last sign of life counts."""
+def test_a_tenant_pod_with_a_forged_kubelet_status_stamp_is_no_evidence(api, run_pass):
+    """A tenant writes its pod's managedFields itself, times included: on v1.36.2 a create kept an entry
+    {manager: kubelet, subresource: status, time: 2020-01-01} as given, and reset the status it sent. Only a
+    status the kubelet wrote (startTime) counts, so five such pods on stopped NFS nodes count for nothing."""
     fc.outage(api, dead="dead", pods=("db-0",), live=10)
     for i in range(5):
         fc.dead_node(api, f"stopped-{i}")
         fc.add_volume(api, f"web-{i}", namespace="tenant", csi=False)
-        api.add(fc.pod(f"web-{i}", f"stopped-{i}", namespace="tenant", claims=[f"web-{i}"], owner=None,
-                       terminating=True, kubelet_wrote=60))
+        pod = fc.pod(f"web-{i}", f"stopped-{i}", namespace="tenant", claims=[f"web-{i}"], owner=None,
+                     terminating=True, kubelet_ran=False)
+        pod["metadata"]["managedFields"] = [
+            entry("kubelet", "2020-01-01T00:00:00Z", "status"), entry("kubectl-create", fc.stamp(0))]
+        api.add(pod)
 
     result = run_pass()
 

@@ -92,7 +92,7 @@ class Actor:
         self.events.repeated(node, self.node_uids.get(node, ""), "NotCountedByBrakes",
                              f"{len(plan.ignored)} tenant objects on proven-down nodes are not counted toward "
                              "MAX_NODES_PER_PASS or MAX_UNHEALTHY_FRACTION: nothing from before their node went "
-                             "down (a VolumeAttachment made, or a pod status its kubelet wrote, while it was alive) "
+                             "down (a VolumeAttachment made while it was alive, a pod its kubelet ran) "
                              f"ties them to it, and any tenant can make such objects: {listed}")
 
     def record_refusal(self, plan: Plan) -> None:

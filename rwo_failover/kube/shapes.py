@@ -16,12 +16,9 @@ and the page cap; nested past what msgspec decodes, it goes to decode's depth-bo
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Optional
+from typing import Any, Optional
 
 import msgspec
-
-
-MAX_MANAGERS = 256  # managedFields entries of a pod kept; real pods have a handful
 
 
 class Shape(msgspec.Struct, omit_defaults=True):
@@ -117,10 +114,6 @@ class PodMeta(Meta):
     annotations: Any = None
     ownerReferences: Optional[list[OwnerReference]] = None
     deletionTimestamp: Any = None
-    # Only each entry's time and subresource (model.Pod.status_stamp). A tenant may write this list itself:
-    # more entries than any pod's writers make (one per manager, operation and subresource) is one unreadable
-    # pod, not MAX_MANAGERS times a page of Stamps built.
-    managedFields: Optional[Annotated[list[Stamp], msgspec.Meta(max_length=MAX_MANAGERS)]] = None
 
 
 class ClaimSource(Shape):
@@ -140,6 +133,7 @@ class PodSpec(Shape):
 
 class PodStatus(Shape):
     phase: Any = None
+    startTime: Any = None  # the kubelet's alone: it ran the pod (planner/evidence.py)
     reason: Any = None
     conditions: Optional[list[Condition]] = None
 

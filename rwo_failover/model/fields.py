@@ -117,11 +117,6 @@ def server_time(meta: Json, subresource: Optional[str] = None) -> Optional[datet
     something, so it is comparable with the server's Date header, unlike any timestamp a node writes. Whole
     seconds, truncated. None when there is none; BadObject when an entry is not what the server writes.
     `subresource=""` means writes to the object itself, not to a subresource."""
-    return max(server_times(meta, subresource), default=None)
-
-
-def server_times(meta: Json, subresource: Optional[str] = None) -> list[datetime]:
-    """Every manager's last write (to `subresource`, given one) as server_time reads it: one time a manager."""
     found = []
     for entry in items_at(meta, "managedFields"):
         if subresource is not None and text_at(entry, "subresource") != subresource:
@@ -129,7 +124,7 @@ def server_times(meta: Json, subresource: Optional[str] = None) -> list[datetime
         stamped = time_at(entry, "time")
         if stamped is not None:
             found.append(stamped)
-    return found
+    return max(found, default=None)
 
 
 def opted_out(meta: Json) -> bool:

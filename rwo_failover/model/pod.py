@@ -6,8 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Mapping, Optional
 
-from .fields import (Json, bool_at, items_at, obj_at, opted_out, ready_condition, server_times, strings_at, text_at,
-                     time_at, typed_at)
+from .fields import Json, bool_at, items_at, obj_at, opted_out, ready_condition, strings_at, text_at, time_at, typed_at
 from .names import MIRROR_ANNOTATION
 
 
@@ -28,10 +27,11 @@ class Pod:
     claims: tuple[str, ...] = ()  # PVC names, generic ephemeral ones included
     ready_since: Optional[datetime] = None  # the Ready condition's lastTransitionTime
     controller_name: str = ""
-    # The earliest of the status writers' last writes (managedFields, subresource "status"), on the server's
-    # clock. Only the kubelet and controllers write a pod's status, never its tenant: one before its node's last
-    # sign of life means the kubelet ran it there (planner/evidence.py).
-    status_stamp: Optional[datetime] = None
+    # status.startTime: set by the kubelet when it first runs the pod, and by nothing else. A tenant writes no
+    # pod status (a create resets it), and the NodeRestriction admission lets a kubelet write only its own
+    # node's pods: set, the node's own kubelet ran it there, alive (planner/evidence.py). The time is the
+    # kubelet's clock: only whether it is set is judged.
+    started_at: Optional[datetime] = None
 
     @property
     def key(self) -> str:
@@ -50,7 +50,7 @@ class Pod:
             opted_out=opted_out(meta), deleting=time_at(meta, "deletionTimestamp") is not None,
             phase=typed_at(status, "phase", str, "a string"), reason=typed_at(status, "reason", str, "a string"),
             ready=ready, claims=_claim_names(text_at(meta, "name"), items_at(spec, "volumes")), ready_since=ready_since,
-            status_stamp=min(server_times(meta, "status"), default=None),
+            started_at=time_at(status, "startTime"),
         )
 
 

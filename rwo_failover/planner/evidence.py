@@ -12,12 +12,14 @@ proven down all the same): it only does not move the brakes, and one Warning per
 
 But the attach-detach controller attaches a scheduled pod's volumes whatever its node's state: a tenant pod
 bound to a stopped node, tolerating every taint, gets its own claim attached there within a second (measured
-on kube v1.36.2). So evidence counts only when it predates the node's death on the API server's clock: a
-VolumeAttachment created (creationTimestamp, server-stamped) before the node's last sign of life, or a pod
-whose status was written (managedFields, subresource "status") before it; a tenant writes neither a pod's
-status nor that stamp, and nothing it asks for after the node died can be dated before. The kubelet's status
-write also counts a pod on a volume that is never attached (NFS, attachRequired: false), which the attachment
-rule alone left out of every brake.
+on kube v1.36.2). So evidence counts only when it predates the node's death: a VolumeAttachment whose
+creationTimestamp (the API server's stamp) is before the node's last sign of life on the same clock, or a pod
+the node's own kubelet ran (status.startTime set). A tenant writes no pod status (a create resets it; the
+NodeRestriction admission lets a kubelet write only its own node's pods), and a dead kubelet writes nothing,
+so that pod was running there while the node was alive; it also counts a pod on a volume that is never
+attached (NFS, attachRequired: false), which the attachment rule alone left out of every brake. Not a pod's
+managedFields: a tenant writes those itself, times included (on v1.36.2 a create kept a forged `kubelet`
+`status` entry dated 2020).
 """
 
 from __future__ import annotations
@@ -54,11 +56,10 @@ def witnessed(node: Node, snapshot: Snapshot) -> list[Attachment]:
 
 def unproven(node: Node, selected: Sequence[tuple[Pod, list[Claim]]], snapshot: Snapshot) -> tuple[str, ...]:
     """The selected pods tied to `node` only by what their tenant wrote: no exclusive volume of theirs attached
-    there while it was alive, and no status the kubelet wrote before it died."""
-    alive = last_alive(node, snapshot)
+    there while it was alive, and never run by its kubelet."""
     attached = {a.volume for a in witnessed(node, snapshot) if a.volume}
     return tuple(pod.key for pod, claims in selected
-                 if not any(c.volume in attached for c in claims) and not _before(pod.status_stamp, alive))
+                 if not any(c.volume in attached for c in claims) and pod.started_at is None)
 
 
 def unproven_attachments(node: Node, names: Iterable[str], snapshot: Snapshot) -> tuple[str, ...]:

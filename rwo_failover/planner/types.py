@@ -89,8 +89,8 @@ class NodePlan:
     @property
     def counted(self) -> bool:
         """Has work the brakes count, by evidence no tenant can write (planner/evidence.py): an attachment to
-        release made while the node was alive, or a pod whose volume was attached here then, or whose status
-        the kubelet wrote before the node died. The out-of-service taint only ever comes with one of these or
+        release made while the node was alive, or a pod whose volume was attached here then, or that the
+        node's kubelet ran. The out-of-service taint only ever comes with one of these or
         with unproven work, so it adds nothing."""
         return (any(a.name not in self.unproven_attachments for a in self.attachments)
                 or any(p.key not in self.unproven for p in self.pods))
