@@ -113,7 +113,10 @@ def lease(node_name: str, renewed_ago: Optional[float], duration: Optional[int] 
 def pod(name: str, node_name: str, namespace: str = "default", claims: Iterable[str] = (),
         ephemeral: Iterable[str] = (), owner: Optional[str] = "StatefulSet", terminating: bool = False,
         phase: str = "Running", ready: str = "False", reason: Optional[str] = None,
-        labels: Optional[dict] = None, annotations: Optional[dict] = None) -> dict:
+        labels: Optional[dict] = None, annotations: Optional[dict] = None, kubelet_ran: bool = True) -> dict:
+    """A pod; by default its kubelet ran it (status.startTime and the rest, which only the kubelet writes).
+    `kubelet_ran=False`: a pod bound to a node that was already down, as the API server keeps it (a create
+    resets status: phase Pending, and only what the pod's `phase` and `reason` say here)."""
     volumes: list[dict] = [{"name": f"vol-{c}", "persistentVolumeClaim": {"claimName": c}} for c in claims]
     volumes += [{"name": v, "ephemeral": {"volumeClaimTemplate": {"spec": {
         "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}}} for v in ephemeral]
@@ -133,6 +136,8 @@ def pod(name: str, node_name: str, namespace: str = "default", claims: Iterable[
         "containerStatuses": [{"name": "main", "ready": ready == "True", "restartCount": 0,
                                "image": "registry.example.com/team/app:v1", "imageID": "sha256:" + _hex(name, 64),
                                "state": {"running": {"startedAt": stamp(7200)}}}]}
+    if not kubelet_ran:
+        status = {"phase": phase, "qosClass": "Burstable"}
     if reason:
         status["reason"] = reason
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
@@ -166,9 +171,17 @@ def volume(name: str, claim_name: str, namespace: str = "default", modes: Sequen
             "status": {"phase": "Bound"}}
 
 
-def attachment(pv_name: str, node_name: str, attached: bool = True) -> dict:
+ATTACHED_AGO = 7 * 86400  # attachments are made by default while their node was alive, before any test stops it
+
+
+def attachment(pv_name: str, node_name: str, attached: bool = True,
+               created_ago: Optional[float] = ATTACHED_AGO) -> dict:
+    """A VolumeAttachment the server created `created_ago` seconds ago (None: when it is added, now)."""
+    meta = {"name": "csi-" + _hex(pv_name + node_name, 64)}
+    if created_ago is not None:
+        meta["creationTimestamp"] = stamp(created_ago)
     return {"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment",
-            "metadata": {"name": "csi-" + _hex(pv_name + node_name, 64)},
+            "metadata": meta,
             "spec": {"attacher": "ebs.csi.aws.com", "nodeName": node_name,
                      "source": {"persistentVolumeName": pv_name}},
             "status": {"attached": attached}}
@@ -176,12 +189,14 @@ def attachment(pv_name: str, node_name: str, attached: bool = True) -> dict:
 
 def add_volume(api: FakeApiServer, claim_name: str, namespace: str = "default",
                modes: Sequence[str] = ("ReadWriteOnce",), attached_to: Optional[str] = None, csi: bool = True,
-               annotations: Optional[dict] = None) -> tuple[dict, dict, Optional[dict]]:
-    """A bound PVC, its PV, and (for CSI volumes on a node) its VolumeAttachment."""
+               annotations: Optional[dict] = None,
+               attached_ago: Optional[float] = ATTACHED_AGO) -> tuple[dict, dict, Optional[dict]]:
+    """A bound PVC, its PV, and (for CSI volumes on a node) its VolumeAttachment, made `attached_ago` seconds
+    ago (None: now)."""
     pv_name = f"pv-{namespace}-{claim_name}"
     pvc = api.add(claim(claim_name, namespace, modes, pv_name, annotations))
     pv = api.add(volume(pv_name, claim_name, namespace, modes, csi, claim_uid=pvc["metadata"]["uid"]))
-    va = api.add(attachment(pv_name, attached_to)) if attached_to and csi else None
+    va = api.add(attachment(pv_name, attached_to, created_ago=attached_ago)) if attached_to and csi else None
     return pvc, pv, va
 
 
@@ -214,7 +229,7 @@ def mark_ours(node_obj: dict, added_at: str = "2026-11-21T10:00:00Z", boot_id: O
 def inline_attachment(node_name: str) -> dict:
     """A CSI-migration attachment: an in-tree volume spec inline, no PV name."""
     return {"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment",
-            "metadata": {"name": "csi-" + _hex("inline" + node_name, 64)},
+            "metadata": {"name": "csi-" + _hex("inline" + node_name, 64), "creationTimestamp": stamp(ATTACHED_AGO)},
             "spec": {"attacher": "ebs.csi.aws.com", "nodeName": node_name,
                      "source": {"inlineVolumeSpec": {"csi": {"driver": "ebs.csi.aws.com", "volumeHandle": "vol-1"},
                                                      "accessModes": ["ReadWriteOnce"]}}},

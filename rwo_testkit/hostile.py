@@ -213,7 +213,7 @@ def tenant_pod(draw: Callable, name: str, node: str, namespace: str, claim: str)
     labels and finalizers, deleted (Terminating) or not."""
     pod = fc.pod(name, node, namespace=namespace, claims=[claim], owner=None,
                  terminating=draw(st.booleans()), phase=draw(st.sampled_from(["Pending", "Running", "Unknown"])),
-                 labels=draw(labels))
+                 labels=draw(labels), kubelet_ran=False)  # made after its node went down: no kubelet ran it
     if draw(st.booleans()):
         pod["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": draw(owner_kinds),
                                                "name": draw(owner_names), "uid": "u-" + name,

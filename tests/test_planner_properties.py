@@ -99,7 +99,8 @@ def pod_on(draw, i: int, nodes: list[str], claims: dict) -> Pod:
         draw(st.sampled_from([False] * 7 + [True])), draw(st.sampled_from([False] * 7 + [True])),
         draw(st.booleans()), draw(st.sampled_from(["Running", "Unknown", "Pending", "Failed"])),
         draw(st.sampled_from([None, "NodeLost"])), draw(st.sampled_from(["True", "False", "Unknown", None])),
-        tuple(draw(st.lists(st.sampled_from(own), min_size=1, max_size=3, unique=True))))
+        tuple(draw(st.lists(st.sampled_from(own), min_size=1, max_size=3, unique=True))),
+        started_at=draw(st.sampled_from([ago(7200)] * 3 + [None])))  # None: no kubelet ever ran it
 
 
 MODE_SETS = [{"ReadWriteOnce"}, {"ReadWriteOnce"}, {"ReadWriteOncePod"}, {"ReadWriteOnce", "ReadWriteMany"},
@@ -130,7 +131,9 @@ def snapshots(draw):
     volumes = sorted({c.volume for c in claims.values() if c.volume}) + ["pv-unrelated"]
     placed = [(node, pv) for pv in volumes
               for node in draw(st.lists(st.sampled_from(names), max_size=2, unique=True))]
-    atts = {f"va-{i}": Attachment(f"va-{i}", node, pv, deleting=draw(st.sampled_from([False] * 5 + [True])))
+    # Mostly made long before any node went down; sometimes now, after (a tenant's pod had it made).
+    atts = {f"va-{i}": Attachment(f"va-{i}", node, pv, deleting=draw(st.sampled_from([False] * 5 + [True])),
+                                  created_at=draw(st.sampled_from([ago(30 * 86400)] * 4 + [NOW])))
             for i, (node, pv) in enumerate(placed)}
     version = draw(st.sampled_from([None, (1, 27), (1, 28), (1, 36)]))
     return Snapshot(NOW, nodes, leases, tuple(pods.values()), claims, tuple(atts.values()), pvs, version)

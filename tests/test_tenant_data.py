@@ -18,6 +18,7 @@ import time
 import pytest
 
 from rwo_testkit import fake_cluster as fc
+from rwo_testkit.managed_fields import entry
 from rwo_failover.run.exitcodes import EXIT_OK, EXIT_REFUSED
 
 from helpers import recovery_records
@@ -32,7 +33,7 @@ def tenant_pods_on_stopped_nodes(api, nodes=STOPPED, namespace: str = "tenant") 
     for name in nodes:
         fc.dead_node(api, name)
         api.add(fc.pod(f"junk-{name}", name, namespace=namespace, claims=["junk"], owner=None, terminating=True,
-                       phase="Pending"))
+                       phase="Pending", kubelet_ran=False))
     return [f"{namespace}/junk-{name}" for name in nodes]
 
 
@@ -208,32 +209,33 @@ def tenant_attached_on_stopped_nodes(api, nodes=STOPPED, namespace: str = "tenan
     write' is written by the controller at the tenant's request."""
     for name in nodes:
         fc.dead_node(api, name)
-        fc.add_volume(api, f"junk-{name}", namespace=namespace, attached_to=name)
-        pod = fc.pod(f"junk-{name}", name, namespace=namespace, claims=[f"junk-{name}"], owner=None)
+        fc.add_volume(api, f"junk-{name}", namespace=namespace, attached_to=name, attached_ago=None)  # now
+        pod = fc.pod(f"junk-{name}", name, namespace=namespace, claims=[f"junk-{name}"], owner=None,
+                     kubelet_ran=False)
         pod["spec"]["tolerations"] = [{"operator": "Exists"}]
         pod["status"] = {"phase": "Pending"}
         api.add(pod)
     return [f"{namespace}/junk-{name}" for name in nodes]
 
 
-@pytest.mark.xfail(strict=True, reason="defect: a VolumeAttachment counts as evidence no tenant can forge, but the "
-                   "attach-detach controller creates one for any tenant pod bound to a stopped node (spec.nodeName, "
-                   "tolerating all taints, own RWO claim); five such pods trip MAX_NODES_PER_PASS next to a real "
-                   "outage on every pass. Needs evidence from before the node went down (e.g. the attachment's "
-                   "creationTimestamp, server-stamped, before the node's NotReady), not a small fix")
 def test_tenant_pods_whose_own_claims_the_controller_attached_on_stopped_nodes_never_trip_the_nodes_brake(
         api, run_pass):
+    """The attachments are made after their nodes went down (creationTimestamp, server-stamped, after the
+    Lease's last renewal): released or not, never counted, and named in the Warning."""
     fc.outage(api, dead="dead", pods=("db-0",), live=10)
     tenant_attached_on_stopped_nodes(api)
+    late = {va["metadata"]["name"] for va in api.objects("volumeattachments") if va["spec"]["nodeName"] != "dead"}
 
     result = run_pass()
 
     assert result.code == EXIT_OK, result.summary["refusal"]
     assert api.get("pods", "db-0", "default") is None, "the real outage is failed over"
+    [warning] = ignored_warnings(api)
+    assert warning["message"].startswith("10 tenant objects"), warning["message"]  # 5 pods, 5 attachments
+    assert "pod tenant/junk-stopped-0 on node stopped-0" in warning["message"], warning["message"]
+    assert len(late) == 5 and any(f"volumeattachment {name} on node" in warning["message"] for name in late)
 
 
-@pytest.mark.xfail(strict=True, reason="defect: as above, the same tenant pods put idle stopped nodes back into "
-                   "MAX_UNHEALTHY_FRACTION: 6 of 9 nodes not Ready, refused on every pass")
 def test_tenant_pods_whose_own_claims_the_controller_attached_never_move_the_unhealthy_fraction(api, run_pass):
     fc.outage(api, dead="dead", pods=("db-0",), live=3)
     tenant_attached_on_stopped_nodes(api)
@@ -242,3 +244,60 @@ def test_tenant_pods_whose_own_claims_the_controller_attached_never_move_the_unh
 
     assert result.code == EXIT_OK, result.summary["refusal"]
     assert api.get("pods", "db-0", "default") is None, "the real outage is failed over"
+
+
+# --- the reverse: evidence from before the node went down counts, attached or not ------------------------------
+
+def nfs_outage(api, nodes: int = 6, live: int = 3) -> None:
+    """`nodes` proven-down nodes (wrongly tainted for shutdown, say), each with a StatefulSet pod on an NFS claim
+    (never attached: no VolumeAttachment) whose status the kubelet wrote while the node was alive."""
+    for i in range(live):
+        fc.live_node(api, f"w{i}")
+    for i in range(nodes):
+        fc.dead_node(api, f"nfs-{i}")
+        fc.add_volume(api, f"data-web-{i}", csi=False)
+        api.add(fc.pod(f"web-{i}", f"nfs-{i}", claims=[f"data-web-{i}"], terminating=True))
+
+
+def test_nodes_whose_pods_the_kubelet_ran_count_though_their_volumes_are_never_attached(api, run_pass):
+    """Six wrongly-tainted nodes with NFS pods next to three live ones: the attachment rule alone counted none
+    of them, and all six pods were deleted in one pass. The kubelet's status writes from before each node went
+    down count them again: refused."""
+    nfs_outage(api)
+
+    result = run_pass()
+
+    assert result.code == EXIT_REFUSED, result.summary
+    assert [r for r in api.requests if r.verb == "delete"] == []
+    assert all(api.get("pods", f"web-{i}", "default") for i in range(6))
+
+
+def test_nfs_nodes_count_toward_the_nodes_brake_too(api, run_pass):
+    nfs_outage(api, live=20)
+
+    result = run_pass()
+
+    assert result.code == EXIT_REFUSED and result.summary["brake"] == "nodes-per-pass", result.summary
+    assert [r for r in api.requests if r.verb == "delete"] == []
+
+
+def test_a_tenant_pod_with_a_forged_kubelet_status_stamp_is_no_evidence(api, run_pass):
+    """A tenant writes its pod's managedFields itself, times included: on v1.36.2 a create kept an entry
+    {manager: kubelet, subresource: status, time: 2020-01-01} as given, and reset the status it sent. Only a
+    status the kubelet wrote (startTime) counts, so five such pods on stopped NFS nodes count for nothing."""
+    fc.outage(api, dead="dead", pods=("db-0",), live=10)
+    for i in range(5):
+        fc.dead_node(api, f"stopped-{i}")
+        fc.add_volume(api, f"web-{i}", namespace="tenant", csi=False)
+        pod = fc.pod(f"web-{i}", f"stopped-{i}", namespace="tenant", claims=[f"web-{i}"], owner=None,
+                     terminating=True, kubelet_ran=False)
+        pod["metadata"]["managedFields"] = [
+            entry("kubelet", "2020-01-01T00:00:00Z", "status"), entry("kubectl-create", fc.stamp(0))]
+        api.add(pod)
+
+    result = run_pass()
+
+    assert result.code == EXIT_OK, result.summary["refusal"]
+    assert api.get("pods", "db-0", "default") is None
+    [warning] = ignored_warnings(api)
+    assert all(f"pod tenant/web-{i} on node stopped-{i}" in warning["message"] for i in range(5)), warning["message"]

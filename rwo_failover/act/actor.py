@@ -91,8 +91,9 @@ class Actor:
                     extra={"count": len(plan.ignored), "objects": listed})
         self.events.repeated(node, self.node_uids.get(node, ""), "NotCountedByBrakes",
                              f"{len(plan.ignored)} tenant objects on proven-down nodes are not counted toward "
-                             "MAX_NODES_PER_PASS or MAX_UNHEALTHY_FRACTION: no VolumeAttachment on their node "
-                             f"ties them to it, and any tenant can make such pods: {listed}")
+                             "MAX_NODES_PER_PASS or MAX_UNHEALTHY_FRACTION: nothing from before their node went "
+                             "down (a VolumeAttachment made while it was alive, a pod its kubelet ran) "
+                             f"ties them to it, and any tenant can make such objects: {listed}")
 
     def record_refusal(self, plan: Plan) -> None:
         # One Event per down node that has work, capped, so a mass outage does not become an Event storm;

@@ -133,6 +133,7 @@ class PodSpec(Shape):
 
 class PodStatus(Shape):
     phase: Any = None
+    startTime: Any = None  # the kubelet's alone: it ran the pod (planner/evidence.py)
     reason: Any = None
     conditions: Optional[list[Condition]] = None
 
@@ -182,6 +183,7 @@ class Volume(Shape):
 # --- VolumeAttachment ----------------------------------------------------------------------------------
 class AttachmentMeta(Meta):
     deletionTimestamp: Any = None
+    creationTimestamp: Any = None  # server-stamped: made while its node was alive or not (planner/evidence.py)
 
 
 class AttachmentSource(Shape):

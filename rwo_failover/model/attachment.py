@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Optional
 
 from .fields import Json, bool_at, obj_at, text_at, time_at
 
@@ -17,6 +19,9 @@ class Attachment:
     # status.attached never decides a release (an attachment pins the volume either way); it only tells
     # recovery confirmation that the replacement's volume is really attached.
     attached: bool = False
+    # metadata.creationTimestamp, stamped by the API server: whether it was made while its node was alive
+    # (planner/evidence.py). None only for an object the server did not write.
+    created_at: Optional[datetime] = None
 
     @classmethod
     def from_json(cls, obj: Json) -> "Attachment":
@@ -24,4 +29,4 @@ class Attachment:
         source = obj_at(spec, "source")
         return cls(text_at(meta, "name"), text_at(spec, "nodeName"), text_at(source, "persistentVolumeName"),
                    bool(obj_at(source, "inlineVolumeSpec")), time_at(meta, "deletionTimestamp") is not None,
-                   bool_at(obj_at(obj, "status"), "attached"))
+                   bool_at(obj_at(obj, "status"), "attached"), time_at(meta, "creationTimestamp"))

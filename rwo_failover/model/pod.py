@@ -27,6 +27,11 @@ class Pod:
     claims: tuple[str, ...] = ()  # PVC names, generic ephemeral ones included
     ready_since: Optional[datetime] = None  # the Ready condition's lastTransitionTime
     controller_name: str = ""
+    # status.startTime: set by the kubelet when it first runs the pod, and by nothing else. A tenant writes no
+    # pod status (a create resets it), and the NodeRestriction admission lets a kubelet write only its own
+    # node's pods: set, the node's own kubelet ran it there, alive (planner/evidence.py). The time is the
+    # kubelet's clock: only whether it is set is judged.
+    started_at: Optional[datetime] = None
 
     @property
     def key(self) -> str:
@@ -45,6 +50,7 @@ class Pod:
             opted_out=opted_out(meta), deleting=time_at(meta, "deletionTimestamp") is not None,
             phase=typed_at(status, "phase", str, "a string"), reason=typed_at(status, "reason", str, "a string"),
             ready=ready, claims=_claim_names(text_at(meta, "name"), items_at(spec, "volumes")), ready_since=ready_since,
+            started_at=time_at(status, "startTime"),
         )
 
 

@@ -21,7 +21,7 @@ from ..settings import Settings
 from .attachments import attachments_for
 from .caps import cap_pods
 from .control import pause_reason, storm
-from .evidence import ignored, left_out, unproven
+from .evidence import ignored, left_out, unproven, unproven_attachments
 from .fencing import fence_step, unfence_step, unfence_steps
 from .liveness import judge_liveness, lease_expires_at, lease_fresh
 from .nodes import (
@@ -96,7 +96,8 @@ def _plan_node(verdict: NodeVerdict, node: Node, snapshot: Snapshot, settings: S
     taint_first = wants_out_of_service(snapshot, settings) and blocker is None
     node_plan = NodePlan(verdict, actions, tuple(attachments), add_taint and blocker is None, taint_first=taint_first,
                          lease_seen=lease.version if lease is not None else "", status_seen=node.status_written_at,
-                         unproven=unproven(verdict.node, selected, snapshot))
+                         unproven=unproven(node, selected, snapshot),
+                         unproven_attachments=unproven_attachments(node, (a.name for a in attachments), snapshot))
     if node_plan.has_work:
         step, why = fence_step(node, snapshot, settings)
         seen = snapshot.fences.get(node.name)

@@ -79,6 +79,8 @@ class NodePlan:
     # The pods of `pods` tied to this node by nothing but their spec.nodeName (no volume of theirs attached
     # here): any tenant can make such pods, so they never count toward the brakes (planner/evidence.py).
     unproven: tuple[str, ...] = ()
+    # The `attachments` made after this node died (a tenant's pod can have them made): released, never counted.
+    unproven_attachments: tuple[str, ...] = ()
 
     @property
     def has_work(self) -> bool:
@@ -87,9 +89,11 @@ class NodePlan:
     @property
     def counted(self) -> bool:
         """Has work the brakes count, by evidence no tenant can write (planner/evidence.py): an attachment to
-        release, or a pod whose volume is attached here. The out-of-service taint only ever comes with one of
-        these or an unproven pod, so it adds nothing."""
-        return bool(self.attachments) or any(p.key not in self.unproven for p in self.pods)
+        release made while the node was alive, or a pod whose volume was attached here then, or that the
+        node's kubelet ran. The out-of-service taint only ever comes with one of these or
+        with unproven work, so it adds nothing."""
+        return (any(a.name not in self.unproven_attachments for a in self.attachments)
+                or any(p.key not in self.unproven for p in self.pods))
 
 
 @dataclass(frozen=True)
