@@ -35,7 +35,9 @@ def test_continuous_mode_writes_nothing_through_a_partition_then_frees_the_node_
     log_path = tmp_path / "loop.log"
     out = log_path.open("w")
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(cluster.cp.workdir), "KUBECONFIG": str(sa),
-           "INTERVAL": "120", "METRICS_PORT": "0", **PASS_ENV}
+           "INTERVAL": "120", "METRICS_PORT": "0", **PASS_ENV,
+           # issue 28's storm cool-down holds after the brake let go: 10 s here, so the test sees it hold, then end
+           "STORM_COOLDOWN_SECONDS": "10"}
     proc = subprocess.Popen([sys.executable, str(REPO / "reconcile.py")], cwd=REPO, env=env, stdout=out,
                             stderr=subprocess.STDOUT)
     try:
@@ -68,8 +70,13 @@ def test_continuous_mode_writes_nothing_through_a_partition_then_frees_the_node_
     assert proc.returncode == 0
     refused = [p for p in passes(log_path) if p["brake"] == "unhealthy-fraction"]
     assert refused and all(p["pods_deleted"] == 0 and p["taints_added"] == 0 for p in refused)
+    cooled = [p for p in passes(log_path) if p["brake"] == "storm-cooldown"]
+    assert cooled and all(p["pods_deleted"] == 0 and p["taints_added"] == 0 for p in cooled), \
+        "the first calm moment after the partition released nothing"
+    assert freed >= 9, f"freed {freed:.1f}s after the heal, inside the 10 s cool-down"
     record(f"continuous mode through a partition (4 of 5 nodes silent, one of them shutdown-tainted): "
-           f"{len(refused)} passes refused, nothing written; after the heal the replacement ran {freed:.0f}s later")
+           f"{len(refused)} passes refused, nothing written; after the heal {len(cooled)} passes held by the 10 s storm "
+           f"cool-down, and the replacement ran {freed:.0f}s after the heal")
 
 
 def passes(log_path) -> list[dict]:
