@@ -28,8 +28,15 @@ def micro_stamp(seconds_ago: float, now: Optional[datetime] = None) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+def machine_uuid(name: str) -> str:
+    """The SMBIOS UUID of the machine named `name`, as the kubelet reports it in status.nodeInfo.systemUUID
+    (lowercase, dashed) and as RedfishEmulator's ComputerSystem of that name answers it."""
+    return str(uuid.uuid5(uuid.NAMESPACE_DNS, name))
+
+
 def node(name: str, ready: str = "True", since: float = 3600, taints: Sequence[dict] = (),
-         images: int = 0, clock_offset: float = 0.0, tainted_ago: Optional[float] = None) -> dict:
+         images: int = 0, clock_offset: float = 0.0, tainted_ago: Optional[float] = None,
+         machine: Optional[str] = None) -> dict:
     """A node whose Ready condition became `ready` `since` seconds ago, with its status last written then.
 
     As on a real cluster: Ready=Unknown is the node lifecycle controller's write ("Kubelet stopped posting
@@ -40,7 +47,7 @@ def node(name: str, ready: str = "True", since: float = 3600, taints: Sequence[d
     Taints are written to the node itself (not its status): the server stamps that write too. By default the
     taints were added when Ready last changed (the node lifecycle controller adds its unreachable taint with
     its Ready=Unknown; a cloud's shutdown taint comes once the instance has stopped); `tainted_ago` says
-    otherwise."""
+    otherwise. Its systemUUID is that of the machine named `machine` (by default its own name)."""
     kubelet = lambda ago: stamp(ago - clock_offset)  # noqa: E731 - the kubelet's clock
     controller = ready == "Unknown"
     conditions = [{"type": t, "status": "False", "reason": f"Kubelet{t}", "message": f"kubelet reports {t}",
@@ -75,7 +82,7 @@ def node(name: str, ready: str = "True", since: float = 3600, taints: Sequence[d
                        "nodeInfo": {"kubeletVersion": "v1.36.0", "containerRuntimeVersion": "containerd://2.1.0",
                                     "kernelVersion": "6.8.0", "osImage": "Ubuntu 24.04 LTS",
                                     "architecture": "amd64", "operatingSystem": "linux",
-                                    "machineID": _hex(name, 32), "systemUUID": _hex(name + "u", 32),
+                                    "machineID": _hex(name, 32), "systemUUID": machine_uuid(machine or name),
                                     "bootID": _hex(name + "b", 32), "kubeProxyVersion": "v1.36.0"},
                        "images": [{"names": [f"registry.example.com/team/app-{i}@sha256:{_hex(name + str(i), 64)}",
                                              f"registry.example.com/team/app-{i}:v{i}.2.3"],

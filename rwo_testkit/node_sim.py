@@ -44,6 +44,7 @@ from typing import Optional
 
 import urllib3
 
+from .fake_cluster import machine_uuid
 from .kube import STRATEGIC, Kube, KubeError
 
 DRIVER = "sim.csi.rwo-failover.test"
@@ -226,7 +227,7 @@ class NodeSimulator(Background):
             "volumesInUse": [f"kubernetes.io/csi/{v}" for v in node.in_use],
             "nodeInfo": {"kubeletVersion": "v1.36.2", "architecture": "amd64", "operatingSystem": "linux",
                          "containerRuntimeVersion": "sim://1", "kernelVersion": "6.1", "osImage": "sim",
-                         "kubeProxyVersion": "", "machineID": node.name, "systemUUID": node.name,
+                         "kubeProxyVersion": "", "machineID": node.name, "systemUUID": machine_uuid(node.name),
                          "bootID": node.boot_id}}}, content_type=STRATEGIC)
         node.last_status = time.monotonic()
 

@@ -1,7 +1,8 @@
 """A real Redfish server for the tests: sushy-tools' emulator with its fake driver, HTTPS on 127.0.0.1.
 
 `RedfishEmulator(systems)` starts `python -m sushy_tools.emulator.main` as a subprocess with a config file:
-one fake ComputerSystem per (name, power state), HTTP Basic authentication from a bcrypt htpasswd file, TLS
+one fake ComputerSystem per (name, power state), its UUID the systemUUID of a fixture node of that name
+(fake_cluster.machine_uuid), HTTP Basic authentication from a bcrypt htpasswd file, TLS
 with a certificate from its own CA (control_plane.make_pki). The fake driver applies a ForceOff 1 to 11 s
 after it is accepted, as real hardware takes time. `entry(name)` is a REDFISH_BMC_FILE entry for one
 system; `power(name)` reads the state the emulator holds, the way an operator's tool would.
@@ -24,13 +25,13 @@ import threading
 import time
 import urllib.error
 import urllib.request
-import uuid
 from pathlib import Path
 from typing import Optional
 
 import bcrypt
 
 from .control_plane import make_pki
+from .fake_cluster import machine_uuid
 
 USER, PASSWORD = "bmc-admin", "s3cret-bmc-password"
 
@@ -46,7 +47,7 @@ class RedfishEmulator:
         self.folder = Path(tempfile.mkdtemp(prefix="redfish-"))
         make_pki(self.folder)
         self.ca_file = str(self.folder / "ca.crt")
-        self.ids = {name: str(uuid.uuid5(uuid.NAMESPACE_DNS, name)) for name in systems}
+        self.ids = {name: machine_uuid(name) for name in systems}  # a node of that name's systemUUID
         self.port = _free_port()
         hashed = bcrypt.hashpw(PASSWORD.encode(), bcrypt.gensalt(rounds=4)).decode()
         (self.folder / "htpasswd").write_text(f"{USER}:{hashed}\n")

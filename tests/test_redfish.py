@@ -31,10 +31,12 @@ def bmc():
         yield emulator
 
 
-def silent_node(api, name: str = SILENT, silent_for: float = 30, pods: tuple[str, ...] = ("db-0",)) -> None:
+def silent_node(api, name: str = SILENT, silent_for: float = 30, pods: tuple[str, ...] = ("db-0",),
+                machine: str = "") -> None:
     """A node still Ready=True (the grace has not run out), no taint, its Lease unrenewed `silent_for`
-    seconds, holding a Running, Ready pod with an attached RWO claim: what a power cut looks like at 30 s."""
-    api.add(fc.node(name, ready="True", since=3600))
+    seconds, holding a Running, Ready pod with an attached RWO claim: what a power cut looks like at 30 s.
+    It runs on the emulator's system `machine` (its systemUUID is that system's UUID), by default on its own."""
+    api.add(fc.node(name, ready="True", since=3600, machine=machine or None))
     api.add(fc.lease(name, silent_for))
     for pod in pods:
         fc.add_volume(api, f"data-{pod}", attached_to=name)
@@ -82,7 +84,7 @@ def redfish_pass(run_pass, path: str, **env: str) -> Run:
 
 
 def test_a_bmc_that_answers_off_proves_the_silent_node_down_and_it_is_freed(api, run_pass, tmp_path, bmc):
-    cluster(api)
+    cluster(api, machine="off")
     result = redfish_pass(run_pass, bmc_file(tmp_path, {SILENT: bmc.entry("off")}))
 
     assert result.code == EXIT_OK, result.logs
@@ -92,7 +94,7 @@ def test_a_bmc_that_answers_off_proves_the_silent_node_down_and_it_is_freed(api,
 
 
 def test_a_node_keyed_by_a_label_value(api, run_pass, tmp_path, bmc):
-    cluster(api)
+    cluster(api, machine="off")
     node = api.get("nodes", SILENT)
     node["metadata"]["labels"]["bmc.example.com/name"] = "rack4-u12"
     api.add(node)
@@ -103,7 +105,7 @@ def test_a_node_keyed_by_a_label_value(api, run_pass, tmp_path, bmc):
 
 
 def test_on_with_power_off_disabled_frees_nothing(api, run_pass, tmp_path, bmc):
-    cluster(api)
+    cluster(api, machine="on")
     result = redfish_pass(run_pass, bmc_file(tmp_path, {SILENT: bmc.entry("on")}))
 
     assert result.code == EXIT_FAILED and untouched(api)
@@ -115,7 +117,7 @@ def test_on_with_power_off_disabled_frees_nothing(api, run_pass, tmp_path, bmc):
 
 def test_on_with_power_off_enabled_is_powered_off_then_freed(api, kubeconfig, tmp_path, bmc):
     """Real sleeps: the fake driver applies ForceOff 1 to 11 s after accepting it, and the pass waits."""
-    cluster(api)
+    cluster(api, machine="on-poweroff")
     path = bmc_file(tmp_path, {SILENT: bmc.entry("on-poweroff")})
     environ = {"KUBECONFIG": kubeconfig, "LOG_FORMAT": "json", "PASS_TIMEOUT_SECONDS": "45", "ONCE_WAIT_SECONDS": "0",
                "FENCING": "redfish", "REDFISH_BMC_FILE": path, "REDFISH_POWER_OFF": "true"}

@@ -18,7 +18,7 @@ import pytest
 from rwo_failover.run.exitcodes import EXIT_OK, EXIT_REFUSED
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.redfish_bmc import RedfishEmulator, _RawTLS
-from test_redfish import SILENT, bmc_file, cluster, freed, redfish_pass, untouched
+from test_redfish import SILENT, bmc_file, cluster, freed, no_secret, redfish_pass, refusal, untouched
 
 
 @pytest.fixture(scope="module")
@@ -95,9 +95,10 @@ def test_off_for_another_system_is_not_proof(api, run_pass, tmp_path):
 def test_a_reset_target_of_another_system_is_never_posted(api, run_pass, tmp_path, target):
     """The silent node's system answers On with a Reset target naming another system on the same BMC (a
     chassis manager, a multi-node BMC), plainly or by a way out of its own path: ForceOff must not go there,
-    it would power off another machine."""
+    it would power off another machine. (Its UUID is the node's, written as some BMCs do: upper case, braces.)"""
     cluster(api)
     with _answering({"@odata.id": "/redfish/v1/Systems/1", "Id": "1", "PowerState": "On",
+                     "UUID": "{" + fc.machine_uuid(SILENT).upper() + "}",
                      "Actions": {"#ComputerSystem.Reset": {"target": target}}}) as bmc:
         redfish_pass(run_pass, bmc_file(tmp_path, {SILENT: bmc.entry()}), REDFISH_POWER_OFF="true",
                      REDFISH_OFF_WAIT_SECONDS="1")
@@ -133,10 +134,6 @@ def test_two_nodes_carrying_one_bmc_key_are_not_proven_by_it(api, run_pass, tmp_
     assert "node b" in message, message
 
 
-@pytest.mark.xfail(strict=True, reason="defect, not fixed: the ComputerSystem read is never matched to the node "
-                   "(status.nodeInfo.systemUUID against the system's UUID), so an entry naming another machine's "
-                   "BMC (a node re-registered under the same name on a new machine, a label pointing at another "
-                   "node's key) proves this node down by that machine's Off")
 def test_off_from_a_machine_that_is_not_the_node_is_not_proof(api, run_pass, tmp_path, bmc):
     """Node `silent` was re-registered under the same name on a new machine; the map still names the old
     machine's BMC, which is off for good. The new machine is merely cut off. Its systemUUID is not the
@@ -148,6 +145,57 @@ def test_off_from_a_machine_that_is_not_the_node_is_not_proof(api, run_pass, tmp
 
     assert untouched(api) and not freed(api), "freed on another machine's PowerState Off"
     assert result.code != EXIT_OK
+    assert "UUID is not the node's status.nodeInfo.systemUUID" in refusal(api), refusal(api)
+    no_secret(result, api, bmc.endpoint("off"), bmc.ids["off"])
+
+
+def test_another_machine_that_is_on_is_never_powered_off(api, run_pass, tmp_path, bmc):
+    """The same with the other machine On and REDFISH_POWER_OFF=true: ForceOff would power off a machine
+    that is not the node (and may run someone's workload). It is never posted."""
+    cluster(api)
+    result = redfish_pass(run_pass, bmc_file(tmp_path, {SILENT: bmc.entry("other")}), REDFISH_POWER_OFF="true",
+                          REDFISH_OFF_WAIT_SECONDS="1")
+
+    assert bmc.power("other") == "On", "another machine was powered off"
+    assert untouched(api) and result.code != EXIT_OK
+    assert not [e for e in api.objects("events") if e["reason"] == "NodePoweredOff"]
+    assert "UUID is not the node's status.nodeInfo.systemUUID" in refusal(api), refusal(api)
+
+
+@pytest.mark.parametrize("uuid_of, why", [
+    ("node", "the node reports no usable status.nodeInfo.systemUUID"),
+    ("system", "the BMC's ComputerSystem has no usable UUID"),
+    ("both-zero", "the node reports no usable status.nodeInfo.systemUUID"),  # unset firmware: many machines share it
+])
+def test_a_uuid_missing_on_either_side_is_not_proof(api, run_pass, tmp_path, uuid_of, why):
+    """Off with nothing to match it by (a node object without systemUUID, a BMC without UUID, or the all-zero
+    placeholder on both): whose Off it is cannot be told, so nothing is freed and nothing is powered off."""
+    cluster(api)
+    node, system = api.get("nodes", SILENT), {"@odata.id": "/redfish/v1/Systems/1", "Id": "1", "PowerState": "Off"}
+    if uuid_of == "node":
+        del node["status"]["nodeInfo"]["systemUUID"]
+    if uuid_of != "system":
+        system["UUID"] = fc.machine_uuid(SILENT)
+    if uuid_of == "both-zero":
+        node["status"]["nodeInfo"]["systemUUID"] = system["UUID"] = "00000000-0000-0000-0000-000000000000"
+    api.add(node)
+    with _answering(system) as other:
+        result = redfish_pass(run_pass, bmc_file(tmp_path, {SILENT: other.entry()}))
+
+    assert untouched(api) and not freed(api) and result.code != EXIT_OK
+    assert why in refusal(api), refusal(api)
+
+
+def test_uuids_are_compared_however_written():
+    """The kubelet reports the SMBIOS product_uuid lowercase and dashed; BMCs answer upper case, some in braces."""
+    from rwo_failover.act.redfish import same_uuid
+    kubelet = "4c4c4544-0042-3510-8052-b4c04f4d4e32"
+    for bmc_wrote in ("4C4C4544-0042-3510-8052-B4C04F4D4E32", "{4C4C4544-0042-3510-8052-B4C04F4D4E32}",
+                      "4c4c454400423510 8052b4c04f4d4e32".replace(" ", "")):
+        assert same_uuid(bmc_wrote) == same_uuid(kubelet) != ""
+    for unusable in ("", None, 7, "4c4c4544", "zz4c4544-0042-3510-8052-b4c04f4d4e32",
+                     "FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF"):
+        assert same_uuid(unusable) == ""
 
 
 def test_healthy_opted_out_nodes_do_not_count_as_silent(api, run_pass, tmp_path, bmc):
@@ -155,7 +203,7 @@ def test_healthy_opted_out_nodes_do_not_count_as_silent(api, run_pass, tmp_path,
     "silent" in the brake: 6 opted out (say, the control plane's), 4 live, 1 silent with a volume was refused
     (7 of 11) on every pass. docs/fencing.md says every node's Lease is read."""
     from rwo_failover.model.names import NODE_OPT_OUT_LABEL
-    cluster(api)
+    cluster(api, machine="off")
     for i in range(6):
         fc.live_node(api, f"cp{i}")
         _labelled_with(api, f"cp{i}", NODE_OPT_OUT_LABEL, "true")
@@ -191,7 +239,7 @@ def test_healthy_kubelets_with_long_leases_do_not_trip_the_silent_brake(api, run
     for i in range(4):
         api.add(fc.node(f"w{i}", ready="True", since=86400))
         api.add(fc.lease(f"w{i}", 25, duration=120))
-    api.add(fc.node(SILENT, ready="True", since=3600))
+    api.add(fc.node(SILENT, ready="True", since=3600, machine="off"))
     api.add(fc.lease(SILENT, 40, duration=120))
     fc.add_volume(api, "data-db-0", attached_to=SILENT)
     api.add(fc.pod("db-0", SILENT, claims=["data-db-0"], ready="True"))
@@ -211,7 +259,7 @@ def test_a_node_already_powered_off_and_freed_is_left_out_as_idle(api, run_pass,
     api.add(fc.mark_ours(fc.node("gone", ready="Unknown", since=3600, taints=[fc.our_taint(added)]), added))
     api.add(fc.lease("gone", 3600))
     from test_redfish import silent_node
-    silent_node(api)
+    silent_node(api, machine="off")
     result = redfish_pass(run_pass, bmc_file(tmp_path, {SILENT: bmc.entry("off"), "gone": bmc.entry("off")}))
 
     assert result.code == EXIT_OK, [line.get("message") for line in result.logs if line.get("level") != "INFO"]

@@ -105,7 +105,7 @@ class Fencer:
             bmc = bmc_for(str(self.settings.redfish_bmc_file), key)
         except BmcMapError as err:
             return f"REDFISH_BMC_FILE cannot be used for this node ({err})"
-        state, system, why = redfish.power_state(bmc, self.settings, self.api.remaining)
+        state, system, why = redfish.power_state(bmc, self.settings, self.api.remaining, node.system_uuid)
         if state == "Off":
             return None
         if state is None:
@@ -126,7 +126,7 @@ class Fencer:
                          f"answered PowerState {state}")
         budget = min(self.settings.redfish_off_wait_seconds,
                      self.api.remaining() - self.settings.pass_timeout_seconds * KEEP_FOR_ACTING)
-        off, why = redfish.await_off(bmc, self.settings, self.api.remaining, self.sleep, budget)
+        off, why = redfish.await_off(bmc, self.settings, self.api.remaining, self.sleep, budget, node.system_uuid)
         return None if off else why
 
     def _request(self, node: Node) -> bool:

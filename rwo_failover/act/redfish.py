@@ -13,6 +13,11 @@ the same host. Three calls (GET the system, POST its Reset action, GET it again)
 Here each call ends by min(REQUEST_TIMEOUT_SECONDS, what is left of the pass), status line and headers
 included; a 3xx is never followed; an answer larger than MAX_ANSWER_BYTES is refused; TLS is always verified
 (the entry's CA, or the system's). No message holds the BMC's address, user or password.
+
+Every answer must also be the node's own machine: the ComputerSystem's UUID equal to the node's
+status.nodeInfo.systemUUID (both the SMBIOS UUID), else it proves nothing and nothing is powered off. A node's
+name can be re-registered on a new machine, and a map or label can point at another machine's BMC: neither moves
+the UUID.
 """
 
 from __future__ import annotations
@@ -105,7 +110,33 @@ def _refused(status: int, what: str) -> _Unproven:
     return _Unproven(f"the BMC answered HTTP {status} {what}")
 
 
-def _system(bmc: Bmc, settings: Settings, remaining: Remaining) -> dict:
+def same_uuid(text: object) -> str:
+    """A UUID as 32 lowercase hex digits, however written (the kubelet's lowercase with dashes, a BMC's upper
+    case, braces); "" when it is none, or a placeholder firmware leaves unset (all zeros, all ones) that many
+    machines would share."""
+    if not isinstance(text, str):
+        return ""
+    digits = text.strip().strip("{}").replace("-", "").lower()
+    if len(digits) != 32 or any(c not in "0123456789abcdef" for c in digits) or digits in ("0" * 32, "f" * 32):
+        return ""
+    return digits
+
+
+def _not_the_node(system: dict, system_uuid: str) -> Optional[str]:
+    """Why the ComputerSystem is not the node's machine, or None when its UUID is the node's systemUUID.
+    The UUIDs are not quoted: a BMC's system path often holds its UUID, and no message holds the address."""
+    ours, theirs = same_uuid(system_uuid), same_uuid(system.get("UUID"))
+    if not ours:
+        return "the node reports no usable status.nodeInfo.systemUUID, so no BMC's answer can be matched to it"
+    if not theirs:
+        return "the BMC's ComputerSystem has no usable UUID, so its answer cannot be matched to the node"
+    if ours != theirs:
+        return ("the BMC's ComputerSystem UUID is not the node's status.nodeInfo.systemUUID: another machine "
+                "(the node re-registered on a new one, or the entry names another machine's BMC)")
+    return None
+
+
+def _system(bmc: Bmc, settings: Settings, remaining: Remaining, system_uuid: str) -> dict:
     status, raw = _call(bmc, "GET", bmc.endpoint, None, settings, remaining)
     if status != 200:
         raise _refused(status, "to the power-state read")
@@ -118,6 +149,9 @@ def _system(bmc: Bmc, settings: Settings, remaining: Remaining) -> dict:
     odata_id = system.get("@odata.id")  # iLO writes it with a trailing "/"
     if not isinstance(odata_id, str) or odata_id.rstrip("/") != _path(bmc):  # another machine's answer
         raise _Unproven("the BMC's answer is not the entry's ComputerSystem (its @odata.id is another path)")
+    other = _not_the_node(system, system_uuid)
+    if other:
+        raise _Unproven(f"its BMC answers PowerState {system['PowerState'][:40]}, but {other}")
     return system
 
 
@@ -125,10 +159,12 @@ def _path(bmc: Bmc) -> str:
     return urlsplit(bmc.endpoint).path.rstrip("/")
 
 
-def power_state(bmc: Bmc, settings: Settings, remaining: Remaining) -> tuple[Optional[str], dict, str]:
-    """(PowerState, the ComputerSystem, "") as the BMC answers now; (None, {}, why) when it does not."""
+def power_state(bmc: Bmc, settings: Settings, remaining: Remaining,
+                system_uuid: str) -> tuple[Optional[str], dict, str]:
+    """(PowerState, the ComputerSystem, "") as the BMC answers now for the machine whose SMBIOS UUID is
+    `system_uuid`; (None, {}, why) when it does not, or answers for another machine."""
     try:
-        system = _system(bmc, settings, remaining)
+        system = _system(bmc, settings, remaining, system_uuid)
     except _Unproven as err:
         return None, {}, str(err)
     return system["PowerState"][:40], system, ""
@@ -159,12 +195,12 @@ def force_off(bmc: Bmc, system: dict, settings: Settings, remaining: Remaining) 
 
 
 def await_off(bmc: Bmc, settings: Settings, remaining: Remaining, sleep: Callable[[float], None],
-              budget: float) -> tuple[bool, str]:
+              budget: float, system_uuid: str) -> tuple[bool, str]:
     """Ask every second until the BMC answers Off, for at most `budget` seconds: (True, "") or (False, why)."""
     started, state, why = time.monotonic(), None, "no time left to wait"
     while time.monotonic() - started + 1 <= budget:
         sleep(1.0)
-        state, _, why = power_state(bmc, settings, remaining)
+        state, _, why = power_state(bmc, settings, remaining, system_uuid)
         if state == "Off":
             return True, ""
     waited = time.monotonic() - started

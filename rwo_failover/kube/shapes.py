@@ -73,12 +73,13 @@ class Address(Shape):
 
 class NodeInfo(Shape):
     bootID: Any = None
+    systemUUID: Any = None  # FENCING=redfish matches it to the BMC's ComputerSystem UUID
 
 
 class NodeStatus(Shape):
     conditions: Optional[list[Condition]] = None
     addresses: Optional[list[Address]] = None
-    nodeInfo: Optional[NodeInfo] = None  # only its bootID: the images, versions and the rest are skipped
+    nodeInfo: Optional[NodeInfo] = None  # only bootID and systemUUID: the images, versions and the rest are skipped
 
 
 class Node(Shape):

@@ -88,6 +88,9 @@ class Node:
     boot_id: str = ""  # status.nodeInfo.bootID: the kubelet's boot of the machine; recorded on our fences
     labels: tuple[tuple[str, str], ...] = ()  # sorted (key, value): FENCING=redfish may key its BMC map by one
     taint_record: TaintRecord = TaintRecord()  # our annotations: who added our taint, for which machine
+    # status.nodeInfo.systemUUID: the kubelet's SMBIOS product_uuid, what FENCING=redfish matches to the BMC's
+    # ComputerSystem UUID (a node name can be re-registered on another machine; this cannot).
+    system_uuid: str = ""
 
     def label(self, key: str) -> Optional[str]:
         return dict(self.labels).get(key)
@@ -123,4 +126,5 @@ class Node:
                    strings_at(meta, "labels").get(NODE_OPT_OUT_LABEL, "false") != "false",
                    text_at(obj_at(status, "nodeInfo"), "bootID"),
                    tuple(sorted(strings_at(meta, "labels").items())),
-                   TaintRecord.from_annotations(annotations))
+                   TaintRecord.from_annotations(annotations),
+                   text_at(obj_at(status, "nodeInfo"), "systemUUID"))
