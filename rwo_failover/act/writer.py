@@ -166,13 +166,9 @@ class Writer:
         (DONE, "") when it answered fenced; (FAILED, why) otherwise, recorded as a failure; UNCONFIRMED when
         stopped after an attempt that got no answer (the fencer may have fenced)."""
         what = f"fence webhook for node {node}"
-        if self.dry_run:
-            log.info("dry-run: would call the fence webhook", extra={"node": node})
-            return Result.WOULD, ""
-        stopped = self.stopped()
-        if stopped:
-            self._not_attempted(what, stopped, {"node": node})
-            return Result.NOT_ATTEMPTED, stopped
+        refused = self._outside_call_gate(what, "would call the fence webhook", node)
+        if refused:
+            return refused
         try:
             fenced, why = call(self.stopped)
         except WriteStopped as err:
@@ -186,15 +182,23 @@ class Writer:
         """A BMC's ForceOff is a write too: dry run logs it, the deadline and the guard refuse it. (DONE, "")
         when the BMC accepted it; (FAILED, why) otherwise, for the caller to record with its Warning."""
         what = f"power-off of node {node} through its BMC"
+        refused = self._outside_call_gate(what, "would power off the node through its BMC (Redfish ForceOff)", node)
+        if refused:
+            return refused
+        done, why = call()
+        return (Result.DONE, "") if done else (Result.FAILED, why)
+
+    def _outside_call_gate(self, what: str, would: str, node: str) -> Optional[tuple[Result, str]]:
+        """What a call outside the API server (a fencer, a BMC) comes to before it is made: a dry run only logs
+        it; a write the deadline or the guard refuses is not attempted. None when it may be made."""
         if self.dry_run:
-            log.info("dry-run: would power off the node through its BMC (Redfish ForceOff)", extra={"node": node})
+            log.info(f"dry-run: {would}", extra={"node": node})
             return Result.WOULD, ""
         stopped = self.stopped()
         if stopped:
             self._not_attempted(what, stopped, {"node": node})
             return Result.NOT_ATTEMPTED, stopped
-        done, why = call()
-        return (Result.DONE, "") if done else (Result.FAILED, why)
+        return None
 
     def _not_attempted(self, what: str, why: str, fields: dict) -> None:
         self.outcome.not_attempted.append(f"{what} ({why})")
