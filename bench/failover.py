@@ -17,19 +17,10 @@ is Running and Ready on another node with its volume attached there. Approaches:
 
 The reconciler runs as deployed (rbac.yaml, its ServiceAccount's token). Timing is printed, never asserted.
 
-    .venv/bin/python bench/failover.py --defaults [--runs 1]
+    .venv/bin/python bench/failover.py --defaults [--runs 3]
 
-With upstream defaults instead: node-monitor grace 50 s, the kubelet's 40 s Lease renewed every 10 s, and
-every rwo-failover setting at its default (MIN_NOT_READY_SECONDS=3, FENCED_MIN_NOT_READY_SECONDS=0).
-This is what users get without tuning:
-
-- CronJob mode: `reconcile.py --once` at each wall-clock minute, as the CronJob's "* * * * *" starts a Job
-  (a Job's pod start, a few seconds on a real cluster, is not included);
-- HA continuous mode: `reconcile.py` as deploy/ha runs it (INTERVAL=15, leader election, watching),
-  started before the outage;
-- each without fencing and with FENCING=networkfence (the simulated controller answers in 2 s);
-- each with FENCING=redfish at its defaults: sushy-tools' Redfish emulator as the node's BMC, reporting the
-  power cut as PowerState Off when asked; no shutdown taint is added, the clock runs from power-off.
+With upstream defaults instead, every path in one table from one run, with each phase's timeline:
+bench/defaults.py says how.
 """
 
 from __future__ import annotations
@@ -46,23 +37,20 @@ import time
 from pathlib import Path
 from typing import Callable, Optional
 
+import defaults
+
 from rwo_testkit.control_plane import NODE_MONITOR_GRACE_SECONDS, ControlPlane, find_assets
 from rwo_testkit.e2e import LEASE_SECONDS, OOS_KEY, PASS_ENV, REPO, Cluster, outage
 from rwo_testkit.fence_server import FenceServer
 from rwo_testkit.node_sim import FenceController, NodeSimulator
-from rwo_testkit.redfish_bmc import RedfishEmulator
 
-# With upstream defaults a CronJob pass can come up to a minute after the node is proven down, 115 s or so
-# after power-off: 150 s would count a working failover as stuck.
+# With upstream defaults, doing nothing is watched for 300 s from power-off: past the 300 s taint eviction's
+# start, which on its own never finalizes a StatefulSet pod on a dead node.
 LIMIT_SECONDS, DEFAULTS_LIMIT_SECONDS = 150.0, 300.0
-PASS_LOGS = Path(tempfile.gettempdir()) / "rwo-failover-bench"  # --defaults: each run's passes, <tag>.log
 
 APPROACHES = ("nothing", "out-of-service taint alone", "rwo-failover, direct path",
               "rwo-failover + out-of-service taint", "rwo-failover, continuous mode",
               "rwo-failover + networkfence", "rwo-failover + fence webhook")
-DEFAULT_APPROACHES = ("CronJob mode", "CronJob mode + networkfence", "HA continuous mode",
-                      "HA continuous mode + networkfence", "CronJob mode + redfish", "HA continuous mode + redfish")
-UPSTREAM_GRACE_SECONDS, UPSTREAM_LEASE_SECONDS = 50, 40
 Result = Optional[tuple[float, float]]  # seconds from the shutdown taint, and from power-off
 
 
@@ -131,115 +119,6 @@ def measure_runs(runs: int, approaches: list, results: dict, one: Callable[[str,
             print(f"run {run + 1}: {approach}: {shown}", file=sys.stderr, flush=True)
 
 
-def defaults_run(cluster: Cluster, sa: Path, approach: str, run: int, limit: float) -> Result:
-    """One outage with every setting at its default, in CronJob mode or HA continuous mode."""
-    tag = f"d{DEFAULT_APPROACHES.index(approach)}-{run}"
-    node, namespace = f"victim-{tag}", f"bench-{tag}"
-    cluster.sim.add_node(node)
-    cluster.statefulset(namespace, "db", node_affinity=node)
-    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(cluster.cp.workdir), "KUBECONFIG": str(sa),
-           "LOG_FORMAT": "json"}
-    if "networkfence" in approach:
-        env.update(FENCING="networkfence", NETWORK_FENCE_CLASS="sim-fence")
-    if "redfish" in approach:
-        return redfish_run(cluster, node, namespace, env, approach, tag, limit)
-    loop: Optional[subprocess.Popen] = None
-    last_minute = [int(time.time() // 60)]
-
-    # Every pass's JSON log is kept, so a stuck run can be explained afterwards.
-    PASS_LOGS.mkdir(exist_ok=True)
-    log = open(PASS_LOGS / f"{tag}.log", "a")  # noqa: SIM115 - open for the run; closed by the process's end
-
-    def cron() -> None:  # a Job at each wall-clock minute, as "* * * * *" schedules it
-        minute = int(time.time() // 60)
-        if minute != last_minute[0]:
-            last_minute[0] = minute
-            subprocess.run([sys.executable, str(REPO / "reconcile.py"), "--once"], cwd=REPO, env=env,
-                           stdout=log, stderr=log, timeout=120, check=False)
-    if approach.startswith("HA"):
-        loop = subprocess.Popen([sys.executable, str(REPO / "reconcile.py")], cwd=REPO, stdout=log, stderr=log,
-                                env=dict(env, INTERVAL="15", LEADER_ELECTION="true", METRICS_PORT="0"))
-    return timed_outage(cluster, namespace, node, (lambda: None) if loop else cron, loop, limit)
-
-
-def redfish_run(cluster: Cluster, node: str, namespace: str, env: dict, approach: str, tag: str,
-                limit: float) -> Result:
-    """FENCING=redfish at its defaults (REDFISH_SILENT_SECONDS=20): a power cut its BMC (sushy-tools' emulator)
-    reports Off when asked. No shutdown taint is ever added: the clock runs from power-off alone."""
-    folder = Path(tempfile.mkdtemp(prefix="rwo-bench-bmc-"))
-    with RedfishEmulator({node: "Off"}) as bmc:
-        (folder / "bmc.json").write_text(json.dumps({node: bmc.entry(node)}))
-        env = dict(env, FENCING="redfish", REDFISH_BMC_FILE=str(folder / "bmc.json"))
-        PASS_LOGS.mkdir(exist_ok=True)
-        log = open(PASS_LOGS / f"{tag}.log", "a")  # noqa: SIM115 - open for the run
-        loop = subprocess.Popen([sys.executable, str(REPO / "reconcile.py")], cwd=REPO, stdout=log, stderr=log,
-                                env=dict(env, INTERVAL="15", LEADER_ELECTION="true", METRICS_PORT="0")) \
-            if approach.startswith("HA") else None
-        last_minute = [int(time.time() // 60)]
-
-        def cron() -> None:
-            minute = int(time.time() // 60)
-            if minute != last_minute[0]:
-                last_minute[0] = minute
-                subprocess.run([sys.executable, str(REPO / "reconcile.py"), "--once"], cwd=REPO, env=env,
-                               stdout=log, stderr=log, timeout=120, check=False)
-        try:
-            took = silent_outage(cluster, namespace, node, (lambda: None) if loop else cron, limit)
-        finally:
-            if loop:
-                loop.terminate()
-                loop.wait(timeout=60)
-            cluster.sim.remove_node(node)
-    return None if took is None else (float("nan"), took)
-
-
-def silent_outage(cluster: Cluster, namespace: str, node: str, act: Callable[[], None], limit: float) -> Optional[float]:
-    """Power `node` off and call `act` every second, with no shutdown taint; seconds until the replacement is
-    Running and Ready elsewhere with its volume attached there, or None past `limit`."""
-    old = cluster.running(namespace, "db-0") or {}
-    for _ in range(60):
-        if old:
-            break
-        time.sleep(1)
-        old = cluster.running(namespace, "db-0") or {}
-    pv = f"pv-{namespace}-db"
-    for _ in range(30):
-        if cluster.attached(pv, node):
-            break
-        time.sleep(1)
-    off = time.monotonic()
-    cluster.sim.power_off(node)
-    while time.monotonic() < off + limit:
-        act()
-        new = cluster.running(namespace, "db-0", not_on=node, not_uid=old.get("metadata", {}).get("uid", ""))
-        if new and cluster.attached(pv, new["spec"]["nodeName"]):
-            return time.monotonic() - off
-        time.sleep(1)
-    return None
-
-
-def run_defaults(args: argparse.Namespace) -> int:
-    assets = find_assets(REPO)
-    approaches = [a for a in DEFAULT_APPROACHES if not args.only_defaults or a in args.only_defaults]
-    results: dict[str, list[Result]] = {a: [] for a in approaches}
-    with tempfile.TemporaryDirectory(prefix="rwo-bench-") as tmp, \
-            ControlPlane(assets, Path(tmp), node_monitor_grace=UPSTREAM_GRACE_SECONDS) as cp, \
-            NodeSimulator(cp.kubeconfig, lease_seconds=UPSTREAM_LEASE_SECONDS) as sim, \
-            FenceController(cp.kubeconfig, delay=2.0):
-        cluster = Cluster(cp, sim)
-        sa = prepare(cluster, "deploy/components/networkfence/rbac.yaml", "deploy/ha/leader-election-rbac.yaml")
-        measure_runs(args.runs, approaches, results, lambda approach, run: defaults_run(cluster, sa, approach, run,
-                                                                                       args.limit))
-    print(f"## Upstream defaults: from power-off to the replacement Running and Ready with its volume attached "
-          f"elsewhere ({args.runs} run(s); {time.strftime('%Y-%m-%d')}, {platform.machine()}, {os.cpu_count()} cores)")
-    print(f"Kubernetes v1.36.2 control plane; node-monitor grace {UPSTREAM_GRACE_SECONDS}s; kubelet Lease "
-          f"{UPSTREAM_LEASE_SECONDS}s renewed every {UPSTREAM_LEASE_SECONDS // 4}s; every rwo-failover setting at its "
-          "default.\n")
-    _table(results, args)
-    print(f"\nEach run's pass logs (JSON): {PASS_LOGS}/<d{{approach}}-{{run}}>.log", file=sys.stderr)
-    return 0
-
-
 def _table(results: dict[str, list[Result]], args: argparse.Namespace, by: int = 1) -> None:
     """The Markdown table; its last column lists each run from the taint (by=0) or from power-off (by=1)."""
     print("| Approach | From the shutdown taint (median) | From power-off (median) | Runs, from "
@@ -265,13 +144,13 @@ def main() -> int:
                         f"(default {LIMIT_SECONDS:.0f}; {DEFAULTS_LIMIT_SECONDS:.0f} with --defaults)")
     parser.add_argument("--only", action="append", choices=APPROACHES, help="run only these approaches")
     parser.add_argument("--defaults", action="store_true", help="upstream defaults, CronJob and HA mode")
-    parser.add_argument("--only-defaults", action="append", choices=DEFAULT_APPROACHES,
+    parser.add_argument("--only-defaults", action="append", choices=defaults.APPROACHES,
                         help="with --defaults: run only these")
     args = parser.parse_args()
     if args.limit is None:
         args.limit = DEFAULTS_LIMIT_SECONDS if args.defaults else LIMIT_SECONDS
     if args.defaults:
-        return run_defaults(args)
+        return defaults.run_defaults(args.runs, args.limit, args.only_defaults)
     approaches = args.only or APPROACHES
     assets = find_assets(REPO)
     results: dict[str, list[Result]] = {a: [] for a in approaches}

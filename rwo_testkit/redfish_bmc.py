@@ -83,6 +83,15 @@ class RedfishEmulator:
     def power(self, name: str) -> str:
         return self._get(self.endpoint(name))["PowerState"]
 
+    def force_off(self, name: str) -> None:
+        """Cut the machine's power through its BMC (ComputerSystem.Reset ForceOff), as an outage would."""
+        auth = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
+        request = urllib.request.Request(
+            f"{self.endpoint(name)}/Actions/ComputerSystem.Reset", data=json.dumps({"ResetType": "ForceOff"}).encode(),
+            headers={"Authorization": f"Basic {auth}", "Content-Type": "application/json"}, method="POST")
+        with urllib.request.urlopen(request, context=ssl.create_default_context(cafile=self.ca_file), timeout=5):
+            pass
+
     def __enter__(self) -> "RedfishEmulator":
         log = open(self.folder / "emulator.log", "wb")
         self.process = subprocess.Popen(
