@@ -53,6 +53,11 @@ class Api(Lister):
         return self.call("get", f"leases in {LEASE_NAMESPACE}", "GET",
                          f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases/{node}")
 
+    def list_node_leases(self, convert: Callable[[dict], T]) -> list[T]:
+        """Every node's Lease (one-shot mode's early sign of an outage: planner/quiet.py)."""
+        return self.list_all("leases", f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases",
+                             shapes.Lease, convert, page_factor=SMALL_OBJECT_PAGE_FACTOR)
+
     def list_pods_on(self, node: str, convert: Callable[[dict], T], consistent: bool = False) -> list[T]:
         return self.list_all("pods", "/api/v1/pods", shapes.Pod, convert,
                              query=[("fieldSelector", f"spec.nodeName={node}")], consistent=consistent)

@@ -23,10 +23,13 @@ from ..settings import Settings
 from . import logs
 from .exitcodes import EXIT_OK
 from .metrics import Metrics
+from .quiet_wait import wait_for_taint
 from .runner import run_pass
 
 log = logging.getLogger(logs.LOGGER)
 MAX_PASSES = 3  # a first pass and two waits at most: a run never turns into a loop
+MIN_QUIET_SECONDS = 2.0  # a shorter watch of quiet nodes is not worth listing the Leases for
+QUIET_SLACK_SECONDS = 2.0  # the second pass itself, and the truncated second of the proof's stamp
 WAKE_MARGIN_SECONDS = 0.2  # past the moment, so the verdict has surely changed when the pass judges it
 STOP_CHECK_SECONDS = 0.2  # how soon a stop signal ends the wait
 
@@ -39,13 +42,16 @@ def run_once(new_api: Callable[[], Api], settings: Settings, metrics: Metrics, g
     for number in range(1, MAX_PASSES + 1):
         plans: list[Plan] = []
         code = run_pass(api, settings, metrics=metrics, guard=guard, show=_keep(plans, show))
-        due = _due(plans, api, settings) if code == EXIT_OK and number < MAX_PASSES and guard() is None else None
-        if due is None:
+        if code != EXIT_OK or number == MAX_PASSES or guard() is not None or not plans:
             return code
-        node, wait = due
-        log.info("waiting for a node to be proven down, then passing again", extra={
-            "node": node, "wait_seconds": round(wait, 1), "setting": "ONCE_WAIT_SECONDS"})
-        if not _sleep_unless_stopped(wait, guard):
+        due = _due(plans, api, settings)
+        if due is not None:
+            node, wait = due
+            log.info("waiting for a node to be proven down, then passing again", extra={
+                "node": node, "wait_seconds": round(wait, 1), "setting": "ONCE_WAIT_SECONDS"})
+            if not _sleep_unless_stopped(wait, guard):
+                return code
+        elif number > 1 or not _quiet_node_tainted(api, settings, plans[0], guard):
             return code
         deadline = api.deadline
         api = new_api()
@@ -75,6 +81,22 @@ def _due(plans: list[Plan], api: Api, settings: Settings) -> Optional[tuple[str,
     if not 0 < wait <= settings.once_wait_seconds or api.remaining() - wait < reserve:
         return None
     return node, wait
+
+
+def _quiet_node_tainted(api: Api, settings: Settings, plan: Plan, guard: Guard) -> bool:
+    """Whether a node whose kubelet went quiet got a shutdown taint while the run watched it (run/quiet_wait.py),
+    within ONCE_WAIT_SECONDS and leaving the run time for a second pass, a wait of MIN_NOT_READY_SECONDS for the
+    proof, and a third pass. A dry run, ONCE_WAIT_SECONDS=0 or too little time left: no Lease is even read."""
+    if settings.dry_run or not settings.once_wait_seconds:
+        return False
+    left = api.remaining() - settings.pass_timeout_seconds / 3 - settings.min_not_ready_seconds - QUIET_SLACK_SECONDS
+    budget = min(float(settings.once_wait_seconds), left)
+    if budget < MIN_QUIET_SECONDS:
+        return False
+    node = wait_for_taint(api, settings, plan, budget, guard)
+    if node is not None:
+        log.info("a quiet node carries a shutdown taint now: passing again", extra={"node": node})
+    return node is not None
 
 
 def _seconds_until(moment: datetime, api: Api) -> float:

@@ -1,0 +1,27 @@
+"""One-shot mode's earliest sign of an outage: nodes whose kubelet has missed a Lease renewal.
+
+A CronJob passes once a minute, and the cloud's shutdown taint goes on only at NotReady, the node-monitor
+grace (50 s upstream) after the last heartbeat. A pass that runs before then sees no taint and nothing to
+wait for, and the node waits for the next Job: up to a minute more. A Lease unrenewed past its kubelet's
+renew interval (a quarter of its duration, and 2 s of slack), on the API server's clock, is the first sign a
+pass can read. It proves nothing and nothing is done with it: one-shot mode only watches those nodes for a
+shutdown taint a little longer (run/quiet_wait.py), then passes again and judges everything afresh.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import AbstractSet, Iterable
+
+from ..model import Lease
+from .liveness import STAMP, age
+from .redfish import renews
+
+
+def going_quiet(leases: Iterable[Lease], judged: AbstractSet[str], now: datetime) -> tuple[str, ...]:
+    """The nodes (by Lease name) not `judged` already whose Lease has missed a renewal by `now` (the server's
+    clock). A Lease stamped later than `now` (two clocks disagree) or never stamped is left out: no sign."""
+    found = {lease.node for lease in leases
+             if lease.node not in judged and lease.changed_at is not None and lease.changed_at <= now + STAMP
+             and age(now, lease.changed_at + STAMP) >= renews(lease)}
+    return tuple(sorted(found))

@@ -1,0 +1,66 @@
+"""One-shot mode's wait for a node going quiet: watch it for a shutdown taint, then pass again.
+
+A pass with nothing due (run/once.py) lists the node Leases; when a few nodes not judged yet have missed a
+renewal (planner/quiet.py), the run keeps reading just those nodes and their Leases, once a second, within
+what is left of ONCE_WAIT_SECONDS and its own deadline. The moment one carries a shutdown taint, the run
+passes again and judges everything afresh, live: this wait decides only *when* the next pass runs, never what
+it does. A Lease that changes (a renewal) or a node that is gone ends the wait for that node. More quiet
+nodes than MAX_NODES_PER_PASS (a partition, or the API server's own trouble) are not waited for: no pass
+could act on them anyway. A failed read ends the wait with a warning: the first pass's result stands.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Optional
+
+from ..act.writer import Guard
+from ..kube import Api, ApiError, ServerClockUnknown
+from ..observe.quiet import Now, quiet_node_now, quiet_nodes
+from ..planner import Plan
+from ..settings import Settings
+from . import logs
+
+log = logging.getLogger(logs.LOGGER)
+POLL_SECONDS = 1.0
+STOP_CHECK_SECONDS = 0.2
+
+
+def wait_for_taint(api: Api, settings: Settings, plan: Plan, budget: float, guard: Guard) -> Optional[str]:
+    """A quiet node that now carries a shutdown taint, or None when none did within `budget` seconds."""
+    try:
+        return _wait(api, settings, plan, budget, guard)
+    except (ApiError, ServerClockUnknown) as err:
+        log.warning("stopped watching quiet nodes: a read failed; the next scheduled pass will look again",
+                    extra={"error": str(err), "setting": "ONCE_WAIT_SECONDS"})
+        return None
+
+
+def _wait(api: Api, settings: Settings, plan: Plan, budget: float, guard: Guard) -> Optional[str]:
+    ends = time.monotonic() + budget
+    versions = quiet_nodes(api, {v.node for v in plan.verdicts})
+    if not versions:
+        return None
+    if len(versions) > settings.max_nodes_per_pass:
+        log.info("many kubelets went quiet at once; not waiting for them", extra={
+            "quiet_nodes": len(versions), "max_nodes_per_pass": settings.max_nodes_per_pass})
+        return None
+    log.info("kubelets went quiet: watching them for a shutdown taint, then passing again", extra={
+        "nodes": sorted(versions), "wait_seconds": round(budget, 1), "setting": "ONCE_WAIT_SECONDS"})
+    while versions and _nap(ends, guard):
+        for name in sorted(versions):
+            now = quiet_node_now(api, settings, name, versions[name])
+            if now is Now.TAINTED:
+                return name
+            if now is Now.GONE:
+                del versions[name]  # renewed: alive, or at least no longer quiet
+    return None
+
+
+def _nap(ends: float, guard: Guard) -> bool:
+    """Sleep POLL_SECONDS (in slices, for a stop signal); False once the budget is spent or a stop was asked."""
+    end = min(ends, time.monotonic() + POLL_SECONDS)
+    while (left := end - time.monotonic()) > 0 and guard() is None:
+        time.sleep(min(STOP_CHECK_SECONDS, left))
+    return guard() is None and time.monotonic() < ends
