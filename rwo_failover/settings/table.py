@@ -165,8 +165,9 @@ SPECS: tuple[Spec, ...] = (
          "0, or a number of seconds in (0, 86400]"),
     Spec("ONCE_WAIT_SECONDS", int_in(0, 3600), "30",
          "One pass (a CronJob's): when a node will be proven down within this many seconds, wait for that moment "
-         "and pass again, if PASS_TIMEOUT_SECONDS leaves the second pass a third of itself; 0 never waits, nor "
-         "does a dry run.", "a whole number from 0 to 3600"),
+         "and pass again; with none due, watch nodes whose kubelet missed a Lease renewal this long for a shutdown "
+         "taint, then pass again. Only while PASS_TIMEOUT_SECONDS leaves the next pass a third of itself; 0 never "
+         "waits, nor does a dry run.", "a whole number from 0 to 3600"),
     Spec("WATCH", boolean, "true",
          "Continuous mode: keep nodes (and our NetworkFences and recovery records) current with a watch, "
          "and pass when they change or time alone changes a verdict, at least every INTERVAL; false lists every "
