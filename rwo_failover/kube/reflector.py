@@ -260,7 +260,7 @@ class Reflector(Generic[T]):
         return f"{self.source.name} {key} {kind.lower()}"
 
     def _signature(self, item: Union[T, Unreadable]) -> Hashable:
-        return item if isinstance(item, Unreadable) else self.source.signature(item)
+        return item if isinstance(item, Unreadable) else self.source.signature(item, self.settings)
 
     # --- lists ------------------------------------------------------------------------------------------
     def relist(self, reason: str, api: Optional[Api] = None) -> None:

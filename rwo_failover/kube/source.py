@@ -24,7 +24,7 @@ class Source(Generic[T]):
     list: Callable[[Api, Settings, bool, Callable[[Any], Any]], list]  # (api, settings, consistent, convert)
     watch: Callable[[Api, Settings, str, int, k8s_watch.Watch], Iterator[dict]]
     from_json: Callable[[Any], T]
-    signature: Callable[[T], Hashable]
+    signature: Callable[[T, Settings], Hashable]  # what in an object, under these settings, matters to a pass
     shape: type  # what a pass reads of it (kube/shapes.py): lists and watch events are decoded to it
     absent: Optional[Hashable] = None  # the signature of no object at all, when creating one may change nothing
 
