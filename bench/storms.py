@@ -12,7 +12,10 @@ starts, and after --settle seconds (3) its CPU seconds (utime + stime from /proc
 over --minutes:
 
 - steady: nothing but the status reports;
-- flapping taint: one node's taint added and removed every 0.15 s (a pass about every second);
+- flapping taint: one node's taint added and removed every 0.15 s (an autoscaler's, say: since issue 25 it
+  changes no verdict and starts no pass);
+- flapping shutdown taint: the same with the cloud's shutdown taint on that live node (a pass about every
+  second, each finding it split-brain while it carries the taint);
 - clean-closing watches: every node watch answered with an empty 200 (the fixture's "watch-empty" fault);
 - 410 storm: every node watch answered 410 Gone ("watch-gone"): list, watch, 410, list...
 
@@ -42,15 +45,16 @@ from rwo_testkit.fake_apiserver import FakeApiServer, Fault  # noqa: E402
 
 FLAP_SECONDS = 0.15
 FLAP_TAINT = {"key": "example.com/flapping", "effect": "NoSchedule"}
+SHUTDOWN_TAINT = {"key": "node.cloudprovider.kubernetes.io/shutdown", "effect": "NoSchedule"}
 
 
-def flapping(api: FakeApiServer, name: str, done: threading.Event) -> None:
+def flapping(api: FakeApiServer, name: str, done: threading.Event, taint: dict) -> None:
     tainted = False
     while not done.wait(FLAP_SECONDS):
         with api.lock:
             node = json.loads(api.store["nodes"][name])
         tainted = not tainted
-        node["spec"]["taints"] = [FLAP_TAINT] if tainted else []
+        node["spec"]["taints"] = [taint] if tainted else []
         api.add(node)
 
 
@@ -93,9 +97,11 @@ def main() -> int:
         kubelets.start()
         done = threading.Event()
 
-        def flap() -> None:
-            done.clear()
-            threading.Thread(target=flapping, args=(api, "node-00001", done), daemon=True).start()
+        def flap(taint: dict) -> Callable[[], None]:
+            def begin() -> None:
+                done.clear()
+                threading.Thread(target=flapping, args=(api, "node-00001", done, taint), daemon=True).start()
+            return begin
 
         def fault(kind: str) -> Callable[[], None]:
             def begin() -> None:
@@ -103,7 +109,8 @@ def main() -> int:
                 api.drop_watches()
             return begin
         scenarios = [("steady", lambda: None, lambda: None),
-                     ("flapping taint (0.15 s)", flap, done.set),
+                     ("flapping taint (0.15 s)", flap(FLAP_TAINT), done.set),
+                     ("flapping shutdown taint", flap(SHUTDOWN_TAINT), done.set),
                      ("clean-closing watches", fault("watch-empty"), api.clear_faults),
                      ("410 storm", fault("watch-gone"), api.clear_faults)]
         rows = []
