@@ -104,3 +104,20 @@ def test_slow_reads_never_stretch_the_wait_past_the_time_it_kept_for_the_next_pa
     assert not [line for line in logs if line["message"] == PASSED_AGAIN], \
         "the taint was read only after the budget had ended: no time was left for what it was kept for"
     assert len(passes(logs)) == 1 and code == EXIT_OK
+
+
+def test_a_hanging_read_of_a_quiet_node_ends_the_run_at_once_wait_seconds_not_at_the_pass_deadline(api, kubeconfig):
+    """The API server stops answering reads of the quiet node (an overloaded server in the outage itself). The
+    wait's reads were bounded only by PASS_TIMEOUT_SECONDS (45 s): a run whose pass took a second held its Job
+    to the deadline, so ONCE_WAIT_SECONDS=5 bounded nothing, and with the metrics push the Job neared its
+    activeDeadlineSeconds (55). Each read of the wait is bounded by what is left of its budget."""
+    for i in range(3):
+        fc.live_node(api, f"w{i}")
+    quiet_node(api)
+    api.faults.append(Fault("timeout", verb="get", resource="nodes", name="dead", delay=50.0))
+
+    code, logs, took = one_pass(kubeconfig, ONCE_WAIT_SECONDS="5")
+
+    assert [line for line in logs if line["message"] == QUIET_MESSAGE], "the wait ran"
+    assert code == EXIT_OK and len(passes(logs)) == 1, "the first pass's result stands"
+    assert took < 20, f"the run took {took:.1f} s: its reads outlived ONCE_WAIT_SECONDS=5 by far"

@@ -31,12 +31,18 @@ STOP_CHECK_SECONDS = 0.2
 
 def wait_for_taint(api: Api, settings: Settings, plan: Plan, budget: float, guard: Guard) -> Optional[str]:
     """A quiet node that now carries a shutdown taint, or None when none did within `budget` seconds."""
+    # Every read of the wait (the list, each GET and its retries) ends with the budget, not with the pass
+    # deadline: a server that stops answering must not hold the run to PASS_TIMEOUT_SECONDS.
+    deadline = api.deadline
+    api.deadline = min(deadline, deadline - api.remaining() + budget)
     try:
         return _wait(api, settings, plan, budget, guard)
     except (ApiError, ServerClockUnknown) as err:
         log.warning("stopped watching quiet nodes: a read failed; the next scheduled pass will look again",
                     extra={"error": str(err), "setting": "ONCE_WAIT_SECONDS"})
         return None
+    finally:
+        api.deadline = deadline
 
 
 def _wait(api: Api, settings: Settings, plan: Plan, budget: float, guard: Guard) -> Optional[str]:
