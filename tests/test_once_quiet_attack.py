@@ -20,7 +20,7 @@ from rwo_testkit import fake_cluster as fc
 from rwo_testkit.fake_apiserver import Fault
 
 from helpers import tainted_node
-from test_once_quiet import QUIET_MESSAGE, lease_lists, quiet_node
+from test_once_quiet import QUIET_MESSAGE, later, lease_lists, quiet_node
 from test_once_wait import MIN, one_pass
 
 PASSED_AGAIN = "a quiet node carries a shutdown taint now: passing again"
@@ -121,3 +121,29 @@ def test_a_hanging_read_of_a_quiet_node_ends_the_run_at_once_wait_seconds_not_at
     assert [line for line in logs if line["message"] == QUIET_MESSAGE], "the wait ran"
     assert code == EXIT_OK and len(passes(logs)) == 1, "the first pass's result stands"
     assert took < 20, f"the run took {took:.1f} s: its reads outlived ONCE_WAIT_SECONDS=5 by far"
+
+
+def test_a_partition_seen_at_notready_still_trips_the_brake_after_the_wait(api, kubeconfig):
+    """Four kubelets go quiet at once (MAX_NODES_PER_PASS=5 lets the run wait). NotReady comes to all four, and
+    the cloud's shutdown taint to one: the wait passes again at that taint, and the passes after it refuse, as
+    a single pass then would (the unhealthy fraction, 3 of 5 other nodes): the wait changes only when."""
+    for i in range(2):
+        fc.live_node(api, f"w{i}")
+    quiet_node(api)
+    for i in range(3):
+        api.add(fc.node(f"p{i}", ready="True", since=86400))
+        api.add(fc.lease(f"p{i}", 45, 40))
+
+    def notready():
+        for i in range(3):
+            api.add(fc.node(f"p{i}", ready="Unknown", since=0))
+        tainted_node(api, "dead", not_ready_for=0, lease_renewed_ago=49)
+
+    change = later(4, notready)
+    code, logs, took = one_pass(kubeconfig, MIN_NOT_READY_SECONDS="3")
+    change.join()
+
+    assert [line["nodes"] for line in logs if line["message"] == QUIET_MESSAGE] == [["dead", "p0", "p1", "p2"]]
+    assert [line["node"] for line in logs if line["message"] == PASSED_AGAIN] == ["dead"]
+    assert code == 3 and passes(logs)[-1]["brake"] == "unhealthy-fraction"
+    assert len(api.objects("pods")) == 1 and len(api.objects("volumeattachments")) == 1, "nothing freed"
