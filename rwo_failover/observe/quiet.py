@@ -16,7 +16,7 @@ from ..settings import Settings
 class Now(Enum):
     TAINTED = "carries a shutdown taint"
     QUIET = "still quiet"
-    GONE = "renewed its Lease, or is gone"
+    GONE = "renewed its Lease, is gone, or opted out"
 
 
 def quiet_nodes(api: Api, judged: set[str]) -> dict[str, str]:
@@ -32,6 +32,8 @@ def quiet_node_now(api: Api, settings: Settings, name: str, version: str) -> Now
     """One quiet node read again: tainted for shutdown, still quiet, or renewed (or gone)."""
     reader = Reader()
     node = reader.one("node", Node.from_json, api.read_node(name), name)
+    if node is not None and node.opted_out:
+        return Now.GONE  # never judged: a pass again would find nothing new (its taint may be there for good)
     if node is not None and shutdown_taint(node, settings.shutdown_taints):
         return Now.TAINTED
     lease = reader.one("lease", Lease.from_json, api.read_lease(name), name)
