@@ -120,5 +120,19 @@ def test_a_forbidden_lease_list_ends_the_wait_with_a_warning_and_the_first_pass_
     code, logs, took = one_pass(kubeconfig)
 
     assert code == EXIT_OK and took < 15 and len(api.objects("pods")) == 1
-    warned = [line for line in logs if line["message"].startswith("stopped watching quiet nodes")]
+    warned = [line for line in logs if line["message"].startswith("cannot watch quiet nodes: RBAC does not grant "
+                                                                  "list on leases in kube-node-lease")]
     assert len(warned) == 1 and ("403" in warned[0]["error"] or "forbidden" in warned[0]["error"].lower())
+
+
+def test_a_node_silent_for_long_is_not_waited_for(api, kubeconfig):
+    """A node dead for an hour that never got a shutdown taint (bare metal, nothing adds one) cost every
+    CronJob run the whole budget, about 25 s and 48 GETs: a cloud's taint comes within seconds of NotReady,
+    the node-monitor grace (50 s upstream) after the last renewal, or not at all."""
+    fc.live_node(api, "w0")
+    quiet_node(api, "long", lease_renewed_ago=3600)
+
+    code, logs, took = one_pass(kubeconfig)
+
+    assert code == EXIT_OK and took < 15
+    assert not [line for line in logs if line["message"] == QUIET_MESSAGE]

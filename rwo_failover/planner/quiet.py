@@ -10,7 +10,7 @@ shutdown taint a little longer (run/quiet_wait.py), then passes again and judges
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import AbstractSet, Iterable
 
 from ..model import Lease
@@ -18,10 +18,17 @@ from .liveness import STAMP, age
 from .redfish import renews
 
 
+# A cloud's shutdown taint comes within seconds of NotReady, which comes the node-monitor grace (50 s upstream)
+# after the last renewal, or it does not come at all (bare metal, where nothing adds it). Past this much silence
+# no taint is on its way, and watching such a node would cost every CronJob run its whole wait.
+QUIET_AT_MOST = timedelta(seconds=120)
+
+
 def going_quiet(leases: Iterable[Lease], judged: AbstractSet[str], now: datetime) -> tuple[str, ...]:
     """The nodes (by Lease name) not `judged` already whose Lease has missed a renewal by `now` (the server's
-    clock). A Lease stamped later than `now` (two clocks disagree) or never stamped is left out: no sign."""
+    clock), and not more than QUIET_AT_MOST ago. A Lease stamped later than `now` (two clocks disagree) or never
+    stamped is left out: no sign."""
     found = {lease.node for lease in leases
              if lease.node not in judged and lease.changed_at is not None and lease.changed_at <= now + STAMP
-             and age(now, lease.changed_at + STAMP) >= renews(lease)}
+             and renews(lease) <= age(now, lease.changed_at + STAMP) <= QUIET_AT_MOST.total_seconds()}
     return tuple(sorted(found))

@@ -18,7 +18,7 @@ import time
 from typing import Optional
 
 from ..act.writer import Guard
-from ..kube import Api, ApiError, ServerClockUnknown
+from ..kube import Api, ApiError, Forbidden, ServerClockUnknown
 from ..observe.quiet import Now, quiet_node_now, quiet_nodes
 from ..planner import Plan
 from ..settings import Settings
@@ -37,6 +37,11 @@ def wait_for_taint(api: Api, settings: Settings, plan: Plan, budget: float, guar
     api.deadline = min(deadline, deadline - api.remaining() + budget)
     try:
         return _wait(api, settings, plan, budget, guard)
+    except Forbidden as err:  # RBAC from before this wait: it says so on every run until it is applied
+        log.warning("cannot watch quiet nodes: RBAC does not grant list on leases in kube-node-lease (apply the "
+                    "current rbac.yaml); until then a pass before NotReady leaves the node to the next one",
+                    extra={"error": str(err), "setting": "ONCE_WAIT_SECONDS"})
+        return None
     except (ApiError, ServerClockUnknown) as err:
         log.warning("stopped watching quiet nodes: a read failed; the next scheduled pass will look again",
                     extra={"error": str(err), "setting": "ONCE_WAIT_SECONDS"})
