@@ -96,6 +96,12 @@ class Node:
         return dict(self.labels).get(key)
 
     @property
+    def marked(self) -> bool:
+        """It carries a taint or our annotation: without either no verdict can be given (but FENCING=redfish's
+        on a silent node), and most nodes in most passes have neither."""
+        return bool(self.taints or self.oos_added_at)
+
+    @property
     def has_oos_taint(self) -> bool:
         return any(t.key == OUT_OF_SERVICE_KEY for t in self.taints)
 

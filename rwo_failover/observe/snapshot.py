@@ -109,7 +109,8 @@ def _base(api: Api, settings: Settings, now: Callable[[], datetime], reader: Rea
         api.list_networkfences(reader.parse("networkfence", Fence.from_json), consistent)))} \
         if settings.fencing == "networkfence" else {}
     names = {n.name for n in nodes}
-    watched = {n.name for n, _ in tainted_nodes(nodes, settings)} | {n.name for n in nodes if n.our_taint} | \
+    marked = [n for n in nodes if n.marked]
+    watched = {n.name for n, _ in tainted_nodes(marked, settings)} | {n.name for n in marked if n.our_taint} | \
         {name for name, f in fences.items() if f.ours and name in names}
     if settings.fencing == "redfish":  # a silent Lease is what starts it: every node's is read (one GET each),
         watched |= names  # opted-out nodes' too: the silent brake counts a node whose Lease it has not read as silent
@@ -161,6 +162,8 @@ def _unknown_stays_unknown(nodes: tuple[Node, ...], unreadable: list[Unreadable]
     about: no taint, no Ready condition. So it is never judged, never acted on, never unfenced, and the
     unhealthy-fraction brake counts it as not Ready, which errs toward braking."""
     blind = {u.node for u in unreadable if u.kind == "lease"}
+    if not blind and not any(u.kind == "node" for u in unreadable):
+        return nodes  # nearly every pass: no node to blank (a copy of 5,000 nodes a pass, for nothing)
     known = tuple(Node(n.name) if n.name in blind else n for n in nodes)
     names = {n.name for n in known}
     lost = [u.name if u.name not in names else f"{u.name} (unreadable #{i})"

@@ -116,9 +116,8 @@ def wake_at(verdicts: Iterable[NodeVerdict], snapshot: Snapshot, settings: Setti
             recovery: Iterable) -> Optional[datetime]:
     """The earliest moment, after now, at which time alone changes a decision: a verdict's changes_at, a
     recovering node reaching RECOVERY_SECONDS (its undo and its unfencing), a recovery timing out."""
-    nodes = {n.name: n for n in snapshot.nodes}
     moments = [v.changes_at for v in verdicts]
-    for node in nodes.values():
+    for node in snapshot.marked:
         if node.our_taint or node.name in snapshot.fences:  # undo and unfencing wait for both
             lease = snapshot.leases.get(node.name)
             moments += [recovered_at(node, lease, settings), lease_expires_at(lease)]
@@ -132,7 +131,7 @@ def plan(snapshot: Snapshot, settings: Settings) -> Plan:
     skips = [Skip(u.kind, u.name, f"cannot be read: {u.reason}") for u in snapshot.unreadable]
     skips += [Skip("node", v.node, v.reason) for v in verdicts if v.state is not NodeState.DOWN]
     skips += opted_out_skips(snapshot, settings)
-    nodes = {n.name: n for n in snapshot.nodes}
+    nodes = snapshot.by_name
     untainted, stale, kept, undo_skips = untaint(verdicts, snapshot, settings)
     unfence, unfence_skips, fences_held = unfence_steps(snapshot, settings)
     skips += undo_skips + unfence_skips

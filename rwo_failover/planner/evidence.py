@@ -74,7 +74,7 @@ def left_out(node_plans: Iterable[NodePlan], snapshot: Snapshot) -> frozenset[st
     blocked by something unreadable on it stays in only when a VolumeAttachment made while it was alive names
     it (what is unreadable there is a tenant's pod or claim, or a PV; only such an attachment says a volume is
     really there)."""
-    nodes = {n.name: n for n in snapshot.nodes}
+    nodes = snapshot.by_name
     return frozenset(n.verdict.node for n in node_plans
                      if not n.counted and not (n.blocked and n.verdict.node in nodes
                                                and witnessed(nodes[n.verdict.node], snapshot)))

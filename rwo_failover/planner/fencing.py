@@ -208,7 +208,7 @@ def unfence_steps(snapshot: Snapshot, settings: Settings) -> tuple[tuple[tuple[s
     and (node, HELD_* kind, why) for each one left in place for a human."""
     if settings.fencing != "networkfence":
         return (), [], ()
-    nodes = {n.name: n for n in snapshot.nodes}
+    nodes = snapshot.by_name
     steps, skips, held = [], [], []
     for name, fence in sorted(snapshot.fences.items()):
         if not fence.ours:

@@ -47,7 +47,7 @@ OPTED_OUT = (f"opted out by its label {NODE_OPT_OUT_LABEL}: never judged, tainte
 
 def opted_out_skips(snapshot: Snapshot, settings: Settings) -> list[Skip]:
     """Why an opted-out node that would otherwise be judged (a shutdown taint, or our taint) is not."""
-    return [Skip("node", n.name, OPTED_OUT) for n in sorted(snapshot.nodes, key=lambda n: n.name)
+    return [Skip("node", n.name, OPTED_OUT) for n in sorted(snapshot.marked, key=lambda n: n.name)
             if n.opted_out and (n.our_taint is not None or shutdown_taint(n, settings.shutdown_taints))]
 
 
@@ -60,10 +60,10 @@ def tainted_nodes(nodes: Iterable[Node], settings: Settings) -> list[tuple[Node,
 def judge_nodes(snapshot: Snapshot, settings: Settings) -> list[NodeVerdict]:
     """A verdict for each node with a shutdown taint, and a "recovering" one for each live node whose
     only out-of-service taint is ours (whatever SHUTDOWN_TAINTS says, so undo never depends on it)."""
-    tainted = {node.name: taint for node, taint in tainted_nodes(snapshot.nodes, settings)}
+    tainted = {node.name: taint for node, taint in tainted_nodes(snapshot.marked, settings)}
     verdicts = []
     redfish = settings.fencing == "redfish"
-    judged = (n for n in snapshot.nodes  # the others: no verdict
+    judged = (n for n in (snapshot.nodes if redfish else snapshot.marked)  # the others: no verdict
               if n.name in tainted or ((n.our_taint is not None or redfish) and not n.opted_out))
     for node in sorted(judged, key=lambda n: n.name):
         lease = snapshot.leases.get(node.name)

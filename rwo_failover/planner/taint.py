@@ -119,7 +119,7 @@ def untaint(verdicts: Sequence[NodeVerdict], snapshot: Snapshot, settings: Setti
     """Recovering nodes whose taint (ours) comes off now; nodes whose annotation outlived our taint (a human
     removed it) and is dropped; the nodes whose taint stays until a human acts, with why; and a skip for each
     recovering node that must wait."""
-    nodes = {n.name: n for n in snapshot.nodes}
+    nodes = snapshot.by_name
     ready, kept, skips = [], [], []
     for verdict in (v for v in verdicts if v.state is NodeState.RECOVERING):
         reason, human = undo_blocker(nodes[verdict.node], snapshot, settings)
@@ -129,5 +129,5 @@ def untaint(verdicts: Sequence[NodeVerdict], snapshot: Snapshot, settings: Setti
                 kept.append((verdict.node, reason))
         else:
             ready.append(verdict.node)
-    stale = tuple(sorted(n.name for n in snapshot.nodes if n.oos_added_at and n.our_taint is None))
+    stale = tuple(sorted(n.name for n in snapshot.marked if n.oos_added_at and n.our_taint is None))
     return tuple(ready), stale, tuple(kept), skips
