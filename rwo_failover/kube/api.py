@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Callable, Iterator, Optional, TypeVar
+from typing import AbstractSet, Callable, Iterator, Optional, TypeVar
 
 from kubernetes import watch as k8s_watch
 
 from ..model import BadObject, parse_time
-from . import shapes
+from . import keep, shapes
 from .errors import Unavailable
 from .lists import Lister
 
@@ -71,9 +71,11 @@ class Api(Lister):
         return self.read("persistentvolumeclaims", f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/{name}",
                          shapes.Claim)
 
-    def list_claims(self, convert: Callable[[dict], T]) -> list[T]:
+    def list_claims(self, convert: Callable[[dict], T], only: Optional[AbstractSet[tuple[str, str]]] = None
+                    ) -> list[T]:
+        """Every claim, or (`only`) those named (namespace, name) and any whose name cannot be told."""
         return self.list_all("persistentvolumeclaims", "/api/v1/persistentvolumeclaims", shapes.Claim, convert,
-                             page_factor=SMALL_OBJECT_PAGE_FACTOR)
+                             page_factor=SMALL_OBJECT_PAGE_FACTOR, keep=None if only is None else keep.named_in(only))
 
     def list_pods_in(self, namespace: str, convert: Callable[[dict], T]) -> list[T]:
         return self.list_all("pods", f"/api/v1/namespaces/{namespace}/pods", shapes.Pod, convert)
@@ -84,14 +86,18 @@ class Api(Lister):
     def read_volume(self, name: str) -> Optional[dict]:
         return self.read("persistentvolumes", f"/api/v1/persistentvolumes/{name}", shapes.Volume)
 
-    def list_volumes(self, convert: Callable[[dict], T]) -> list[T]:
+    def list_volumes(self, convert: Callable[[dict], T], only: Optional[AbstractSet[str]] = None) -> list[T]:
+        """Every PV, or (`only`) those named and any whose name cannot be told."""
         return self.list_all("persistentvolumes", "/api/v1/persistentvolumes", shapes.Volume, convert,
-                             page_factor=SMALL_OBJECT_PAGE_FACTOR)
+                             page_factor=SMALL_OBJECT_PAGE_FACTOR, keep=None if only is None else keep.named(only))
 
-    def list_attachments(self, convert: Callable[[dict], T]) -> list[T]:
+    def list_attachments(self, convert: Callable[[dict], T], nodes: Optional[AbstractSet[str]] = None,
+                         volumes: AbstractSet[str] = frozenset()) -> list[T]:
+        """Every VolumeAttachment (they have no node field selector), or (`nodes`) those on these nodes or of
+        these PVs, and any whose node or PV cannot be told."""
         return self.list_all("volumeattachments", "/apis/storage.k8s.io/v1/volumeattachments", shapes.Attachment,
-                             convert,
-                             page_factor=SMALL_OBJECT_PAGE_FACTOR)
+                             convert, page_factor=SMALL_OBJECT_PAGE_FACTOR,
+                             keep=None if nodes is None else keep.on(nodes, volumes))
 
     def delete_pod(self, namespace: str, name: str, uid: str) -> Optional[dict]:
         body = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0, "preconditions": {"uid": uid}}

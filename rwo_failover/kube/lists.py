@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterator, Optional, TypeVar
 import urllib3
 from kubernetes import watch as k8s_watch
 
-from .decode import BadPage, decode_object, decode_page
+from .decode import BadPage, Memo, decode_object, decode_page
 from .errors import AnswerTooLarge, ApiError
 from .transport import Transport
 
@@ -26,7 +26,8 @@ class Lister(Transport):
     """A Transport that also lists (paginated) and watches."""
 
     def list_all(self, what: str, path: str, shape: type, convert: Callable[[dict], T], page_factor: int = 1,
-                 query: Optional[list] = None, consistent: bool = False) -> list[T]:
+                 query: Optional[list] = None, consistent: bool = False,
+                 keep: Optional[Callable[[Any], bool]] = None) -> list[T]:
         """Every item of a paginated list, each converted as its page arrives (so only slim objects are kept).
         Pages are decoded to `shape` (kube/shapes.py): only the fields a pass reads are built, and an item that
         cannot be decoded reaches `convert` as a model.Undecodable, which the Reader skips with its reason.
@@ -35,13 +36,17 @@ class Lister(Transport):
         failed attempt had gathered is discarded: a restarted list never holds an object twice. The first
         page's resourceVersion (the list's snapshot) is left in `listed_version`. `consistent` reads the
         latest state (no resourceVersion) instead of whatever the API server's watch cache holds ("0").
+        `keep` drops, before conversion, the items the caller does not want (decode_page); a decode.Memo as
+        `convert` converts again only what changed since the list it remembers.
         """
+        memo = convert if isinstance(convert, Memo) else None
         for restart in range(MAX_LIST_RESTARTS + 1):
             items: list[T] = []
             try:
-                pages = self._pages(what, path, shape, self.settings.page_size * page_factor, query or [], consistent)
+                pages = self._pages(what, path, shape, self.settings.page_size * page_factor, query or [], consistent,
+                                    keep, memo)
                 for page in pages:
-                    items.extend(convert(obj) for obj in page)
+                    items.extend(page if memo is not None else (convert(obj) for obj in page))
                 return items
             except ApiError as err:
                 if err.status != 410 or restart == MAX_LIST_RESTARTS:
@@ -60,7 +65,8 @@ class Lister(Transport):
         return page[2] if isinstance(page, tuple) else ""
 
     def _pages(self, what: str, path: str, shape: type, limit: int, query: list,
-               consistent: bool = False) -> Iterator[list[dict]]:
+               consistent: bool = False, keep: Optional[Callable[[Any], bool]] = None,
+               memo: Optional[Memo] = None) -> Iterator[list[Any]]:
         token = None
         while True:
             # resourceVersion=0 lets the API server answer the first page from its watch cache instead of
@@ -68,7 +74,7 @@ class Lister(Transport):
             position = [("continue", token)] if token else [] if consistent else [("resourceVersion", "0")]
             try:
                 page = self.call("list", what, "GET", path, query + [("limit", limit)] + position,
-                                 decode=lambda body: decode_page(body, shape), max_bytes=MAX_PAGE_BYTES)
+                                 decode=lambda body: decode_page(body, shape, keep, memo), max_bytes=MAX_PAGE_BYTES)
             except AnswerTooLarge:
                 if limit == 1:
                     raise ApiError(f"list {what}: one object is longer than {MAX_PAGE_BYTES} bytes") from None

@@ -35,7 +35,7 @@ from ..model import Reader, Unreadable, name_of
 from ..settings import Settings
 from .api import Api
 from .backoff import SHORT_WATCH_SECONDS, Backoff
-from .decode import DecodingWatch
+from .decode import DecodingWatch, Memo
 from .progress import Progress, at_or_past
 from .source import Source, cut
 from .errors import ApiError
@@ -68,6 +68,7 @@ class Reflector(Generic[T]):
         self._thread: Optional[threading.Thread] = None
         self.progress = Progress(settings.watch_stale_seconds)
         self._failing, self._began = "", float("inf")  # why it fails, logged once per change; when this watch began
+        self._memo: dict[bytes, Any] = {}  # the last list's conversions (decode.Memo)
 
     # --- what a pass reads -----------------------------------------------------------------------------
     def age(self) -> Optional[float]:
@@ -114,8 +115,7 @@ class Reflector(Generic[T]):
     def _read(self, raw: Any) -> tuple[str, Union[T, Unreadable]]:
         """The object's name and what it reads as; one that cannot be read becomes an Unreadable, as in a
         list (model.reader.Reader), so a pass skips it with its reason and never judges an older copy of it."""
-        reader = Reader()
-        found = reader.parse(self.source.kind, self.source.from_json)(raw)
+        found = (reader := Reader()).parse(self.source.kind, self.source.from_json)(raw)
         return name_of(raw), (reader.unreadable[0] if found is None else found)
 
     # --- the thread -------------------------------------------------------------------------------------
@@ -131,7 +131,7 @@ class Reflector(Generic[T]):
         self._stop.set()
         with self._lock:  # whatever a stream still in flight delivers is of an older generation: dropped
             self._generation += 1
-            self.items, self.version, self.listed_at, self.heard_at = {}, "", None, None
+            self.items, self.version, self.listed_at, self.heard_at, self._memo = {}, "", None, None, {}
             self.progress.clear()
         self._interrupt()
         if self._thread:
@@ -269,12 +269,14 @@ class Reflector(Generic[T]):
             if reason in ("initial", "stale", "no_progress") and not self.stale():
                 return  # another thread listed while this one waited
             api, started = api or self.new_api(), self.monotonic()
-            fresh = dict(self.source.list(api, self.settings, reason != "initial", self._read))
+            memo = Memo(self._read, self._memo)  # converts again only the items changed since the last list
+            fresh = dict(self.source.list(api, self.settings, reason != "initial", memo))
             with self._lock:
                 old, self.items = self.items, fresh
                 self.version, self._generation = api.listed_version, self._generation + 1
                 self.listed_at = self.heard_at = self.monotonic()
                 self.progress.listed(started)
+                self._memo = memo.now
             self._interrupt()  # the running stream is from before this list: it must not apply anything more
         with self._moved:  # a list made now holds "now" for reached()
             self._moved.notify_all()

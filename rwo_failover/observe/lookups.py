@@ -43,11 +43,12 @@ def server_version(api: Api) -> Optional[tuple[int, int]]:
 
 
 def get_or_list(reader: Reader, kind: str, from_json: Callable[[Any], T], keys: set,
-                 get: Callable[..., Optional[dict]], list_all: Callable[[Callable[[Any], Any]], list],
+                 get: Callable[..., Optional[dict]], list_all: Callable[[Callable[[Any], Any], Any], list],
                  key_of: Callable[[T], object]) -> list[T]:
     """A GET per object when few are needed; past that, one paginated cluster-wide list is cheaper. Only the
-    objects asked for count: an unreadable one elsewhere in that list is none of this pass's business. A key
-    that is no valid name (a tenant wrote it) cannot exist, and is never put in a request path."""
+    objects asked for count: an unreadable one elsewhere in that list is none of this pass's business, and the
+    list converts only those (`list_all` is given the keys). A key that is no valid name (a tenant wrote it)
+    cannot exist, and is never put in a request path."""
     keys = {key for key in keys if (is_name(key[0], namespace=True) and is_name(key[1]) if isinstance(key, tuple)
                                     else is_name(key))}
     if len(keys) <= GETS_BEFORE_LIST:
@@ -55,7 +56,7 @@ def get_or_list(reader: Reader, kind: str, from_json: Callable[[Any], T], keys: 
         found = (get(*key) if isinstance(key, tuple) else get(key) for key in sorted(keys))
         return Reader.each(convert(obj) for obj in found if obj is not None)
     local = Reader()
-    listed = [obj for obj in local.each(list_all(local.parse(kind, from_json))) if key_of(obj) in keys]
+    listed = [obj for obj in local.each(list_all(local.parse(kind, from_json), keys)) if key_of(obj) in keys]
     wanted = {"/".join(key) if isinstance(key, tuple) else key for key in keys}
     reader.unreadable += [u for u in local.unreadable if u.name in wanted]
     return listed

@@ -144,7 +144,8 @@ def _details(api: Api, settings: Settings, reader: Reader, snapshot: Snapshot) -
                           {tuple(r.claim.split("/", 1)) for r in records})
     wanted, recovering_volumes = set(inspect), {r.volume for r in records}
     attachments = tuple(a for a in reader.each(api.list_attachments(reader.parse("volumeattachment",
-                                                                                 Attachment.from_json)))
+                                                                                 Attachment.from_json),
+                                                                    wanted, recovering_volumes))
                         if a.node in wanted or a.volume in recovering_volumes)
     volumes = read_volumes(api, reader, {c.volume for c in claims.values() if c.volume} |
                             {a.volume for a in attachments if a.volume} | recovering_volumes)
