@@ -9,7 +9,12 @@ and plays the kubelets' status reports at --rate a minute (each node's heartbeat
 judges). A child process runs only the reflector of continuous mode's node watch (kube.reflector.Reflector with the
 NODES source, over the real client and transport), as reconcile.py does; after its first list, its own CPU
 (utime + stime, every thread) is measured over --minutes. Printed: CPU seconds a minute, and per event.
-Figures are printed, never asserted.
+
+`--floor` runs, instead of the reflector, the least any watcher of nodes in Python does per event: one plain
+HTTP connection (http.client, no client library, no TLS), the chunked stream read by hand, each line decoded by
+msgspec into its type and resourceVersion and nothing more, no cache. What it costs per event is a floor for
+receiving the kubelets' status reports at all, whatever is done with them (docs/performance.md compares it with
+polling). Figures are printed, never asserted.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import msgspec
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
@@ -52,15 +59,59 @@ def consume(kubeconfig: str, minutes: float) -> None:
     found.stop()
 
 
+class Meta(msgspec.Struct, frozen=True):
+    resourceVersion: str = ""
+
+
+class Obj(msgspec.Struct, frozen=True):
+    metadata: Meta = Meta()
+
+
+class Event(msgspec.Struct):  # what --floor decodes of each event: its type and version, nothing more
+    type: str = ""
+    object: Obj = Obj()
+
+
+def floor(url: str, token: str, minutes: float) -> None:
+    """The child of --floor: the least work per watch event (see the docstring); prints its CPU as JSON."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    decode, headers = msgspec.json.Decoder(Event).decode, {"Authorization": f"Bearer {token}"}
+    place = urlsplit(url)
+    connection = http.client.HTTPConnection(place.hostname, place.port)
+    connection.request("GET", "/api/v1/nodes?limit=1", headers=headers)
+    version = json.loads(connection.getresponse().read())["metadata"]["resourceVersion"]
+    connection.request("GET", f"/api/v1/nodes?watch=1&resourceVersion={version}&timeoutSeconds=3600", headers=headers)
+    stream, pending, events = connection.getresponse().fp, b"", 0
+    time.sleep(2)
+    before, ends = resource.getrusage(resource.RUSAGE_SELF), time.monotonic() + minutes * 60
+    while time.monotonic() < ends:
+        pending += stream.read(int(stream.readline(), 16) + 2)[:-2]  # one chunk: its size line, data, CRLF
+        while b"\n" in pending:
+            line, _, pending = pending.partition(b"\n")
+            decode(line)
+            events += 1
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    user, system = after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
+    print(json.dumps({"cpu": user + system, "user": user, "system": system, "events": events, "changes": 0}))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--rate", type=float, default=1000.0, help="node status reports a minute")
     parser.add_argument("--minutes", type=float, default=2.0)
+    parser.add_argument("--floor", action="store_true", help="the least a watcher does per event (docstring)")
     parser.add_argument("--consume", nargs=2, metavar=("KUBECONFIG", "MINUTES"), help=argparse.SUPPRESS)
+    parser.add_argument("--consume-floor", nargs=2, metavar=("URL", "MINUTES"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.consume:
         consume(args.consume[0], float(args.consume[1]))
+        return 0
+    if args.consume_floor:
+        from rwo_testkit.fake_apiserver import TOKEN
+        floor(args.consume_floor[0], TOKEN, float(args.consume_floor[1]))
         return 0
 
     from steady import Kubelets
@@ -78,7 +129,8 @@ def main() -> int:
         kubelets = Kubelets(api, sorted(api.store["nodes"]), every=args.nodes / max(args.rate, 1e-9) * 60)
         if args.rate > 0:
             kubelets.start()
-        child = subprocess.run([sys.executable, __file__, "--consume", kubeconfig, str(args.minutes)], cwd=ROOT,
+        how = ["--consume-floor", api.url] if args.floor else ["--consume", kubeconfig]
+        child = subprocess.run([sys.executable, __file__, *how, str(args.minutes)], cwd=ROOT,
                                capture_output=True, text=True, check=False, timeout=args.minutes * 60 + 600)
         kubelets.stop.set()
     if child.returncode != 0:
@@ -88,7 +140,7 @@ def main() -> int:
     per_minute = found["cpu"] / args.minutes
     print(f"{args.nodes:,} nodes of {size / 1000:.1f} KB, status reports at {args.rate:,.0f} a minute, "
           f"{args.minutes:g} min: {found['events']:,} events received, {found['changes']} that matter to a pass")
-    print(f"reflector process CPU: {per_minute:.3f} s/min ({found['user'] / args.minutes:.3f} user, "
+    print(f"{'floor (--floor)' if args.floor else 'reflector'} process CPU: {per_minute:.3f} s/min ({found['user'] / args.minutes:.3f} user, "
           f"{found['system'] / args.minutes:.3f} system), {found['cpu'] / max(1, found['events']) * 1e3:.3f} ms per "
           "event (all threads, idle included)")
     return 0
