@@ -1,0 +1,63 @@
+"""Attacks on "convert less" (Snapshot.marked, kube/keep.py, decode.Memo), fixture tier, real client.
+
+Each test here shows a defect the change brought in: it fails on the code it was written against, and is marked
+xfail(strict=True) so the suite stays green until the defect is fixed (then the mark must go).
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+import weakref
+
+import pytest
+
+from rwo_failover import settings as config
+from rwo_failover.kube import Api, load_api_client
+from rwo_failover.kube.reflector import Reflector
+from rwo_failover.kube.sources import pods_on
+from rwo_failover.model import Pod
+from rwo_testkit import fake_cluster as fc
+
+
+def wait_until(what: str, check, timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.mark.xfail(strict=True, reason="defect: decode.Memo keeps every conversion of the last list alive (as "
+                                       "Reflector._memo) after the watch has replaced or deleted the object, until "
+                                       "the next relist: a tenant's deleted pods stay in memory, and a pod watch "
+                                       "holds up to twice what its cache holds")
+def test_a_tenant_pod_deleted_from_a_watched_node_is_released_once_the_watch_removes_it(api, kubeconfig):
+    """Continuous mode watches the pods on each proven-down node (kube/pod_watch.py). A tenant may bind any number
+    of pods to such a node, each with labels up to the object limit (the Pod model keeps its labels). Once a
+    tenant deletes them and the watch has dropped them from the cache, nothing of them may stay in memory: else
+    the watch holds what it listed plus what it holds now (the tenant deletes and re-creates its pods: twice the
+    memory), for as long as no relist comes (a healthy watch never relists)."""
+    fc.dead_node(api, "dead")
+    for i in range(3):
+        api.add(fc.pod(f"junk-{i}", "dead", namespace="tenant", owner=None, terminating=True,
+                       labels={f"tenant.example.com/k{j:04d}": "x" * 63 for j in range(200)}))
+    settings = config.load(["--interval", "5"], {"KUBECONFIG": kubeconfig, "WATCH_STALE_SECONDS": "5"})[1]
+    api_client = load_api_client(settings)
+    watched = Reflector(pods_on("dead"), lambda: Api(api_client, settings), settings, lambda _why: None)
+    try:
+        watched.relist("initial", watched.new_api())  # as DownNodePods.follow lists each proven-down node
+        watched.start()
+        wait_until("the pod watch", lambda: any(r.verb == "watch" for r in api.requests))
+        listed = [weakref.ref(p) for p in watched.items.values() if isinstance(p, Pod)]
+        assert len(listed) == 3
+
+        for i in range(3):
+            api.remove("pods", f"junk-{i}", "tenant")
+        wait_until("the deletes applied", lambda: not watched.items)
+        gc.collect()
+
+        assert [ref() for ref in listed if ref() is not None] == [], "deleted pods still held in memory"
+    finally:
+        watched.stop()
