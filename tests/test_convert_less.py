@@ -19,7 +19,7 @@ from rwo_failover.kube.decode import Memo, decode_page
 from rwo_failover.kube.shapes import Node as NodeShape
 from rwo_failover.kube.sources import NODES
 from rwo_failover.kube.reflector import Reflector
-from rwo_failover.model import Attachment, Claim, Fence, Node, Reader, Snapshot, Unreadable, Volume
+from rwo_failover.model import Attachment, Claim, Fence, Node, Pod, Reader, Snapshot, Unreadable, Volume
 from rwo_testkit import fake_cluster as fc
 
 
@@ -117,6 +117,24 @@ def test_a_claim_and_pv_list_converts_only_those_named(api, kubeconfig):
     assert [(c.namespace, c.name) for c in got] == [("team-1", "data-1")] and claims.calls == 1
     assert [v.name for v in pvs] == ["pv-team-1-data-1"] and volumes.calls == 1
     assert len(client.list_claims(Counting(Claim.from_json))) == 30  # asked for none in particular: every one
+
+
+def test_a_namespace_pod_list_for_recovery_converts_only_pods_mounting_the_claims_or_freed(api, kubeconfig):
+    for i in range(40):
+        api.add(fc.pod(f"web-{i}", "node-1", namespace="team", claims=[f"other-{i}"], owner="ReplicaSet"))
+    api.add(fc.pod("web-new", "node-2", namespace="team", claims=["data"], owner="ReplicaSet"))
+    api.add(fc.pod("eph", "node-2", namespace="team", ephemeral=["scratch"], owner="ReplicaSet"))
+    freed = api.add(fc.pod("web-old", "node-3", namespace="team", owner="ReplicaSet"))
+    odd = fc.pod("odd", "node-2", namespace="team", ephemeral=["x"], owner="ReplicaSet")
+    odd["spec"]["volumes"][0]["name"] = ["not", "a", "name"]  # cannot be told: converted, and unreadable
+    api.add(odd)
+    reader, counting = Reader(), Counting(Pod.from_json)
+
+    found = reader.each(api_for(kubeconfig).list_pods_in("team", reader.parse("pod", counting),
+                                                         ({"data", "eph-scratch"}, {freed["metadata"]["uid"]})))
+
+    assert sorted(p.name for p in found) == ["eph", "web-new", "web-old"]
+    assert counting.calls == 4 and [u.name for u in reader.unreadable] == ["team/odd"]
 
 
 def test_only_nodes_with_a_taint_our_annotation_or_a_fence_are_marked():

@@ -58,9 +58,12 @@ class Api(Lister):
         return self.list_all("leases", f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases",
                              shapes.Lease, convert, page_factor=SMALL_OBJECT_PAGE_FACTOR)
 
-    def list_pods_on(self, node: str, convert: Callable[[dict], T], consistent: bool = False) -> list[T]:
+    def list_pods_on(self, node: str, convert: Callable[[dict], T], consistent: bool = False,
+                     mounting: Optional[tuple[AbstractSet[str], AbstractSet[str]]] = None) -> list[T]:
+        """The pods bound to a node; with `mounting`, only those kube.keep.mounting keeps."""
         return self.list_all("pods", "/api/v1/pods", shapes.Pod, convert,
-                             query=[("fieldSelector", f"spec.nodeName={node}")], consistent=consistent)
+                             query=[("fieldSelector", f"spec.nodeName={node}")], consistent=consistent,
+                             keep=None if mounting is None else keep.mounting(*mounting))
 
     def watch_pods_on(self, node: str, version: str, timeout_seconds: int,
                       watcher: k8s_watch.Watch) -> Iterator[dict]:
@@ -77,8 +80,12 @@ class Api(Lister):
         return self.list_all("persistentvolumeclaims", "/api/v1/persistentvolumeclaims", shapes.Claim, convert,
                              page_factor=SMALL_OBJECT_PAGE_FACTOR, keep=None if only is None else keep.named_in(only))
 
-    def list_pods_in(self, namespace: str, convert: Callable[[dict], T]) -> list[T]:
-        return self.list_all("pods", f"/api/v1/namespaces/{namespace}/pods", shapes.Pod, convert)
+    def list_pods_in(self, namespace: str, convert: Callable[[dict], T],
+                     mounting: Optional[tuple[AbstractSet[str], AbstractSet[str]]] = None) -> list[T]:
+        """The namespace's pods, or (`mounting`: claim names, uids) those mounting one of the claims or with one of
+        the uids, and any whose volumes cannot be told."""
+        return self.list_all("pods", f"/api/v1/namespaces/{namespace}/pods", shapes.Pod, convert,
+                             keep=None if mounting is None else keep.mounting(*mounting))
 
     def read_pod(self, namespace: str, name: str) -> Optional[dict]:
         return self.read("pods", f"/api/v1/namespaces/{namespace}/pods/{name}", shapes.Pod)

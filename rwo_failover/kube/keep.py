@@ -1,6 +1,7 @@
 """Which items of a cluster-wide list a pass wants, judged on the decoded Struct (kube/shapes.py) before it is
 built into a dict and a model object (decode.decode_page's `keep`). A pass reads 30 claims, PVs or attachments
-out of 20,000; converting the rest cost most of a pass's reads at 5,000 nodes (bench/scale.py).
+out of 20,000, and the few pods of a namespace of thousands that may replace a freed one; converting the rest
+cost most of a pass's reads at 5,000 nodes (bench/scale.py, bench/steady.py).
 
 An item is dropped only when the fields that name it are strings (or absent, read as "" as the model reads
 them) and name nothing asked for: then the model object would have been dropped by the caller anyway. An item
@@ -44,3 +45,26 @@ def on(nodes: AbstractSet[str], volumes: AbstractSet[str]) -> Callable[[Any], bo
         volume = _text(source.persistentVolumeName if source is not None else None)
         return node is None or volume is None or node in nodes or volume in volumes
     return wanted
+
+
+def mounting(claims: AbstractSet[str], uids: AbstractSet[str]) -> Callable[[Any], bool]:
+    """Pods that mount one of `claims` (names, in the namespace listed), or whose uid is one of `uids`."""
+    def wanted(item: Any) -> bool:
+        meta, spec = item.metadata, item.spec
+        uid, name = (_text(meta.uid), _text(meta.name)) if meta is not None else ("", "")
+        if uid is None or name is None or uid in uids:
+            return True
+        mounted = [_claim_of(volume, name) for volume in (spec.volumes if spec is not None else None) or ()]
+        return any(claim is None or claim in claims for claim in mounted if claim != "")
+    return wanted
+
+
+def _claim_of(volume: Any, pod: str) -> Optional[str]:
+    """The claim a pod volume mounts, as model.pod reads it: a PVC's claimName, or a generic ephemeral volume's
+    PVC, named <pod>-<volume> by the ephemeral controller; "" for no claim; None when it cannot be told."""
+    if volume.persistentVolumeClaim is not None:
+        return _text(volume.persistentVolumeClaim.claimName)
+    if volume.ephemeral is not None:
+        name = _text(volume.name)
+        return None if name is None or not isinstance(volume.ephemeral, dict) else f"{pod}-{name}"
+    return ""

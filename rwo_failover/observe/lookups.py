@@ -4,11 +4,13 @@ the pods a recovery record needs, and the server version."""
 from __future__ import annotations
 
 import logging
+from datetime import datetime, timedelta
 from typing import Any, Callable, Optional, TypeVar
 
 from ..kube import Api, ApiError
-from ..model import Claim, Pod, Reader, Volume, is_name
+from ..model import Attachment, Claim, Pod, Reader, Volume, is_name
 from ..planner.recovery import Record
+from ..settings import Settings
 
 log = logging.getLogger("rwo_failover")
 T = TypeVar("T")
@@ -17,12 +19,31 @@ T = TypeVar("T")
 GETS_BEFORE_LIST = 20
 
 
-def recovery_pods(api: Api, reader: Reader, records: list[Record]) -> tuple[Pod, ...]:
-    """A StatefulSet's replacement has the freed pod's name: one GET. Another controller's may have any name:
-    one list of the namespace's pods, once per namespace whatever the number of its records."""
-    listed = sorted({r.namespace for r in records if not r.statefulset})
-    pods = [p for ns in listed for p in reader.each(api.list_pods_in(ns, reader.parse("pod", Pod.from_json)))]
-    for record in sorted((r for r in records if r.statefulset and r.namespace not in listed), key=lambda r: r.claim):
+def recovery_pods(api: Api, settings: Settings, reader: Reader, records: list[Record],
+                  attachments: tuple[Attachment, ...], now: datetime) -> tuple[Pod, ...]:
+    """The pods that may be the replacements of freed pods, and the freed pods if they are still there.
+
+    A StatefulSet's replacement has the freed pod's name: one GET. Another controller's may have any name, and
+    it can be confirmed only once its volume's VolumeAttachment on its node is attached: so the pods on the
+    nodes the record's PV has an attachment on, and on the dead node (the freed pod, if its delete failed), one
+    list each by spec.nodeName, whatever the number of records there. Only a record due to time out now has its
+    namespace listed, so its RWOVolumeNotRecovered says exactly what is missing (a replacement not scheduled,
+    not attached). Listing every such namespace every pass, until confirmed, made each pass of continuous mode
+    take seconds next to a namespace of 3,000 pods (bench/steady.py). Either list converts only the pods that
+    mount a record's claim or are a freed pod (kube.keep.mounting)."""
+    others = [r for r in records if not r.statefulset]
+    due = sorted({r.namespace for r in others
+                  if now >= r.deleted_at + timedelta(seconds=settings.recovery_timeout_seconds)})
+    volumes = {r.volume for r in others if r.namespace not in due}
+    nodes = sorted({r.node for r in others if r.namespace not in due} |
+                   {a.node for a in attachments if a.volume in volumes and a.node})
+    wanted = ({r.claim.partition("/")[2] for r in others}, {r.uid for r in others})
+    convert = reader.parse("pod", Pod.from_json)
+    pods = [p for ns in due for p in reader.each(api.list_pods_in(ns, convert, wanted))]
+    namespaces = {r.namespace for r in others}
+    pods += [p for node in nodes for p in reader.each(api.list_pods_on(node, convert, mounting=wanted))
+             if p.namespace in namespaces]
+    for record in sorted((r for r in records if r.statefulset), key=lambda r: r.claim):
         found = reader.one("pod", Pod.from_json, api.read_pod(record.namespace, record.pod))
         if found is not None:
             pods.append(found)

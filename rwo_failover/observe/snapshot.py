@@ -153,9 +153,10 @@ def _details(api: Api, settings: Settings, reader: Reader, snapshot: Snapshot) -
     claims.update(read_claims(api, reader, {tuple(v.claim.split("/", 1)) for v in volumes.values()
                                              if v.claim and v.claim not in claims}))
     version = server_version(api) if settings.out_of_service_taint == "auto" and inspect else None
+    replacing = recovery_pods(api, settings, reader, records, attachments, snapshot.now)
     return Snapshot(snapshot.now, snapshot.nodes, snapshot.leases, pods, claims, attachments, volumes, version,
-                    snapshot.fences, entries, recovery_pods(api, reader, records), tuple(reader.unreadable),
-                    snapshot.control, snapshot.control_error)
+                    snapshot.fences, entries, replacing, tuple(reader.unreadable), snapshot.control,
+                    snapshot.control_error)
 
 
 def _unknown_stays_unknown(nodes: tuple[Node, ...], unreadable: list[Unreadable]) -> tuple[Node, ...]:
