@@ -1,7 +1,8 @@
 """Attacks on "convert less" (Snapshot.marked, kube/keep.py, decode.Memo), fixture tier, real client.
 
-Each test here shows a defect the change brought in: it fails on the code it was written against, and is marked
-xfail(strict=True) so the suite stays green until the defect is fixed (then the mark must go).
+Each test here showed a defect the change brought in, failing on the code it was written against (as a strict
+xfail until the fix): decode.Memo kept the last list's conversions alive after the watch had replaced or deleted
+the objects, until the next relist (which a healthy watch never makes).
 """
 
 from __future__ import annotations
@@ -9,8 +10,6 @@ from __future__ import annotations
 import gc
 import time
 import weakref
-
-import pytest
 
 from rwo_failover import settings as config
 from rwo_failover.kube import Api, load_api_client
@@ -29,10 +28,6 @@ def wait_until(what: str, check, timeout: float = 10) -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
-@pytest.mark.xfail(strict=True, reason="defect: decode.Memo keeps every conversion of the last list alive (as "
-                                       "Reflector._memo) after the watch has replaced or deleted the object, until "
-                                       "the next relist: a tenant's deleted pods stay in memory, and a pod watch "
-                                       "holds up to twice what its cache holds")
 def test_a_tenant_pod_deleted_from_a_watched_node_is_released_once_the_watch_removes_it(api, kubeconfig):
     """Continuous mode watches the pods on each proven-down node (kube/pod_watch.py). A tenant may bind any number
     of pods to such a node, each with labels up to the object limit (the Pod model keeps its labels). Once a

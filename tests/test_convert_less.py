@@ -80,11 +80,11 @@ def test_a_memo_reuses_a_conversion_only_for_the_same_decoded_fields():
     assert (items, version, counting.calls) == ([Node.from_json(node)], "9", 1)
     # A field no pass reads (the images) changes nothing that is decoded: the conversion is reused.
     node["status"]["images"] = [{"names": ["x"], "sizeBytes": 1}]
-    again = Memo(counting, first.now)
+    again = Memo(counting, first)
     assert decode_page(json.dumps(page).encode(), NodeShape, memo=again)[0] == items and counting.calls == 1
     # The Ready condition is read: converted again.
     node["status"]["conditions"][0]["status"] = "Unknown"
-    third = Memo(counting, again.now)
+    third = Memo(counting, again)
     assert decode_page(json.dumps(page).encode(), NodeShape, memo=third)[0] == [Node.from_json(node)]
     assert counting.calls == 2
 

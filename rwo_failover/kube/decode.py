@@ -20,7 +20,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Callable, Generic, Iterator, Optional, TypeVar, Union
+from typing import Any, Callable, Generic, Hashable, Iterator, Optional, TypeVar, Union
 
 import msgspec
 from kubernetes import watch as k8s_watch
@@ -56,10 +56,18 @@ class Memo:
     while the back-off ramps up), nearly all of them unchanged; converting them again cost most of each list
     (bench/storms.py). Equal digests mean equal decoded fields (BLAKE2b, 128 bits), so a reused conversion is
     exactly the one the item would have been converted to. Called on a dict (an item read alone or from the
-    token stream), it converts without remembering."""
+    token stream), it converts without remembering.
 
-    def __init__(self, convert: Callable[[Decoded], Any], last: Optional[dict[bytes, Any]] = None) -> None:
-        self.convert, self.last, self.now = convert, last or {}, {}
+    `name_of` names what a conversion is of, so that `forget` drops it once the caller's own view has moved on
+    (a watch replaced or deleted the object): kept past that, a tenant's deleted pods stayed in memory, and a
+    watch held twice what its cache did, until its next relist (tests/test_convert_attack.py)."""
+
+    def __init__(self, convert: Callable[[Decoded], Any], last: Optional["Memo"] = None,
+                 name_of: Callable[[Any], Hashable] = id) -> None:
+        self.convert, self.name_of = convert, name_of
+        self.last: dict[bytes, Any] = last.now if last is not None else {}
+        self.now: dict[bytes, Any] = {}
+        self.keys: dict[Hashable, bytes] = {}  # the name of each conversion kept now, to its digest
 
     def __call__(self, item: Decoded) -> Any:
         return self.convert(item)
@@ -70,7 +78,12 @@ class Memo:
         if found is _MISSING:
             found = self.convert(msgspec.to_builtins(struct))
         self.now[key] = found
+        self.keys[self.name_of(found)] = key
         return found
+
+    def forget(self, name: Hashable) -> None:
+        """Drop what is kept of `name`: the object has changed or gone since the list."""
+        self.now.pop(self.keys.pop(name, b""), None)
 
 
 _MISSING = object()

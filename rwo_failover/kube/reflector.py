@@ -68,7 +68,7 @@ class Reflector(Generic[T]):
         self._thread: Optional[threading.Thread] = None
         self.progress = Progress(settings.watch_stale_seconds)
         self._failing, self._began = "", float("inf")  # why it fails, logged once per change; when this watch began
-        self._memo: dict[bytes, Any] = {}  # the last list's conversions (decode.Memo)
+        self._memo: Optional[Memo] = None  # the last list's conversions, of objects no event has changed since
 
     # --- what a pass reads -----------------------------------------------------------------------------
     def age(self) -> Optional[float]:
@@ -131,7 +131,7 @@ class Reflector(Generic[T]):
         self._stop.set()
         with self._lock:  # whatever a stream still in flight delivers is of an older generation: dropped
             self._generation += 1
-            self.items, self.version, self.listed_at, self.heard_at, self._memo = {}, "", None, None, {}
+            self.items, self.version, self.listed_at, self.heard_at, self._memo = {}, "", None, None, None
             self.progress.clear()
         self._interrupt()
         if self._thread:
@@ -151,8 +151,7 @@ class Reflector(Generic[T]):
             if isinstance(outcome, bool):
                 relist = ""
                 if gate.failures:
-                    log.info("watch healthy again", extra={"resource": self.source.name,
-                                                          "failures": gate.healthy()})
+                    log.info("watch healthy again", extra={"resource": self.source.name, "failures": gate.healthy()})
                 continue
             reason, detail, relist = outcome
             if not relist and self.monotonic() - self._began >= SHORT_WATCH_SECONDS:
@@ -249,6 +248,8 @@ class Reflector(Generic[T]):
     def _store(self, kind: str, obj: dict) -> str:
         """Called with the lock held; what changed that matters to a pass, or ""."""
         key, item = self._read(obj)
+        if self._memo is not None:
+            self._memo.forget(key)
         old = self.items.pop(key, None)
         before = self.source.absent if old is None else self._signature(old)
         if kind != "DELETED":
@@ -269,14 +270,14 @@ class Reflector(Generic[T]):
             if reason in ("initial", "stale", "no_progress") and not self.stale():
                 return  # another thread listed while this one waited
             api, started = api or self.new_api(), self.monotonic()
-            memo = Memo(self._read, self._memo)  # converts again only the items changed since the last list
+            memo = Memo(self._read, self._memo, lambda found: found[0])  # converts only what changed since
             fresh = dict(self.source.list(api, self.settings, reason != "initial", memo))
             with self._lock:
                 old, self.items = self.items, fresh
                 self.version, self._generation = api.listed_version, self._generation + 1
                 self.listed_at = self.heard_at = self.monotonic()
                 self.progress.listed(started)
-                self._memo = memo.now
+                self._memo = memo
             self._interrupt()  # the running stream is from before this list: it must not apply anything more
         with self._moved:  # a list made now holds "now" for reached()
             self._moved.notify_all()
