@@ -13,7 +13,8 @@ import json
 import pytest
 
 from rwo_failover.model import Attachment, Claim, Fence, Lease, Node, Pod, Reader, RecoveryEntry, Volume
-from rwo_failover.run.exitcodes import EXIT_OK
+from rwo_failover.run.exitcodes import EXIT_OK, EXIT_UNAVAILABLE
+from rwo_testkit.fake_apiserver import Fault
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.managed_fields import bulky, expand, hostile_entry, nested
 
@@ -211,3 +212,19 @@ def test_a_deep_object_with_an_integer_past_64_bits_is_still_one_unreadable_obje
 
     assert [type(item).__name__ for item in items] == ["dict", "Undecodable"]
     assert "levels deep" in items[1].reason
+
+
+@pytest.mark.parametrize("resource", ["nodes", "volumeattachments"])
+def test_an_answer_that_is_not_utf8_is_a_failed_read_named_as_such_never_a_crash(api, run_pass, resource):
+    """Found attacking issue 25's decoding: a proxy's answer with bytes that are not UTF-8 made msgspec raise
+    UnicodeDecodeError, which no read expected: the pass crashed (exit 70, "a bug") instead of failing the read
+    (retried, then exit 4 naming the cause), as json.loads's error on a cut body does."""
+    fc.outage(api)
+    api.inject(Fault("reshape", verb="list", resource=resource, body=b'{"items": [{"metadata": {"name": "\xff"}}]}'))
+
+    result = run_pass()
+
+    assert result.code == EXIT_UNAVAILABLE, [l for l in result.logs if l["level"] != "INFO"][:3]
+    errors = [str(l.get("error", "")) for l in result.logs if l["level"] == "ERROR"]
+    assert any("utf-8" in e for e in errors), errors
+    assert api.get("pods", "db-0", "default") is not None

@@ -41,8 +41,9 @@ class OddAnswer(ValueError):
     one, so it is judged like a body that cannot be parsed, and retried."""
 
 
-# What leaves an attempt without a usable answer: a reset, a timeout, a body cut short or of another shape.
-NO_ANSWER = (urllib3.exceptions.HTTPError, json.JSONDecodeError, ConnectionError, OddAnswer)
+# What leaves an attempt without a usable answer: a reset, a timeout, a body cut short or of another shape, or
+# bytes that are not UTF-8 (a proxy's: JSON is UTF-8, and json.loads and msgspec both raise UnicodeDecodeError).
+NO_ANSWER = (urllib3.exceptions.HTTPError, json.JSONDecodeError, ConnectionError, OddAnswer, UnicodeDecodeError)
 
 
 class Unavailable(ApiError):
