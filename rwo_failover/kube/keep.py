@@ -4,9 +4,11 @@ out of 20,000, and the few pods of a namespace of thousands that may replace a f
 cost most of a pass's reads at 5,000 nodes (bench/scale.py, bench/steady.py).
 
 An item is dropped only when the fields that name it are strings (or absent, read as "" as the model reads
-them) and name nothing asked for: then the model object would have been dropped by the caller anyway. An item
-with a field of another type is kept, so it is converted and judged (skipped with its reason, or dropped by the
-caller's own filter) exactly as when every item was converted."""
+them) and name nothing asked for: then the model object would have been dropped by the caller anyway, and an
+item the pass does not read is none of its business even when something else in it cannot be read (it is no
+longer a skip line, as get_or_list's lists never made it one). An item with a naming field of another type is
+kept, so it is converted and judged (skipped with its reason, or dropped by the caller's own filter) exactly as
+when every item was converted."""
 
 from __future__ import annotations
 
