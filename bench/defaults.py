@@ -13,7 +13,10 @@ with its volume attached there. Approaches:
   the moment the node is NotReady, with no other check, as the Kubernetes docs describe;
 - CronJob mode: `reconcile.py --once` started at each wall-clock minute, as the CronJob's "* * * * *" starts a
   Job, each in the background (a pass still running at the next minute is replaced, as
-  `concurrencyPolicy: Replace` does). A Job pod's own start, a few seconds on a real cluster, is not included;
+  `concurrencyPolicy: Replace` does). A Job pod's own start, a few seconds on a real cluster, is not included.
+  Where in the minute the power goes off decides much of a CronJob row, and the bench's own rhythm would
+  repeat the same moment run after run: run r of n powers off at second (r + 1/2) * 60 / n of the minute
+  (10, 30 and 50 with three runs), so the runs sample the minute evenly;
 - HA continuous mode: `reconcile.py` as deploy/ha runs it (INTERVAL=15, leader election, watching), started
   before the outage;
 - each mode with FENCING=networkfence (the simulated csi-addons controller answers in 2 s) and with
@@ -67,6 +70,7 @@ class Run:
 
     phases: dict[str, float] = field(default_factory=dict)
     tainted: Optional[float] = None
+    off_second: float = 0.0  # the second of the wall-clock minute at power-off
 
     @property
     def done(self) -> Optional[float]:
@@ -97,6 +101,7 @@ class Victim:
         assert self.timeline is not None
         self.cluster.sim.power_off(self.node)
         self.timeline.start()
+        self.run.off_second = self.timeline.off_wall % 60
         if bmc is not None:
             bmc.force_off(self.node)
 
@@ -156,7 +161,17 @@ def reconciler_env(cluster: Cluster, sa: Path, approach: str, tag: str,
     return env
 
 
-def one_run(cluster: Cluster, sa: Path, approach: str, run: int, limit: float) -> Run:
+def minute_phase(run: int, runs: int) -> float:
+    """The second of the wall-clock minute at which run `run` of a CronJob row powers its node off."""
+    return (run + 0.5) * 60.0 / runs
+
+
+def wait_for_second(second: float) -> None:
+    """Sleep until the wall clock is `second` seconds into a minute."""
+    time.sleep((second - time.time() % 60) % 60)
+
+
+def one_run(cluster: Cluster, sa: Path, approach: str, run: int, runs: int, limit: float) -> Run:
     tag = f"d{APPROACHES.index(approach)}-{run}"
     victim = Victim(cluster, tag)
     PASS_LOGS.mkdir(exist_ok=True)
@@ -173,6 +188,7 @@ def one_run(cluster: Cluster, sa: Path, approach: str, run: int, limit: float) -
                                         stderr=out, env=dict(env, INTERVAL="15", LEADER_ELECTION="true",
                                                              METRICS_PORT="0"))
         elif approach.startswith("CronJob"):
+            wait_for_second(minute_phase(run, runs))
             cron = Cron(env, log)
         victim.power_off(bmc)
         ends = time.monotonic() + limit
@@ -225,12 +241,13 @@ def run_defaults(runs: int, limit: float, only: Optional[list[str]]) -> int:
         for run in range(runs):
             for approach in approaches:
                 if approach != "nothing":
-                    results[approach].append(one_run(cluster, sa, approach, run, limit))
+                    results[approach].append(one_run(cluster, sa, approach, run, runs, limit))
                     _say(approach, results[approach][-1:], run)
     print(f"## Upstream defaults: from power-off to the replacement Running and Ready with its volume attached "
           f"elsewhere ({runs} runs each, one cluster, one run of the bench; {time.strftime('%Y-%m-%d')}, "
           f"{platform.machine()}, {os.cpu_count()} cores)")
-    print(f"Kubernetes v1.36.2 control plane; node-monitor grace {UPSTREAM_GRACE_SECONDS}s; kubelet Lease "
+    print(f"Kubernetes v1.36.2 control plane; node-monitor grace {UPSTREAM_GRACE_SECONDS}s (checked every 2s, "
+          f"where upstream checks every 5s); kubelet Lease "
           f"{UPSTREAM_LEASE_SECONDS}s renewed every {UPSTREAM_LEASE_SECONDS // 4}s; every rwo-failover setting at "
           "its default.\n")
     table(results, limit)
@@ -243,6 +260,7 @@ def run_defaults(runs: int, limit: float, only: Optional[list[str]]) -> int:
 def _say(approach: str, runs: list[Run], run: Optional[int] = None) -> None:
     for i, found in enumerate(runs):
         shown = "stuck" if found.done is None else f"{found.done:.1f}s from power-off"
+        shown += f" (power off at second {found.off_second:.0f} of the minute)"
         print(f"run {(run if run is not None else i) + 1}: {approach}: {shown}", file=sys.stderr, flush=True)
 
 
