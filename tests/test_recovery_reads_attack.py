@@ -1,0 +1,73 @@
+"""Attacks on "recovery confirmation reads the pods where a replacement can be" (issue 25: observe/lookups.py
+recovery_pods, kube/keep.py mounting) and on decode.Memo's forget, fixture tier, real client.
+
+Each test here shows a defect on the code it was written against, as a strict xfail until the fix:
+
+- a record that comes due between the cached read and the live re-read of continuous mode (observe_again keeps
+  the cached pass's recovery pods, read for the earlier "now") is judged "not recovered" from pods read as if it
+  were not due: its RWOVolumeNotRecovered names the wrong thing (the code before listed its namespace every pass)
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+
+import pytest
+
+from helpers import recovery_records
+from rwo_failover.kube import Api, load_api_client
+from rwo_failover.model import RECOVERY_LABEL, Cached, Node, RecoveryEntry
+from rwo_failover.run import runner
+from rwo_failover.run.exitcodes import EXIT_OK
+from rwo_testkit import fake_cluster as fc
+
+from test_watch import settings_for
+
+
+def deployment_outage(api) -> None:
+    fc.outage(api, dead="dead", pods=())
+    fc.add_volume(api, "data-app", namespace="shop", attached_to="dead")
+    api.add(fc.pod("app-7d9f-x2x4q", "dead", namespace="shop", claims=["data-app"], terminating=True,
+                   owner="ReplicaSet"))
+
+
+@pytest.mark.xfail(strict=True, reason="defect: observe_again keeps recovery pods read for the cached pass's 'now'; "
+                                       "a record due by the live 'now' is judged from pods read as if not due, and "
+                                       "its RWOVolumeNotRecovered says 'not scheduled' of a scheduled replacement")
+def test_a_record_that_comes_due_during_the_live_re_read_still_says_exactly_what_is_missing(api, kubeconfig, run_pass):
+    """Continuous mode: a cached pass whose plan writes (a second outage) is made again from a live read, which
+    keeps the pods the cached pass read (observe_again) and judges them at the live 'now'. When the record's
+    RECOVERY_TIMEOUT_SECONDS ends between the two (a loaded API server: the live node list takes 4 s), the live
+    judgment says "not recovered" from the node lists alone, which cannot see a replacement whose volume is not
+    attached yet: the Warning says it was never scheduled. The code before listed the namespace every pass and
+    said what test_recovery_reads.py expects of a due record: the attachment on w1 is not attached."""
+    deployment_outage(api)
+    assert run_pass(OUT_OF_SERVICE_TAINT="never").code == EXIT_OK
+    [record] = recovery_records(api)
+    # The replacement: scheduled on w1, its volume not attached there yet.
+    api.add(fc.pod("app-7d9f-q8w2p", "w1", namespace="shop", claims=["data-app"], owner="ReplicaSet", ready="True"))
+    # A second outage: the cached plan writes, so the pass reads again live before acting.
+    fc.dead_node(api, "dead2")
+    fc.add_volume(api, "data-db-0", attached_to="dead2")
+    api.add(fc.pod("db-0", "dead2", claims=["data-db-0"], terminating=True))
+    deleted = datetime.strptime(record["deletedAt"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+    timeout = int(time.time() - deleted.timestamp()) + 2  # the record comes due 1 to 2 s from now
+    settings = settings_for(kubeconfig, OUT_OF_SERVICE_TAINT="never", RECOVERY_TIMEOUT_SECONDS=str(timeout))
+    # The watch cache as continuous mode holds it now: the nodes and our record.
+    nodes = tuple(Node.from_json(n) for n in api.objects("nodes"))
+    entries = tuple(RecoveryEntry.from_json(c) for c in api.objects("configmaps")
+                    if (c["metadata"].get("labels") or {}).get(RECOVERY_LABEL))
+
+    def slow_live_node_list(req):  # a loaded API server: the live, consistent node list takes 4 s
+        if req.verb == "list" and req.resource == "nodes" and "resourceVersion" not in req.query:
+            time.sleep(4)
+        return None
+    api.hooks.append(slow_live_node_list)
+
+    code = runner.run_pass(Api(load_api_client(settings), settings), settings,
+                           cache=lambda _api: Cached(nodes, (), entries, ()))
+
+    assert code == EXIT_OK
+    [event] = [e for e in api.objects("events") if e["reason"] == "RWOVolumeNotRecovered"]
+    assert "attachment to node w1 is not attached" in event["message"], event["message"]
