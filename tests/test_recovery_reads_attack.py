@@ -5,23 +5,31 @@ Each test here shows a defect on the code it was written against, as a strict xf
 
 - a record that comes due between the cached read and the live re-read of continuous mode (observe_again keeps
   the cached pass's recovery pods, read for the earlier "now") is judged "not recovered" from pods read as if it
-  were not due: its RWOVolumeNotRecovered names the wrong thing (the code before listed its namespace every pass)
+  were not due: its RWOVolumeNotRecovered names the wrong thing (the code before listed its namespace every pass);
+- decode.Memo forgets by the reflector's key, model.reader.name_of, which is cut at 300 characters: pods of one
+  namespace whose namespace/name agree in their first 300 characters share a key, and all but one of them stay in
+  memory after the watch deleted them (the defect f6ad058 fixed, for names of that length).
 """
 
 from __future__ import annotations
 
+import gc
 import time
 from datetime import datetime, timezone
 
 import pytest
 
 from helpers import recovery_records
+from rwo_failover import settings as config
 from rwo_failover.kube import Api, load_api_client
-from rwo_failover.model import RECOVERY_LABEL, Cached, Node, RecoveryEntry
+from rwo_failover.kube.reflector import Reflector
+from rwo_failover.kube.sources import pods_on
+from rwo_failover.model import RECOVERY_LABEL, Cached, Node, Pod, RecoveryEntry
 from rwo_failover.run import runner
 from rwo_failover.run.exitcodes import EXIT_OK
 from rwo_testkit import fake_cluster as fc
 
+from test_convert_attack import wait_until
 from test_watch import settings_for
 
 
@@ -71,3 +79,40 @@ def test_a_record_that_comes_due_during_the_live_re_read_still_says_exactly_what
     assert code == EXIT_OK
     [event] = [e for e in api.objects("events") if e["reason"] == "RWOVolumeNotRecovered"]
     assert "attachment to node w1 is not attached" in event["message"], event["message"]
+
+
+NAMESPACE = "t" * 62 + "1"  # 63 characters, a namespace name's limit
+
+
+@pytest.mark.xfail(strict=True, reason="defect: Memo.forget is keyed by name_of, cut at 300 characters: pods whose "
+                                       "namespace/name share 300 characters share one key, and all but one stay in "
+                                       "memory after the watch deleted them")
+def test_tenant_pods_whose_names_agree_in_300_characters_are_released_once_the_watch_removes_them(api, kubeconfig):
+    """A pod's name may have 253 characters and its namespace 63: namespace/name is up to 317 characters, and the
+    reflector keys its cache, and decode.Memo its forget, by model.reader.name_of, which keeps the first 300. Three
+    pods whose names differ only in their last characters are one key: the cache holds one of them, the memo all
+    three, and once the tenant deletes them the watch forgets one conversion; the other two stay until the next
+    relist (RELIST_SECONDS, an hour by default), as every deleted pod did before f6ad058."""
+    fc.dead_node(api, "dead")
+    names = ["p" * 250 + f"{i:03d}" for i in range(3)]  # 253 characters each
+    for name in names:
+        api.add(fc.pod(name, "dead", namespace=NAMESPACE, owner=None, terminating=True,
+                       labels={f"tenant.example.com/k{j:04d}": "x" * 63 for j in range(200)}))
+    settings = config.load(["--interval", "5"], {"KUBECONFIG": kubeconfig, "WATCH_STALE_SECONDS": "5"})[1]
+    api_client = load_api_client(settings)
+    watched = Reflector(pods_on("dead"), lambda: Api(api_client, settings), settings, lambda _why: None)
+    try:
+        watched.relist("initial", watched.new_api())  # as DownNodePods.follow lists each proven-down node
+        watched.start()
+        wait_until("the pod watch", lambda: any(r.verb == "watch" for r in api.requests))
+
+        for name in names:
+            api.remove("pods", name, NAMESPACE)
+        wait_until("the deletes applied", lambda: not watched.items)
+        wait_until("every DELETED event applied", lambda: watched.events >= len(names), timeout=5)
+        gc.collect()
+
+        held = [o.name[-3:] for o in gc.get_objects() if isinstance(o, Pod) and o.namespace == NAMESPACE]
+        assert held == [], f"deleted pods still held in memory: {held}"
+    finally:
+        watched.stop()
