@@ -88,9 +88,6 @@ def test_a_record_that_comes_due_during_the_live_re_read_still_says_exactly_what
 NAMESPACE = "t" * 62 + "1"  # 63 characters, a namespace name's limit
 
 
-@pytest.mark.xfail(strict=True, reason="defect: Memo.forget is keyed by name_of, cut at 300 characters: pods whose "
-                                       "namespace/name share 300 characters share one key, and all but one stay in "
-                                       "memory after the watch deleted them")
 def test_tenant_pods_whose_names_agree_in_300_characters_are_released_once_the_watch_removes_them(api, kubeconfig):
     """A pod's name may have 253 characters and its namespace 63: namespace/name is up to 317 characters, and the
     reflector keys its cache, and decode.Memo its forget, by model.reader.name_of, which keeps the first 300. Three
