@@ -44,9 +44,6 @@ def deployment_outage(api) -> None:
                    owner="ReplicaSet"))
 
 
-@pytest.mark.xfail(strict=True, reason="defect: observe_again keeps recovery pods read for the cached pass's 'now'; "
-                                       "a record due by the live 'now' is judged from pods read as if not due, and "
-                                       "its RWOVolumeNotRecovered says 'not scheduled' of a scheduled replacement")
 def test_a_record_that_comes_due_during_the_live_re_read_still_says_exactly_what_is_missing(api, kubeconfig, run_pass):
     """Continuous mode: a cached pass whose plan writes (a second outage) is made again from a live read, which
     keeps the pods the cached pass read (observe_again) and judges them at the live 'now'. When the record's

@@ -32,8 +32,7 @@ def recovery_pods(api: Api, settings: Settings, reader: Reader, records: list[Re
     take seconds next to a namespace of 3,000 pods (bench/steady.py). Either list converts only the pods that
     mount a record's claim or are a freed pod (kube.keep.mounting)."""
     others = [r for r in records if not r.statefulset]
-    due = sorted({r.namespace for r in others
-                  if now >= r.deleted_at + timedelta(seconds=settings.recovery_timeout_seconds)})
+    due = due_namespaces(records, settings, now)
     volumes = {r.volume for r in others if r.namespace not in due}
     nodes = sorted({r.node for r in others if r.namespace not in due} |
                    {a.node for a in attachments if a.volume in volumes and a.node})
@@ -48,6 +47,12 @@ def recovery_pods(api: Api, settings: Settings, reader: Reader, records: list[Re
         if found is not None:
             pods.append(found)
     return tuple({p.uid or p.key: p for p in pods}.values())
+
+
+def due_namespaces(records: list[Record], settings: Settings, now: datetime) -> list[str]:
+    """The namespaces whose pods recovery_pods lists at `now`: those of non-StatefulSet records due to time out."""
+    return sorted({r.namespace for r in records if not r.statefulset and
+                   now >= r.deleted_at + timedelta(seconds=settings.recovery_timeout_seconds)})
 
 
 def server_version(api: Api) -> Optional[tuple[int, int]]:

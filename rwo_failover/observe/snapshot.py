@@ -36,7 +36,7 @@ from ..planner import nodes_to_inspect, tainted_nodes
 from ..planner.recovery import readable
 from ..settings import Settings
 from .control import read_control
-from .lookups import read_claims, read_volumes, recovery_pods, server_version
+from .lookups import due_namespaces, read_claims, read_volumes, recovery_pods, server_version
 
 log = logging.getLogger("rwo_failover")
 
@@ -76,12 +76,15 @@ def observe_again(api: Api, settings: Settings, now: Callable[[], datetime], ear
     watch cache), then the Leases. `nodes_now` may stand in for the node list: the watch cache's nodes once it
     has caught up with a consistent read made now (kube.cache.WatchedCluster.nodes_now), None when it has not.
     The pods, claims, PVs and attachments `earlier` read (live, moments ago) are kept when the live read leads
-    to no node and no record that `earlier` did not read them for; else they are read again too."""
+    to no node and no record that `earlier` did not read them for, and no record comes due between the two reads
+    (recovery_pods reads more for a due one); else they are read again too."""
     reader = Reader()
     caught_up = nodes_now(api) if nodes_now else None
     snapshot = _base(api, settings, now, reader, None, consistent=True, nodes_at=caught_up)
     inspect, before = set(nodes_to_inspect(snapshot, settings)), set(nodes_to_inspect(earlier, settings))
-    if not inspect <= before or any(e not in earlier.recovery_records for e in snapshot.recovery_records):
+    records = readable(snapshot.recovery_records)
+    if not inspect <= before or any(e not in earlier.recovery_records for e in snapshot.recovery_records) or \
+            due_namespaces(records, settings, snapshot.now) != due_namespaces(records, settings, earlier.now):
         return _details(api, settings, reader, snapshot)
     return dataclasses.replace(snapshot, pods=tuple(p for p in earlier.pods if p.node in inspect),
                                claims=earlier.claims, attachments=earlier.attachments, volumes=earlier.volumes,
