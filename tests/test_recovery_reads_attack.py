@@ -1,7 +1,7 @@
 """Attacks on "recovery confirmation reads the pods where a replacement can be" (issue 25: observe/lookups.py
 recovery_pods, kube/keep.py mounting) and on decode.Memo's forget, fixture tier, real client.
 
-Each test here shows a defect on the code it was written against, as a strict xfail until the fix:
+Each test here showed a defect on the code it was written against (a strict xfail until its fix):
 
 - a record that comes due between the cached read and the live re-read of continuous mode (observe_again keeps
   the cached pass's recovery pods, read for the earlier "now") is judged "not recovered" from pods read as if it
@@ -20,8 +20,6 @@ from __future__ import annotations
 import gc
 import time
 from datetime import datetime, timezone
-
-import pytest
 
 from helpers import recovery_records
 from rwo_failover import settings as config
@@ -116,9 +114,6 @@ def test_tenant_pods_whose_names_agree_in_300_characters_are_released_once_the_w
         watched.stop()
 
 
-@pytest.mark.xfail(strict=True, reason="defect (older than the change): a record whose deletedAt is later than the "
-                                       "pass's 'now' (another API server, its clock under 2 s behind) is deleted "
-                                       "as obsolete, and its recovery is never confirmed")
 def test_a_record_read_through_an_api_server_whose_clock_is_a_little_behind_is_kept_and_confirmed(api, run_pass):
     """Older than the change (planner/recovery.py _doubt, unchanged since 9e86285). HA control planes run several
     API servers; the Date check allows each a clock up to 2 s off the stamps it checks, and for nodes "clocks that

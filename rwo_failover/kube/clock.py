@@ -24,8 +24,7 @@ from datetime import datetime, timedelta, timezone
 from email.utils import parsedate_to_datetime
 from typing import Callable, Optional
 
-# Both the Date header and the server's stamps are whole seconds, truncated, taken a few milliseconds apart.
-CLOCK_TOLERANCE_SECONDS = 2.0
+from ..model import CLOCK_TOLERANCE_SECONDS  # noqa: F401 - named here too: kube's readers of the clock use it
 
 
 class ServerClockUnknown(Exception):

@@ -14,6 +14,7 @@ from .claim import Claim
 from .control import Control
 from .fence import Fence, Machine, fence_asked
 from .fields import (
+                     CLOCK_TOLERANCE_SECONDS,
                      TIME_YEARS,
                      BadObject,
                      Json,
@@ -60,7 +61,8 @@ from .snapshot import Cached, Snapshot, Unreadable
 from .volume import Volume
 
 __all__ = [
-    "APPLIED_BY", "Attachment", "BadObject", "bool_at", "Cached", "Claim", "CLOUD_SHUTDOWN_KEY", "Control",
+    "APPLIED_BY", "Attachment", "BadObject", "bool_at", "Cached", "Claim", "CLOCK_TOLERANCE_SECONDS",
+    "CLOUD_SHUTDOWN_KEY", "Control",
     "CONTROL_NAME", "DEFAULT_LEASE_SECONDS", "DNS_LABEL", "DNS_SUBDOMAIN", "Fence", "fence_asked",
     "FENCE_ASKED_ANNOTATION", "FENCE_LABEL", "int_at", "is_name", "items_at", "Json", "Lease", "Machine",
     "machine_of", "MIRROR_ANNOTATION", "MULTI_ATTACH_MODES", "name_of", "Node", "obj_at", "OOS_ANNOTATION",

@@ -111,6 +111,12 @@ def time_at(obj: Json, key: str) -> Optional[datetime]:
         raise BadObject(f"{key}: {err}") from None
 
 
+# How far two readings of the API server's clock may disagree and still be one clock: the Date header and the
+# server's stamps are whole seconds, truncated, taken a few milliseconds apart (kube.clock checks them against each
+# other), and behind a load balancer each answer may come from another API server of the same control plane.
+CLOCK_TOLERANCE_SECONDS = 2.0
+
+
 def server_time(meta: Json, subresource: Optional[str] = None) -> Optional[datetime]:
     """When the API server last saw the object (or, given a subresource, that part of it) change: the latest
     `time` in metadata.managedFields. The server stamps it with its own clock at every write that changes

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Optional
 
-from ..model import BadObject, Claim, Pod, RecoveryEntry, Snapshot, int_at, is_name, parse_time, text_at
+from ..model import (CLOCK_TOLERANCE_SECONDS, BadObject, Claim, Pod, RecoveryEntry, Snapshot, int_at, is_name,
+                     parse_time, text_at)
 from ..settings import Settings
 from .liveness import age
 
@@ -155,7 +156,10 @@ def _missing(claim: Claim, record: Record, replacement: Optional[Pod], snapshot:
 
 def _doubt(record: Record, snapshot: Snapshot) -> Optional[str]:
     """Why the pass cannot believe this record, from what it can check itself; None when it holds up."""
-    if record.deleted_at > snapshot.now or (record.not_ready_since and record.not_ready_since > record.deleted_at):
+    # deletedAt is the writing pass's reading of the server clock; this pass may read another API server's, up to
+    # CLOCK_TOLERANCE_SECONDS behind: a record read a second after it was written is not from the future.
+    if record.deleted_at > snapshot.now + timedelta(seconds=CLOCK_TOLERANCE_SECONDS) or \
+            (record.not_ready_since and record.not_ready_since > record.deleted_at):
         return "its times are later than now, or out of order"
     claim = snapshot.claims.get(record.claim)
     volume = snapshot.volumes.get(record.volume)
