@@ -182,10 +182,6 @@ ANNOTATIONS_LIMIT = 256 * 1024
 BASE_V6 = int(ipaddress.IPv6Address("fd12:3456:789a:bcde:f012:3456:0:0"))
 
 
-@pytest.mark.xfail(strict=True, reason="defect (issue 27 attack, round trips): the fence-addresses record copies "
-                   "spec.cidrs into an annotation, which the API server caps at 256 KiB in all; a node reporting "
-                   "about 6,500 IPv6 InternalIPs or more can no longer be fenced (create 422), though the same fence "
-                   "without the record fits. Fix not small: a compact record (a digest) and a comparison by it.")
 def test_the_machine_record_fits_the_annotation_limit_whatever_the_node_reports(cluster, run_pass):
     node = cluster.get("nodes", "dead")
     node["status"]["addresses"] = [{"type": "InternalIP", "address": str(ipaddress.IPv6Address(BASE_V6 + i))}
@@ -198,6 +194,34 @@ def test_the_machine_record_fits_the_annotation_limit_whatever_the_node_reports(
     assert len(create.body["spec"]["cidrs"]) == 7000
     notes = create.body["metadata"]["annotations"]
     assert sum(len(k) + len(v) for k, v in notes.items()) <= ANNOTATIONS_LIMIT
+    assert notes[FENCE_ADDRESSES_ANNOTATION].startswith("sha256:")
+
+
+def many_addresses(count: int = 7000, changed: int = -1) -> list[dict]:
+    return [{"type": "InternalIP", "address": str(ipaddress.IPv6Address(BASE_V6 + (i if i != changed else 10**6)))}
+            for i in range(count)]
+
+
+@pytest.mark.parametrize("changed, unfenced", [(-1, True), (4321, False)])
+def test_a_machine_recorded_by_its_addresses_digest_is_unfenced_only_at_those_addresses(cluster, run_pass, changed,
+                                                                                         unfenced):
+    """The record of a node with thousands of addresses is their digest: the same machine back at the same
+    addresses is unfenced; one address changed, and the fence stays, as with a plain record."""
+    node = cluster.get("nodes", "dead")
+    node["status"]["addresses"] = many_addresses()
+    cluster.add(node)
+    fenced(cluster, run_pass)
+    assert fence_of(cluster)["metadata"]["annotations"][FENCE_ADDRESSES_ANNOTATION].startswith("sha256:")
+    back(cluster)
+    node = cluster.get("nodes", "dead")
+    node["status"]["addresses"] = many_addresses(changed=changed)
+    cluster.add(node)
+
+    networkfence(run_pass)
+
+    assert (fence_of(cluster)["spec"]["fenceState"] == "Unfenced") == unfenced
+    held = [e for e in cluster.objects("events") if e["reason"] == "FenceLeftInPlace"]
+    assert (not held) == unfenced and all("addresses" in e["message"] for e in held)
 
 
 def test_our_delete_whose_answer_was_lost_on_a_fence_held_by_a_finalizer_keeps_our_taint(cluster, run_pass):

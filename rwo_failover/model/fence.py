@@ -17,23 +17,41 @@ from .names import (FENCE_ADDRESSES_ANNOTATION, FENCE_ASKED_ANNOTATION, FENCE_BO
 _PLAIN_BOOT_ID = re.compile(r"[A-Za-z0-9-]{1,64}")  # whole text only: fullmatch (a `$` passes "x\n")
 
 
+# The addresses as recorded, at most this long; a longer list is recorded by its digest. The API server caps a
+# object's annotations at 256 KiB in all: a node reporting about 6,500 IPv6 addresses made the plain record
+# outgrow it, and the fence could no longer be created (tests/test_fence_lifecycle_attacks.py).
+MAX_ADDRESSES_NOTE = 16 * 1024
+DIGEST = "sha256:"
+
+
 @dataclass(frozen=True)
 class Machine:
     """The machine a fence of ours was made for, as recorded on it when we created it."""
 
     uid: str  # the Node object's metadata.uid
     boot_id: str  # its status.nodeInfo.bootID then, as recorded (boot_id_note)
-    cidrs: tuple[str, ...]  # the addresses we asked to fence, as in spec.cidrs
+    addresses: str  # the addresses we asked to fence (spec.cidrs), as recorded (addresses_note)
 
     @classmethod
     def of(cls, uid: str, boot_id: str, cidrs: tuple[str, ...]) -> "Machine":
         """The record for a node as read now: its uid, bootID and the CIDRs we fence for it."""
-        return cls(uid, boot_id_note(boot_id), cidrs)
+        return cls(uid, boot_id_note(boot_id), addresses_note(cidrs))
+
+    @property
+    def cidrs(self) -> tuple[str, ...]:
+        """The addresses recorded one by one; none when the record is their digest."""
+        return () if self.addresses.startswith(DIGEST) else tuple(self.addresses.split(","))
 
     def notes(self) -> dict[str, str]:
         """The annotations that record it."""
         return {FENCE_NODE_UID_ANNOTATION: self.uid, FENCE_BOOT_ID_ANNOTATION: self.boot_id,
-                FENCE_ADDRESSES_ANNOTATION: ",".join(self.cidrs)}
+                FENCE_ADDRESSES_ANNOTATION: self.addresses}
+
+
+def addresses_note(cidrs: tuple[str, ...]) -> str:
+    """CIDRs as recorded: comma-separated, or past MAX_ADDRESSES_NOTE their digest (compare records by this)."""
+    text = ",".join(cidrs)
+    return text if len(text) <= MAX_ADDRESSES_NOTE else DIGEST + hashlib.sha256(text.encode()).hexdigest()
 
 
 def boot_id_note(boot_id: str) -> str:
@@ -49,7 +67,7 @@ def _machine(notes: dict[str, str]) -> Optional[Machine]:
                                                          FENCE_ADDRESSES_ANNOTATION))
     if not (uid and addresses):
         return None
-    return Machine(uid, boot, tuple(addresses.split(",")))
+    return Machine(uid, boot, addresses)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ import ipaddress
 from datetime import datetime
 from typing import Iterable, Optional
 
-from ..model import Fence, Lease, Node, Snapshot
+from ..model import Fence, Lease, Node, Snapshot, addresses_note
 from ..settings import Settings
 from ..model.names import NODE_OPT_OUT_LABEL
 from .nodes import shutdown_taint
@@ -187,10 +187,11 @@ def held_by(node: Node, fence: Fence) -> Optional[tuple[str, str]]:
         return HELD_OTHER_MACHINE, (f"NetworkFence {fence.node} was made for another machine (Node uid "
                                     f"{machine.uid[:64]}) than the node now registered as {node.name} "
                                     f"({node.uid[:64]}): the fenced machine may still run{tail}")
-    fenced = tuple(sorted({_cidr(c) for c in fence.cidrs}))
-    if not (fenced == cidrs(node)[0] == tuple(sorted({_cidr(c) for c in machine.cidrs}))):
+    fenced, now = tuple(sorted({_cidr(c) for c in fence.cidrs})), cidrs(node)[0]
+    recorded = addresses_note(tuple(sorted({_cidr(c) for c in machine.cidrs}))) if machine.cidrs else machine.addresses
+    if not (fenced == now and addresses_note(now) == recorded):
         return HELD_ADDRESSES, (f"NetworkFence {fence.node} fences {_few(fence.cidrs)} (made for "
-                                f"{_few(machine.cidrs)}), but the node's addresses are now "
+                                f"{_few(machine.cidrs or [machine.addresses])}), but the node's addresses are now "
                                 f"{_few(sorted(_addresses(node)))}{tail}")
     return None
 
