@@ -147,3 +147,34 @@ def test_start_up_names_a_recovery_namespace_that_does_not_exist(cluster, sa):
     assert 'namespaces "never-created" not found' in line["error"]
     there = cluster.run_pass(sa, DRY_RUN="true")
     assert there.code == EXIT_OK and not [line for line in there.logs if line["message"] == off]
+
+
+def test_a_deployments_replacement_is_confirmed_through_its_volumes_attachment(cluster, sa):
+    """A Deployment's replacement has another name: recovery confirmation finds it on the node its volume is
+    attached to (pods listed there by spec.nodeName), not by listing the namespace every pass. On the real
+    controllers: the ReplicaSet makes the replacement, the attach-detach controller its VolumeAttachment."""
+    node, namespace = "victim-deploy", "deploy"
+    cluster.sim.add_node(node)
+    cluster.deployment(namespace, "web", node_affinity=node)
+    old = wait_for("the deployment's pod running", lambda: cluster.running_app(namespace, "web"), 90)
+    assert old["spec"]["nodeName"] == node
+    wait_for("its volume attached", lambda: cluster.attached(f"pv-{namespace}-web", node), 30)
+    cluster.sim.power_off(node)
+    wait_for(f"{node} NotReady", lambda: cluster.ready(node) != "True", NODE_MONITOR_GRACE_SECONDS + 30)
+    cluster.taint(node, CLOUD_TAINT)
+
+    def replaced():
+        assert cluster.run_pass(sa).code == EXIT_OK
+        pod = cluster.running_app(namespace, "web", not_on=node)
+        return pod if pod and cluster.attached(f"pv-{namespace}-web", pod["spec"]["nodeName"]) else None
+    new = wait_for("the replacement Running with its volume attached", replaced, 120, every=2)
+    assert new["metadata"]["name"] != old["metadata"]["name"]
+
+    def confirmed():
+        assert cluster.run_pass(sa).code == EXIT_OK
+        return [e for e in cluster.kube.items(f"/api/v1/namespaces/{namespace}/events")
+                if e["reason"] == "RWOVolumeRecovered"]
+    [event] = wait_for("RWOVolumeRecovered on the claim", confirmed, 60, every=2)
+    assert event["involvedObject"]["name"] == "data-web"
+    assert new["metadata"]["name"] in event["message"], event["message"]
+    cluster.sim.remove_node(node)
