@@ -28,23 +28,30 @@ def wait_until(what: str, check, timeout: float = 10) -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def watched_tenant_pods(api, kubeconfig: str, namespace: str, names: list[str]) -> Reflector:
+    """Tenant pods with bulky labels on the proven-down node "dead", and continuous mode's watch of that node's
+    pods, listed and watching (as DownNodePods.follow runs it): the caller stops it."""
+    fc.dead_node(api, "dead")
+    for name in names:
+        api.add(fc.pod(name, "dead", namespace=namespace, owner=None, terminating=True,
+                       labels={f"tenant.example.com/k{j:04d}": "x" * 63 for j in range(200)}))
+    settings = config.load(["--interval", "5"], {"KUBECONFIG": kubeconfig, "WATCH_STALE_SECONDS": "5"})[1]
+    api_client = load_api_client(settings)
+    watched = Reflector(pods_on("dead"), lambda: Api(api_client, settings), settings, lambda _why: None)
+    watched.relist("initial", watched.new_api())
+    watched.start()
+    wait_until("the pod watch", lambda: any(r.verb == "watch" for r in api.requests))
+    return watched
+
+
 def test_a_tenant_pod_deleted_from_a_watched_node_is_released_once_the_watch_removes_it(api, kubeconfig):
     """Continuous mode watches the pods on each proven-down node (kube/pod_watch.py). A tenant may bind any number
     of pods to such a node, each with labels up to the object limit (the Pod model keeps its labels). Once a
     tenant deletes them and the watch has dropped them from the cache, nothing of them may stay in memory: else
     the watch holds what it listed plus what it holds now (the tenant deletes and re-creates its pods: twice the
     memory), for as long as no relist comes (a healthy watch never relists)."""
-    fc.dead_node(api, "dead")
-    for i in range(3):
-        api.add(fc.pod(f"junk-{i}", "dead", namespace="tenant", owner=None, terminating=True,
-                       labels={f"tenant.example.com/k{j:04d}": "x" * 63 for j in range(200)}))
-    settings = config.load(["--interval", "5"], {"KUBECONFIG": kubeconfig, "WATCH_STALE_SECONDS": "5"})[1]
-    api_client = load_api_client(settings)
-    watched = Reflector(pods_on("dead"), lambda: Api(api_client, settings), settings, lambda _why: None)
+    watched = watched_tenant_pods(api, kubeconfig, "tenant", [f"junk-{i}" for i in range(3)])
     try:
-        watched.relist("initial", watched.new_api())  # as DownNodePods.follow lists each proven-down node
-        watched.start()
-        wait_until("the pod watch", lambda: any(r.verb == "watch" for r in api.requests))
         listed = [weakref.ref(p) for p in watched.items.values() if isinstance(p, Pod)]
         assert len(listed) == 3
 

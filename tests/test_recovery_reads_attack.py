@@ -22,16 +22,13 @@ import time
 from datetime import datetime, timezone
 
 from helpers import recovery_records
-from rwo_failover import settings as config
 from rwo_failover.kube import Api, load_api_client
-from rwo_failover.kube.reflector import Reflector
-from rwo_failover.kube.sources import pods_on
 from rwo_failover.model import RECOVERY_LABEL, Cached, Node, Pod, RecoveryEntry
 from rwo_failover.run import runner
 from rwo_failover.run.exitcodes import EXIT_OK
 from rwo_testkit import fake_cluster as fc
 
-from test_convert_attack import wait_until
+from test_convert_attack import wait_until, watched_tenant_pods
 from test_watch import settings_for
 
 
@@ -89,19 +86,9 @@ def test_tenant_pods_whose_names_agree_in_300_characters_are_released_once_the_w
     pods whose names differ only in their last characters are one key: the cache holds one of them, the memo all
     three, and once the tenant deletes them the watch forgets one conversion; the other two stay until the next
     relist (RELIST_SECONDS, an hour by default), as every deleted pod did before f6ad058."""
-    fc.dead_node(api, "dead")
     names = ["p" * 250 + f"{i:03d}" for i in range(3)]  # 253 characters each
-    for name in names:
-        api.add(fc.pod(name, "dead", namespace=NAMESPACE, owner=None, terminating=True,
-                       labels={f"tenant.example.com/k{j:04d}": "x" * 63 for j in range(200)}))
-    settings = config.load(["--interval", "5"], {"KUBECONFIG": kubeconfig, "WATCH_STALE_SECONDS": "5"})[1]
-    api_client = load_api_client(settings)
-    watched = Reflector(pods_on("dead"), lambda: Api(api_client, settings), settings, lambda _why: None)
+    watched = watched_tenant_pods(api, kubeconfig, NAMESPACE, names)
     try:
-        watched.relist("initial", watched.new_api())  # as DownNodePods.follow lists each proven-down node
-        watched.start()
-        wait_until("the pod watch", lambda: any(r.verb == "watch" for r in api.requests))
-
         for name in names:
             api.remove("pods", name, NAMESPACE)
         wait_until("the deletes applied", lambda: not watched.items)
