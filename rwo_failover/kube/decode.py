@@ -130,10 +130,8 @@ def decode_page(body: bytes, shape: type, keep: Optional[Callable[[Any], bool]] 
     come back converted by it (Memo)."""
     try:
         page = decoder(Page[shape]).decode(body)  # type: ignore[valid-type]
-        wanted = [item for item in page.items or () if keep is None or keep(item)]
-        if memo is not None:
-            return [memo.of(item) for item in wanted], *_position(page)
-        items: list[Decoded] = [msgspec.to_builtins(item) for item in wanted]
+        build = msgspec.to_builtins if memo is None else memo.of
+        items = [build(item) for item in page.items or () if keep is None or keep(item)]
     except msgspec.ValidationError:
         odd = _odd(body)
         if odd is not None:
