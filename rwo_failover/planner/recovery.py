@@ -171,9 +171,10 @@ def _doubt(record: Record, snapshot: Snapshot) -> Optional[str]:
 
 
 def _ready_at(pod: Pod, record: Record, now: datetime) -> datetime:
-    """The replacement's Ready time is the kubelet's clock: bounded by our delete and by now (server clock)."""
+    """The replacement's Ready time is the kubelet's clock: bounded by now (server clock), then by our delete, which
+    a record up to CLOCK_TOLERANCE_SECONDS ahead of this pass's now puts later: never Ready before we freed it."""
     ready = pod.ready_since or now
-    return min(max(ready, record.deleted_at), now)
+    return max(min(ready, now), record.deleted_at)
 
 
 def judge(entry: RecoveryEntry, snapshot: Snapshot, settings: Settings) -> Verdict:
