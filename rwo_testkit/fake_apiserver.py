@@ -503,6 +503,7 @@ class FakeApiServer:
             raise ApiStatus(422, "Invalid", f"metadata.name: Invalid value: {meta['name']!r}: a lowercase RFC 1123 "
                                             "subdomain must consist of lower case alphanumeric characters, '-' or "
                                             "'.', and must start and end with an alphanumeric character")
+        _check_annotations(meta)
         if kind.namespaced:
             if meta.get("namespace", req.namespace) != req.namespace:
                 raise ApiStatus(400, "BadRequest", "the namespace of the object does not match the request")
@@ -544,6 +545,7 @@ class FakeApiServer:
             if new.get("status") is None:
                 new.pop("status")
         new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
+        _check_annotations(new["metadata"])
         if not managed_fields.changed(old, new):
             return self._json(200, old)
         if new.get("spec") != old.get("spec"):
@@ -608,6 +610,19 @@ def _seed_managed_fields(kind: Kind, obj: dict) -> None:
         managed_fields.stamp(None, obj, "fixture-seed", "", now, kind.api_version)
         if kind.status_subresource and obj.get("status"):
             managed_fields.stamp(obj, obj, "fixture-seed", "status", now, kind.api_version)
+
+
+ANNOTATIONS_LIMIT = 256 * 1024  # apimachinery's TotalAnnotationSizeLimitB: keys and values, in bytes
+
+
+def _check_annotations(meta: dict) -> None:
+    """As the real API server validates every create, update and patch of any kind: all annotations together, keys
+    and values, at most 256 KiB (422 otherwise)."""
+    notes = meta.get("annotations") or {}
+    size = sum(len(str(k).encode()) + len(str(v).encode()) for k, v in notes.items()) if isinstance(notes, dict) \
+        else 0
+    if size > ANNOTATIONS_LIMIT:
+        raise ApiStatus(422, "Invalid", f"metadata.annotations: Too long: must have at most {ANNOTATIONS_LIMIT} bytes")
 
 
 def _check_resource_version(req: Request, obj: dict, wanted: str) -> None:

@@ -1,7 +1,7 @@
 """Attacks on the digest record of a fence's addresses (b0332f9) and its three companions (the 2 s clock tolerance
 of a recovery record's deletedAt, the live re-read of recovery pods for a record come due, the 317-character cache
-key), each a real pass over HTTP against the fixture API server. Each test here is a defect an attack found: a
-strict xfail until its fix.
+key), each a real pass over HTTP against the fixture API server, which refuses (422) annotations over 256 KiB in
+all, as the real API server does. Each test here was a defect an attack found (a strict xfail until its fix).
 
 - Round trips / size: the digest lets the fence of a node reporting thousands of addresses be created, but the
   same node's failover writes its addresses again, plain and whole, into the out-of-service taint's record on the
@@ -25,11 +25,10 @@ import pytest
 
 from rwo_failover.run.exitcodes import EXIT_OK
 from rwo_testkit import fake_cluster as fc
-from rwo_testkit.fake_apiserver import Response
 
 from helpers import recovery_records
 from test_fence_identity import back, fenced, writes
-from test_fence_lifecycle_attacks import ANNOTATIONS_LIMIT, many_addresses
+from test_fence_lifecycle_attacks import many_addresses
 from test_fencing import fence_of, networkfence, set_result
 from test_recovery_reads_attack import deployment_outage
 
@@ -40,38 +39,12 @@ def cluster(api):
     return api
 
 
-def annotations_limit(api) -> None:
-    """The real API server's check that the fixture leaves out: an object whose annotations would total more than
-    256 KiB (apimachinery's TotalAnnotationSizeLimitB, key and value bytes) is refused, 422, on create and patch."""
-    def check(req):
-        if req.verb not in ("create", "patch") or not isinstance(req.body, dict):
-            return None
-        notes = dict((api.get(req.resource, req.name)["metadata"].get("annotations") or {})
-                     if req.verb == "patch" else {})
-        for key, value in ((req.body.get("metadata") or {}).get("annotations") or {}).items():
-            if value is None:
-                notes.pop(key, None)
-            else:
-                notes[key] = value
-        size = sum(len(k.encode()) + len(v.encode()) for k, v in notes.items())
-        if size <= ANNOTATIONS_LIMIT:
-            return None
-        message = f"metadata.annotations: Too long: may not be more than {ANNOTATIONS_LIMIT} bytes"
-        return Response(422, json.dumps({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                                         "message": message, "reason": "Invalid", "code": 422}).encode(),
-                        {"Content-Type": "application/json"})
-    api.hooks.append(check)
-
-
 def with_many_addresses(api, changed: int = -1) -> None:
     node = api.get("nodes", "dead")
     node["status"]["addresses"] = many_addresses(changed=changed)  # 7,000 IPv6 InternalIPs
     api.add(node)
 
 
-@pytest.mark.xfail(strict=True, reason="defect: the taint's record of a node's addresses (rwo-failover.io/"
-                                       "taint-addresses) is unbounded: past 256 KiB the taint patch is refused, and "
-                                       "a node the digest lets us fence still never fails over")
 def test_a_node_fenced_by_the_digest_of_its_addresses_fails_over(cluster, run_pass):
     """Issue 27 made the fence of a node with about 6,500 IPv6 addresses fit the API server's 256 KiB of
     annotations. The fence now is created and answers Succeeded; the failover then adds our out-of-service taint
@@ -79,7 +52,6 @@ def test_a_node_fenced_by_the_digest_of_its_addresses_fails_over(cluster, run_pa
     7,000 addresses. The API server refuses that patch, every pass: the taint never goes on, and the volume is
     never released (ceph-csi's blocklist needs the taint)."""
     with_many_addresses(cluster)
-    annotations_limit(cluster)
 
     networkfence(run_pass)
     assert [r.status for r in writes(cluster, "create") if r.could_change] == [201], "the digest fits: created"
@@ -92,15 +64,11 @@ def test_a_node_fenced_by_the_digest_of_its_addresses_fails_over(cluster, run_pa
     assert cluster.objects("volumeattachments") == [], "the dead node's volume is released"
 
 
-@pytest.mark.xfail(strict=True, reason="defect: the unfencing patch copies the fence's status.message, whole, "
-                                       "into rwo-failover.io/asked: a long message makes it too big, and the fence "
-                                       "is never lifted")
 def test_a_fence_whose_controller_wrote_a_long_message_is_still_unfenced(cluster, run_pass):
     """Round trip: the addresses record is bounded now (the digest), but the other annotation we write on the
     fence is built from what the storage controller wrote: the unfencing patch records the status before it,
     message included. A 300 KB status.message (a driver's error listing what it fenced, say) makes the patch's
     annotations over 256 KiB: refused on every pass, the fence stays, and so does our taint."""
-    annotations_limit(cluster)
     fenced(cluster, run_pass)
     set_result(cluster, "Succeeded", "fenced " + ", ".join(f"fd00::{i:x}/128" for i in range(20000)))
     back(cluster)
@@ -116,8 +84,6 @@ def test_a_fence_whose_controller_wrote_a_long_message_is_still_unfenced(cluster
 LOG_LINE_LIMIT = 16 * 1024
 
 
-@pytest.mark.xfail(strict=True, reason="defect: a node's addresses are logged whole (the fence create's line, "
-                                       "the refusal's on every pass): log lines of about 300 KB")
 def test_log_lines_stay_bounded_for_a_node_with_thousands_of_addresses(cluster, run_pass):
     """Messages bounded: what is quoted comes from objects others write (planner/fencing.py `_few`). A node's
     InternalIPs are its kubelet's to write; with 7,000 of them the create's "asked for fencing" line carries every
@@ -133,9 +99,6 @@ def test_log_lines_stay_bounded_for_a_node_with_thousands_of_addresses(cluster, 
     assert max(lines) < (LOG_LINE_LIMIT, ""), sorted(lines, reverse=True)[:3]
 
 
-@pytest.mark.xfail(strict=True, reason="defect: a record up to 2 s in the future is confirmed at once, with the "
-                                       "replacement's Ready time bounded by now, before our delete: the failover "
-                                       "sample is shorter than the wait on us it includes")
 def test_a_record_from_slightly_ahead_never_yields_a_failover_shorter_than_our_own_wait(api, run_pass):
     """Clocks: the change judges a record whose deletedAt is up to CLOCK_TOLERANCE_SECONDS later than the pass's
     "now" (written through an API server whose clock is ahead, read through one behind). The replacement is

@@ -15,10 +15,9 @@ from datetime import datetime
 from typing import Callable, Mapping, Optional
 
 from ..kube import Api
-from ..model import Unreadable
+from ..model import Unreadable, bounded_list
 from ..planner import (AttachmentAction, NodePlan, NodeState, NodeVerdict, Plan, PodAction, RefusalKind, lift_blocker,
                        recovered, shutdown_taint)
-from ..planner.evidence import bounded_list
 from ..settings import Settings
 from .control import record_storm
 from .events import EventRecorder

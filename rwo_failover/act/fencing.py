@@ -1,5 +1,5 @@
 """Carrying out fencing steps: NetworkFence objects (csi-addons), the fence webhook, or a BMC's PowerState Off
-(FENCING=redfish), through the writer.
+(FENCING=redfish, act/power.py), through the writer.
 
 The rules (when to fence, when to unfence) are in planner/fencing.py; this module does what they decide, and
 before each unfencing step it reads the node, its Lease and the fence again, live, and judges them with the
@@ -18,25 +18,26 @@ from datetime import datetime
 from typing import Callable, Optional
 
 from ..kube import Api, ApiError
-from ..model import FENCE_ASKED_ANNOTATION, FENCE_LABEL, BadObject, Fence, Lease, Machine, Node, fence_asked
+from ..model import (FENCE_ASKED_ANNOTATION, FENCE_LABEL, BadObject, Fence, Lease, Machine, Node, bounded_list,
+                     fence_asked)
 from ..planner import unfence_step
 from ..planner.fencing import DELETE, FAILED, PENDING, RECREATE, REQUEST, UNFENCE, cidrs, judge_fence
 from ..planner.types import NodePlan
-from ..settings import BmcMapError, Settings, bmc_for
-from . import fence_webhook, redfish
+from ..settings import Settings
+from . import fence_webhook
 from .events import EventRecorder
 from .outcome import Outcome
+from .power import KEEP_FOR_ACTING, PowerWitness
 from .writer import Result, Writer
 
 log = logging.getLogger("rwo_failover")
 NETWORK_FENCE_API = "csiaddons.openshift.io/v1alpha1"
 # The node, its Lease and its raw JSON, read now; None once the failure to read them is recorded.
 ReadLive = Callable[[str, str], Optional[tuple[Node, Optional[Lease], dict]]]
-# While a pass waits for a NetworkFence's answer it reads the fence this often, and stops waiting once only this
-# share of the pass deadline is left for acting: fencing then costs the controller's few seconds, never a
-# CronJob interval.
+# While a pass waits for a NetworkFence's answer it reads the fence this often, and stops waiting once only
+# KEEP_FOR_ACTING of the pass deadline is left: fencing then costs the controller's few seconds, never a CronJob
+# interval.
 ANSWER_POLL_SECONDS = 1.0
-KEEP_FOR_ACTING = 1 / 3
 
 
 class Fencer:
@@ -44,6 +45,7 @@ class Fencer:
                  sleep: Callable[[float], None], read_live: ReadLive, now: Callable[[], datetime]) -> None:
         self.api, self.settings, self.writer, self.events = api, settings, writer, events
         self.outcome, self.sleep, self.read_live, self.now = outcome, sleep, read_live, now
+        self.power = PowerWitness(api, settings, writer, events, outcome, sleep)
 
     def ensure(self, node_plan: NodePlan, node: Node) -> bool:
         """True when the node is confirmed fenced now, so its pods, attachments and taint may be touched."""
@@ -85,7 +87,7 @@ class Fencer:
 
     def _redfish(self, node: Node) -> bool:
         """Proven down only when its BMC answers PowerState Off, in this pass; otherwise nothing is touched."""
-        why = self._prove_off(node)
+        why = self.power.prove_off(node)
         if why is None:
             self.outcome.fenced.append(node.name)
             log.info("its BMC answers PowerState Off: proven down", extra={"node": node.name})
@@ -93,41 +95,6 @@ class Fencer:
         if why:
             self._refuse(node, f"not proven down: {why}")
         return False
-
-    def _prove_off(self, node: Node) -> Optional[str]:
-        """None once the BMC answers Off (after ForceOff, with REDFISH_POWER_OFF); else why not ("" when the
-        writer recorded it already). No reason holds the BMC's address or credentials."""
-        label = self.settings.redfish_node_label
-        key = node.label(label) if label else node.name
-        if not key:
-            return f"the node has no label {label}, which keys REDFISH_BMC_FILE"
-        try:
-            bmc = bmc_for(str(self.settings.redfish_bmc_file), key)
-        except BmcMapError as err:
-            return f"REDFISH_BMC_FILE cannot be used for this node ({err})"
-        state, system, why = redfish.power_state(bmc, self.settings, self.api.remaining, node.system_uuid)
-        if state == "Off":
-            return None
-        if state is None:
-            return why
-        if not self.settings.redfish_power_off:
-            return f"its BMC answers PowerState {state}, and REDFISH_POWER_OFF=false: it is not powered off"
-        result, why = self.writer.power_off(node.name, lambda: redfish.force_off(bmc, system, self.settings,
-                                                                                  self.api.remaining))
-        if result is Result.WOULD:
-            return None
-        if result is not Result.DONE:
-            return why if result is Result.FAILED else ""
-        self.outcome.powered_off.append(node.name)
-        log.warning("powered off through its BMC (Redfish ForceOff): its Lease went silent and the BMC answered "
-                    f"PowerState {state}", extra={"node": node.name})
-        self.events.node(node.name, node.uid, "Warning", "NodePoweredOff",
-                         f"powered off through its BMC (Redfish ForceOff): its Lease went silent and the BMC "
-                         f"answered PowerState {state}")
-        budget = min(self.settings.redfish_off_wait_seconds,
-                     self.api.remaining() - self.settings.pass_timeout_seconds * KEEP_FOR_ACTING)
-        off, why = redfish.await_off(bmc, self.settings, self.api.remaining, self.sleep, budget, node.system_uuid)
-        return None if off else why
 
     def _request(self, node: Node) -> bool:
         """Create our NetworkFence, recording the machine it is for; the answer comes in a later pass."""
@@ -146,9 +113,9 @@ class Fencer:
             self.outcome.fencing_pending.append(node.name)
             return False
         log.info("asked for fencing; nothing on the node is touched until the NetworkFence answers Succeeded",
-                 extra={"node": node.name, "cidrs": list(wanted)})
+                 extra={"node": node.name, "cidrs": bounded_list(wanted)})
         self.events.node(node.name, node.uid, "Normal", "FencingRequested",
-                         f"created NetworkFence {node.name} for {', '.join(wanted)}")
+                         f"created NetworkFence {node.name} for {bounded_list(wanted)}")
         return self._await_answer(node, "asked; no answer yet")
 
     def _rejudge(self, node: Node, why: str, recreate: bool) -> bool:

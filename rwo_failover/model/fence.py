@@ -2,26 +2,16 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
 from dataclasses import dataclass
 from typing import Optional
 
+from .bounded import DIGEST, MAX_ADDRESSES_NOTE, MAX_MESSAGE_NOTE, boot_id_note, note
 from .fields import BadObject, Json, int_at, items_at, obj_at, strings_at, text_at, texts_at, time_at
 from .names import (FENCE_ADDRESSES_ANNOTATION, FENCE_ASKED_ANNOTATION, FENCE_BOOT_ID_ANNOTATION, FENCE_LABEL,
                     FENCE_NODE_UID_ANNOTATION)
 
-# A bootID as kubelets write it (a UUID); anything else, or longer, is recorded by its digest, so what a kubelet
-# wrote can never make our fence too big to create, and the record always reads back as written.
-_PLAIN_BOOT_ID = re.compile(r"[A-Za-z0-9-]{1,64}")  # whole text only: fullmatch (a `$` passes "x\n")
 
-
-# The addresses as recorded, at most this long; a longer list is recorded by its digest. The API server caps a
-# object's annotations at 256 KiB in all: a node reporting about 6,500 IPv6 addresses made the plain record
-# outgrow it, and the fence could no longer be created (tests/test_fence_lifecycle_attacks.py).
-MAX_ADDRESSES_NOTE = 16 * 1024
-DIGEST = "sha256:"
 
 
 @dataclass(frozen=True)
@@ -49,16 +39,9 @@ class Machine:
 
 
 def addresses_note(cidrs: tuple[str, ...]) -> str:
-    """CIDRs as recorded: comma-separated, or past MAX_ADDRESSES_NOTE their digest (compare records by this)."""
-    text = ",".join(cidrs)
-    return text if len(text) <= MAX_ADDRESSES_NOTE else DIGEST + hashlib.sha256(text.encode()).hexdigest()
-
-
-def boot_id_note(boot_id: str) -> str:
-    """A bootID as recorded: as written when it looks like one, else its digest."""
-    if not boot_id or _PLAIN_BOOT_ID.fullmatch(boot_id):
-        return boot_id
-    return "sha256:" + hashlib.sha256(boot_id.encode()).hexdigest()
+    """CIDRs as recorded: comma-separated, or past MAX_ADDRESSES_NOTE their digest (a node reporting about 6,500
+    IPv6 addresses made the plain record outgrow the API server's 256 KiB, and the fence could not be created)."""
+    return note(",".join(cidrs), MAX_ADDRESSES_NOTE)
 
 
 def _machine(notes: dict[str, str]) -> Optional[Machine]:
@@ -104,7 +87,7 @@ class Fence:
         elif asked is None:
             current = generation <= 1
         else:
-            current = asked[0] == generation and asked[1] != (result, message)
+            current = asked[0] == generation and not _same_status(asked[1], (result, message))
         return cls(text_at(meta, "name"), strings_at(meta, "labels").get(FENCE_LABEL) == "rwo-failover",
                    text_at(spec, "fenceState"), result if current else "", message, texts_at(spec, "cidrs"),
                    time_at(meta, "deletionTimestamp") is not None, generation, (result, message),
@@ -112,8 +95,15 @@ class Fence:
 
 
 def fence_asked(generation: int, status: tuple[str, str]) -> str:
-    """The FENCE_ASKED_ANNOTATION we write with a spec change: the generation it makes, and the status before."""
-    return json.dumps({"generation": generation, "result": status[0], "message": status[1]}, sort_keys=True)
+    """The FENCE_ASKED_ANNOTATION we write with a spec change: the generation it makes, and the status before (its
+    message past MAX_MESSAGE_NOTE by its digest: a storage controller's 300 KB message made our patch too big)."""
+    return json.dumps({"generation": generation, "result": status[0],
+                       "message": note(status[1], MAX_MESSAGE_NOTE)}, sort_keys=True)
+
+
+def _same_status(asked: tuple[str, str], status: tuple[str, str]) -> bool:
+    """Whether the status is the one recorded when we asked: the message as written or as recorded (its digest)."""
+    return asked[0] == status[0] and asked[1] in (status[1], note(status[1], MAX_MESSAGE_NOTE))
 
 
 def _fence_asked(text: Optional[str]) -> Optional[tuple[int, tuple[str, str]]]:

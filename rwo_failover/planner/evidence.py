@@ -30,7 +30,6 @@ from typing import Iterable, Optional, Sequence
 from ..model import Attachment, Claim, Node, Pod, Snapshot
 from .types import NodePlan
 
-LISTED_CHARS = 600  # the Warning names objects up to about this many characters, then counts the rest
 
 
 def last_alive(node: Node, snapshot: Snapshot) -> Optional[datetime]:
@@ -92,14 +91,3 @@ def ignored(node_plans: Sequence[NodePlan], left: frozenset[str]) -> tuple[tuple
                       for name in n.unproven_attachments]
     return tuple(found + [(n.verdict.node, f"node {n.verdict.node} ({n.blocked})") for n in node_plans
                           if n.blocked and n.verdict.node in left])
-
-
-def bounded_list(items: Sequence[str], limit: int = LISTED_CHARS) -> str:
-    """`items` joined, up to about `limit` characters, then how many more: a message never grows with them."""
-    shown: list[str] = []
-    for item in items:
-        if shown and sum(len(s) + 2 for s in shown) + len(item) > limit:
-            break
-        shown.append(item[:limit])
-    rest = len(items) - len(shown)
-    return ", ".join(shown) + (f" and {rest} more" if rest else "")

@@ -142,7 +142,7 @@ def _other_addresses(node: Node, fence: Fence, wanted: tuple[str, ...]) -> str:
     whose = f" was made for another machine (Node uid {machine.uid[:64]}) and" \
         if machine is not None and machine.uid != node.uid else ""
     return (f"NetworkFence {node.name}{whose} fences {_few(fence.cidrs)}, but the node's addresses are "
-            f"{', '.join(wanted)}; not trusted: a human checks the machine at those addresses is off, then unfences "
+            f"{_few(wanted)}; not trusted: a human checks the machine at those addresses is off, then unfences "
             f"and deletes it")
 
 

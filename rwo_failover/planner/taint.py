@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Optional, Sequence
 
-from ..model import APPLIED_BY, Lease, Node, Pod, Snapshot
+from ..model import APPLIED_BY, Lease, Node, Pod, Snapshot, boot_id_note
 from ..settings import Settings
 from .liveness import age, lease_fresh, ready_since
 from .pods import protection
@@ -74,9 +74,9 @@ def reboot_blocker(node: Node) -> Optional[str]:
         return "our out-of-service taint stays: no bootID " + ("was recorded when it was added" if not recorded
                                                                 else "is reported by the node now") + \
                ", so a reboot since cannot be proven"
-    if node.boot_id == recorded:
-        return f"our out-of-service taint stays: the node came back without rebooting (bootID {recorded} is the " \
-               "one recorded when rwo-failover added the taint), so it may still run what the taint released"
+    if recorded in (node.boot_id, boot_id_note(node.boot_id)):  # recorded as written, or by its digest
+        return f"our out-of-service taint stays: the node came back without rebooting (bootID {recorded[:80]} is " \
+               "the one recorded when rwo-failover added the taint), so it may still run what the taint released"
     return None
 
 

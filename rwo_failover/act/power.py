@@ -1,0 +1,65 @@
+"""FENCING=redfish's proof, through the writer: a node is down once its BMC answers PowerState Off for the node's
+own machine (the ComputerSystem whose UUID is the node's systemUUID), after a ForceOff when REDFISH_POWER_OFF
+allows one. Anything else is no proof, and nothing on the node is touched (act/fencing.py decides that)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Callable, Optional
+
+from ..kube import Api
+from ..model import Node
+from ..settings import BmcMapError, Settings, bmc_for
+from . import redfish
+from .events import EventRecorder
+from .outcome import Outcome
+from .writer import Result, Writer
+
+log = logging.getLogger("rwo_failover")
+# A wait for an answer (a NetworkFence's, a BMC's Off after ForceOff) stops once only this share of the pass
+# deadline is left for acting: fencing then costs seconds, never a CronJob interval.
+KEEP_FOR_ACTING = 1 / 3
+
+
+class PowerWitness:
+    """Asks a node's BMC (REDFISH_BMC_FILE) whether the machine is off, and powers it off when allowed."""
+
+    def __init__(self, api: Api, settings: Settings, writer: Writer, events: EventRecorder, outcome: Outcome,
+                 sleep: Callable[[float], None]) -> None:
+        self.api, self.settings, self.writer, self.events = api, settings, writer, events
+        self.outcome, self.sleep = outcome, sleep
+
+    def prove_off(self, node: Node) -> Optional[str]:
+        """None once the BMC answers Off (after ForceOff, with REDFISH_POWER_OFF); else why not ("" when the
+        writer recorded it already). No reason holds the BMC's address or credentials."""
+        label = self.settings.redfish_node_label
+        key = node.label(label) if label else node.name
+        if not key:
+            return f"the node has no label {label}, which keys REDFISH_BMC_FILE"
+        try:
+            bmc = bmc_for(str(self.settings.redfish_bmc_file), key)
+        except BmcMapError as err:
+            return f"REDFISH_BMC_FILE cannot be used for this node ({err})"
+        state, system, why = redfish.power_state(bmc, self.settings, self.api.remaining, node.system_uuid)
+        if state == "Off":
+            return None
+        if state is None:
+            return why
+        if not self.settings.redfish_power_off:
+            return f"its BMC answers PowerState {state}, and REDFISH_POWER_OFF=false: it is not powered off"
+        result, why = self.writer.power_off(node.name, lambda: redfish.force_off(bmc, system, self.settings,
+                                                                                  self.api.remaining))
+        if result is Result.WOULD:
+            return None
+        if result is not Result.DONE:
+            return why if result is Result.FAILED else ""
+        self.outcome.powered_off.append(node.name)
+        log.warning("powered off through its BMC (Redfish ForceOff): its Lease went silent and the BMC answered "
+                    f"PowerState {state}", extra={"node": node.name})
+        self.events.node(node.name, node.uid, "Warning", "NodePoweredOff",
+                         f"powered off through its BMC (Redfish ForceOff): its Lease went silent and the BMC "
+                         f"answered PowerState {state}")
+        budget = min(self.settings.redfish_off_wait_seconds,
+                     self.api.remaining() - self.settings.pass_timeout_seconds * KEEP_FOR_ACTING)
+        off, why = redfish.await_off(bmc, self.settings, self.api.remaining, self.sleep, budget, node.system_uuid)
+        return None if off else why
