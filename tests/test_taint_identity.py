@@ -3,6 +3,8 @@ after that machine rebooted, and on before any VolumeAttachment of the node is r
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from rwo_testkit import fake_cluster as fc
@@ -213,3 +215,30 @@ def test_attachments_of_a_node_whose_taint_waits_for_deferred_pods_wait_too(clus
     last = run_pass(MAX_PODS_PER_PASS="1")
     assert last.code == EXIT_OK and cluster.objects("pods") == [] and cluster.objects("volumeattachments") == []
     assert len(oos_taints(cluster, "dead")) == 1
+
+
+def test_an_odd_boot_id_is_recorded_by_its_digest_and_a_node_back_with_it_keeps_our_taint(cluster, run_pass):
+    """What a kubelet writes is recorded bounded (model/bounded.py), as the fence's record is: a bootID that is no
+    UUID (10 KB here) by its digest, so the taint patch always fits; back with the same bootID it has not
+    rebooted, and our taint stays."""
+    odd = "x" * 10_000 + "\n"
+    node = fc.dead_node(cluster, "dead")
+    node["status"]["nodeInfo"]["bootID"] = odd
+    cluster.add(node)
+    stuck(cluster, "dead")
+
+    assert run_pass().code == EXIT_OK
+    recorded = annotations(cluster, "dead")["rwo-failover.io/taint-boot-id"]
+    assert recorded.startswith("sha256:") and len(recorded) < 100
+    back = fc.node("dead", ready="True", since=120, taints=oos_taints(cluster, "dead"))
+    back["metadata"] = dict(cluster.get("nodes", "dead")["metadata"])
+    back["status"]["nodeInfo"]["bootID"] = odd  # the same boot: only its network came back
+    cluster.add(back)
+    cluster.add(fc.lease("dead", 2))
+    time.sleep(2.1)  # Ready for RECOVERY_SECONDS=1 since our taint went on, on the server's whole seconds
+
+    result = run_pass(RECOVERY_SECONDS="1")
+
+    assert result.code == EXIT_OK and len(oos_taints(cluster, "dead")) == 1, result.lines("skipped")
+    [event] = kept_events(cluster, "dead")
+    assert "without rebooting" in event["message"] and len(event["message"]) <= 1024
