@@ -3,6 +3,7 @@
 
     nice -n 10 .venv/bin/python bench/steady.py              # 5,000 nodes, 150,000 pods, 5 minutes per mode
     .venv/bin/python bench/steady.py --nodes 200 --minutes 0.5   # a quick look
+    .venv/bin/python bench/steady.py --minutes 0.5 --reaction-runs 8 --log /tmp/steady.log   # what each pass read
 
 The fixture API server holds the scale benchmark's cluster (bench/scale.py) with no outage, and plays the
 kubelets' own status reports: each node's status is posted again every 5 minutes (the kubelet's
@@ -43,6 +44,7 @@ import time
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
+from typing import Optional, TextIO
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
@@ -121,14 +123,18 @@ class Window:
     first_list_cpu: float = 0.0
 
 
+LOG: Optional[TextIO] = None  # --log: the reconciler's own log at INFO (each pass, what triggered it, its reads)
+
+
 def start(kubeconfig: str, watch: bool, extra: dict) -> subprocess.Popen:
     env = {"KUBECONFIG": kubeconfig, "PATH": os.environ.get("PATH", ""), "LOG_FORMAT": "json",
-           "LOG_LEVEL": "WARNING", "INTERVAL": "15", "WATCH": "true" if watch else "false", "METRICS_PORT": "0",
+           "LOG_LEVEL": "INFO" if LOG else "WARNING", "INTERVAL": "15", "WATCH": "true" if watch else "false",
+           "METRICS_PORT": "0",
            "PASS_TIMEOUT_SECONDS": "600", "REQUEST_TIMEOUT_SECONDS": "120",
            # The reaction figure times a node that becomes provable 60 s after its NotReady (see `react`).
            "MIN_NOT_READY_SECONDS": "60", **extra}
     return subprocess.Popen([sys.executable, str(ROOT / "reconcile.py")], cwd=ROOT, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            stdout=LOG or subprocess.DEVNULL, stderr=LOG or subprocess.PIPE, text=True)
 
 
 def wait_first_pass(api: FakeApiServer, proc: subprocess.Popen, before: int, watch: bool) -> None:
@@ -141,7 +147,8 @@ def wait_first_pass(api: FakeApiServer, proc: subprocess.Popen, before: int, wat
             time.sleep(2)
             return
         if proc.poll() is not None:
-            raise RuntimeError(f"reconcile.py exited {proc.returncode}: {proc.stderr.read()[-2000:]}")
+            said = proc.stderr.read()[-2000:] if proc.stderr else f"see {LOG.name if LOG else 'its log'}"
+            raise RuntimeError(f"reconcile.py exited {proc.returncode}: {said}")
         time.sleep(0.2)
     raise RuntimeError("no first pass within 600 s")
 
@@ -218,7 +225,11 @@ def main() -> int:
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--minutes", type=float, default=5.0)
     parser.add_argument("--reaction-runs", type=int, default=3)
+    parser.add_argument("--log", metavar="FILE", help="keep the reconciler's JSON log, at INFO, in FILE (a look at "
+                        "what each pass read and when; its own cost is then in the figures)")
     args = parser.parse_args()
+    global LOG
+    LOG = open(args.log, "w") if args.log else None
     print(f"# rwo-failover continuous mode, {time.strftime('%Y-%m-%d')}, {platform.machine()}, {os.cpu_count()} "
           f"cores, Python {platform.python_version()}", flush=True)
     with FakeApiServer() as api, tempfile.TemporaryDirectory() as tmp:
