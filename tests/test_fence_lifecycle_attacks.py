@@ -11,7 +11,7 @@ import pytest
 from rwo_failover.model import OUT_OF_SERVICE_KEY, Machine
 from rwo_failover.model.names import FENCE_ADDRESSES_ANNOTATION, FENCE_NODE_UID_ANNOTATION
 from rwo_testkit import fake_cluster as fc
-from rwo_testkit.fake_apiserver import Fault
+from rwo_testkit.fake_apiserver import ANNOTATIONS_LIMIT, Fault
 
 from test_fence_identity import back, fenced, writes
 from test_fencing import fence_of, networkfence, set_result, untouched
@@ -176,9 +176,8 @@ def test_an_unfencing_that_failed_for_a_machine_replaced_since_is_still_held(clu
     assert "another machine" in event["message"]
 
 
-# The API server refuses any object whose annotations total more than 256 KiB (apimachinery's
+# The API server refuses any object whose annotations total more than ANNOTATIONS_LIMIT (apimachinery's
 # TotalAnnotationSizeLimitB, for custom resources too); spec.cidrs has no such limit below the 1.5 MiB object.
-ANNOTATIONS_LIMIT = 256 * 1024
 BASE_V6 = int(ipaddress.IPv6Address("fd12:3456:789a:bcde:f012:3456:0:0"))
 
 
