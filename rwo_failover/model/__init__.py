@@ -10,9 +10,9 @@ May use: the standard library only. Everything else in rwo_failover may use this
 """
 
 from .attachment import Attachment
+from .bounded import DIGEST, boot_id_note, bounded_list
 from .claim import Claim
 from .control import Control
-from .bounded import DIGEST, boot_id_note, bounded_list
 from .fence import Fence, Machine, addresses_note, fence_asked
 from .fields import (
                      CLOCK_TOLERANCE_SECONDS,
@@ -62,9 +62,9 @@ from .snapshot import Cached, Snapshot, Unreadable
 from .volume import Volume
 
 __all__ = [
-    "addresses_note", "APPLIED_BY", "boot_id_note", "bounded_list", "DIGEST", "Attachment", "BadObject", "bool_at", "Cached", "Claim", "CLOCK_TOLERANCE_SECONDS",
-    "CLOUD_SHUTDOWN_KEY", "Control",
-    "CONTROL_NAME", "DEFAULT_LEASE_SECONDS", "DNS_LABEL", "DNS_SUBDOMAIN", "Fence", "fence_asked",
+    "addresses_note", "APPLIED_BY", "Attachment", "BadObject", "bool_at", "boot_id_note", "bounded_list", "Cached",
+    "Claim", "CLOCK_TOLERANCE_SECONDS", "CLOUD_SHUTDOWN_KEY", "Control", "CONTROL_NAME", "DEFAULT_LEASE_SECONDS",
+    "DIGEST", "DNS_LABEL", "DNS_SUBDOMAIN", "Fence", "fence_asked",
     "FENCE_ASKED_ANNOTATION", "FENCE_LABEL", "int_at", "is_name", "items_at", "Json", "Lease", "Machine",
     "machine_of", "MIRROR_ANNOTATION", "MULTI_ATTACH_MODES", "name_of", "Node", "obj_at", "OOS_ANNOTATION",
     "OOS_APPLIED_BY", "OPT_OUT_ANNOTATION", "opted_out", "OUT_OF_SERVICE_KEY", "OUT_OF_SERVICE_VALUE", "parse_time",
