@@ -11,7 +11,10 @@ from typing import Sequence
 
 DIGEST = "sha256:"
 LISTED_CHARS = 600  # a message names objects up to about this many characters, then counts the rest
-MAX_ADDRESSES_NOTE = 16 * 1024  # a machine's addresses as recorded: past this, their digest
+MAX_ADDRESSES_NOTE = 16 * 1024  # a machine's addresses as recorded on our own NetworkFence: past this, their digest
+# ...and on the Node, in our taint's record, which only people read: its 256 KiB of annotations is shared with every
+# other writer of the Node (245 KiB of kubectl's last-applied configuration is legal), so ours stays small.
+MAX_NODE_ADDRESSES_NOTE = 1024
 MAX_MESSAGE_NOTE = 1024  # a controller's message as recorded: past this, its digest
 # A bootID as kubelets write it (a UUID); anything else, or longer, is recorded by its digest, so what a kubelet
 # wrote can never make our record too big to write, and the record always reads back as written.
