@@ -123,10 +123,12 @@ def test_only_the_leader_passes_and_sigterm_releases_the_lease(api, kubeconfig):
         time.sleep(0.1)
     standby = loop(kubeconfig, LEADER_ELECTION="true")
     time.sleep(2)
+    # The leader's identity is read while it still leads: read after its exit, the standby (polling every
+    # 0.2 s) may already hold the Lease, and "released" would name the new holder (a CI failure on stop 33).
+    released = holder(api)
     leader.send_signal(signal.SIGTERM)
     out, _ = leader.communicate(timeout=60)
     SESSION_LOG.add(out)
-    released = holder(api)
     deadline = time.monotonic() + 10
     while holder(api) in ("", released) and time.monotonic() < deadline:
         time.sleep(0.1)
