@@ -283,9 +283,12 @@ class Actor:
     def _release(self, node_plan: NodePlan, action: AttachmentAction) -> bool:
         fields = self._fields(action)
         with self.live.on_every_retry(node_plan):
-            result = self.writer.delete_attachment(action.name, fields)
+            result = self.writer.delete_attachment(action.name, action.uid, fields)
         if result is Result.WOULD:
             return True
+        if result is Result.CONFLICT:
+            log.warning("VolumeAttachment was made again since it was inspected (UID differs); left for the next "
+                        "pass to judge", extra=fields)
         if result not in (Result.DONE, Result.GONE):
             return False
         log.info("deleted VolumeAttachment" if result is Result.DONE else "VolumeAttachment already gone",

@@ -13,6 +13,7 @@ class Outcome:
     attachments_deleted: list[str] = field(default_factory=list)
     attachments_gone: list[str] = field(default_factory=list)
     attachments_held: list[str] = field(default_factory=list)
+    attachments_replaced: list[str] = field(default_factory=list)  # made again under its name since it was judged
     nodes_not_down_on_recheck: list[str] = field(default_factory=list)
     split_brain: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)

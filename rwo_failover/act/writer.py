@@ -63,13 +63,15 @@ class Writer:
             self.outcome.pods_replaced.append(key)
         return result
 
-    def delete_attachment(self, name: str, fields: dict) -> Result:
+    def delete_attachment(self, name: str, uid: str, fields: dict) -> Result:
         result = self._landed(self._write(f"delete of VolumeAttachment {name}", "would delete VolumeAttachment",
-                                          fields, lambda: self.api.delete_attachment(name)))
+                                          fields, lambda: self.api.delete_attachment(name, uid), conflict_ok=True))
         if result is Result.DONE:
             self.outcome.attachments_deleted.append(name)
         elif result is Result.GONE:
             self.outcome.attachments_gone.append(name)
+        elif result is Result.CONFLICT:
+            self.outcome.attachments_replaced.append(name)
         return result
 
     def _finalizers(self, what: str, fields: dict) -> Result:

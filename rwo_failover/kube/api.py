@@ -111,8 +111,10 @@ class Api(Lister):
         return self.call("delete", "pods", "DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}",
                          [("gracePeriodSeconds", 0)], body)
 
-    def delete_attachment(self, name: str) -> Optional[dict]:
-        return self.call("delete", "volumeattachments", "DELETE", f"/apis/storage.k8s.io/v1/volumeattachments/{name}")
+    def delete_attachment(self, name: str, uid: str) -> Optional[dict]:
+        body = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": uid}}
+        return self.call("delete", "volumeattachments", "DELETE", f"/apis/storage.k8s.io/v1/volumeattachments/{name}",
+                         body=body)
 
     def patch_node(self, name: str, patch: dict) -> Optional[dict]:
         """A JSON merge patch; put metadata.resourceVersion in it to make it fail (409) on a stale read."""

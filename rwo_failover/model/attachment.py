@@ -22,6 +22,9 @@ class Attachment:
     # metadata.creationTimestamp, stamped by the API server: whether it was made while its node was alive
     # (planner/evidence.py). None only for an object the server did not write.
     created_at: Optional[datetime] = None
+    # metadata.uid: its delete is preconditioned on it. The name is a hash of (volume, driver, node), so an
+    # attachment made again after the pass judged this one has the same name; only the uid tells them apart.
+    uid: str = ""
 
     @classmethod
     def from_json(cls, obj: Json) -> "Attachment":
@@ -29,4 +32,5 @@ class Attachment:
         source = obj_at(spec, "source")
         return cls(text_at(meta, "name"), text_at(spec, "nodeName"), text_at(source, "persistentVolumeName"),
                    bool(obj_at(source, "inlineVolumeSpec")), time_at(meta, "deletionTimestamp") is not None,
-                   bool_at(obj_at(obj, "status"), "attached"), time_at(meta, "creationTimestamp"))
+                   bool_at(obj_at(obj, "status"), "attached"), time_at(meta, "creationTimestamp"),
+                   text_at(meta, "uid"))

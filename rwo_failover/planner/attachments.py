@@ -36,7 +36,8 @@ def attachments_for(node: str, selected: Selected, pods: Sequence[Pod], snapshot
             action, reason = None, f"PV {att.volume} is also used by a pod left in place"
         else:
             claim, pod_keys = by_volume[att.volume]
-            action, reason = AttachmentAction(att.name, node, att.volume, claim.key, tuple(pod_keys), claim.uid), None
+            action, reason = AttachmentAction(att.name, node, att.volume, claim.key, tuple(pod_keys), claim.uid,
+                                              att.uid), None
         if action:
             actions.append(action)
         elif reason:
@@ -64,4 +65,4 @@ def _orphan(att: Attachment, snapshot: Snapshot, settings: Settings,
         return None, f"orphaned, but PVC {claim.key} is in a namespace outside the filters"
     if settings.pod_selector:
         return None, "orphaned, but POD_SELECTOR is set and no pod is left to match it"
-    return AttachmentAction(att.name, att.node, att.volume, claim.key, (), claim.uid), None
+    return AttachmentAction(att.name, att.node, att.volume, claim.key, (), claim.uid, att.uid), None

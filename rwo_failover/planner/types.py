@@ -57,6 +57,7 @@ class AttachmentAction:
     claim: str
     after_pods: tuple[str, ...]  # delete only once all of these pods are gone
     claim_uid: str = ""  # for the claim's Event: kubectl describe finds Events by uid
+    uid: str = ""  # the attachment's, as judged: its delete's precondition
 
 
 @dataclass(frozen=True)

@@ -143,6 +143,7 @@ def _summary(settings: Settings, plan: Optional[planner.Plan], outcome: Optional
                       attachments_deleted=len(outcome.attachments_deleted),
                       attachments_already_gone=len(outcome.attachments_gone),
                       attachments_held=len(outcome.attachments_held),
+                      attachments_replaced=len(outcome.attachments_replaced),
                       nodes_not_down_on_recheck=len(outcome.nodes_not_down_on_recheck),
                       taints_added=len(outcome.taints_added), taints_removed=len(outcome.taints_removed),
                       events=outcome.events, failures=len(outcome.failures) + len(outcome.forbidden),
