@@ -575,10 +575,11 @@ class FakeApiServer:
         preconditions = options.get("preconditions") or {}
         wanted_uid, wanted_rv = preconditions.get("uid"), preconditions.get("resourceVersion")
         meta = obj["metadata"]
-        if wanted_uid and wanted_uid != meta["uid"]:
+        # As apiserver's etcd3 store: a precondition given is checked, an empty one included (no object meets it).
+        if wanted_uid is not None and wanted_uid != meta["uid"]:
             raise ApiStatus(409, "Conflict", f"Precondition failed: UID in precondition: {wanted_uid}, "
                                              f"UID in object meta: {meta['uid']}")
-        if wanted_rv and wanted_rv != meta["resourceVersion"]:
+        if wanted_rv is not None and wanted_rv != meta["resourceVersion"]:
             raise ApiStatus(409, "Conflict", f"Precondition failed: ResourceVersion in precondition: {wanted_rv}, "
                                              f"ResourceVersion in object meta: {meta['resourceVersion']}")
         grace = _grace_seconds(options, req.query, obj, kind)

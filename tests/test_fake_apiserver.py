@@ -68,6 +68,18 @@ def test_delete_precondition_uid_mismatch_is_409(api, core):
     assert api.get("pods", "db-0", "default") is not None
 
 
+@pytest.mark.parametrize("field", ["uid", "resource_version"])
+def test_an_empty_delete_precondition_is_a_precondition_as_on_kube_apiserver(api, core, field):
+    """apiserver's etcd3 store checks `UID != nil && *UID != meta.UID` (and the same for resourceVersion): an
+    empty string is a precondition no object meets, never "no precondition"."""
+    api.add(fc.pod("db-0", "n1"))
+    options = k8s.V1DeleteOptions(grace_period_seconds=0, preconditions=k8s.V1Preconditions(**{field: ""}))
+    with pytest.raises(ApiException) as err:
+        core.delete_namespaced_pod("db-0", "default", body=options)
+    assert err.value.status == 409 and "Precondition failed" in err.value.body
+    assert api.get("pods", "db-0", "default") is not None
+
+
 def test_graceful_delete_of_scheduled_pod_only_marks_it_terminating(api, core):
     pod = api.add(fc.pod("db-0", "n1"))
     core.delete_namespaced_pod("db-0", "default")
