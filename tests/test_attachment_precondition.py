@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from rwo_testkit import fake_cluster as fc
-from rwo_failover.run.exitcodes import EXIT_OK
+from rwo_testkit.fake_apiserver import Response
+from rwo_failover.run.exitcodes import EXIT_FAILED, EXIT_OK
 
 
 def test_an_attachment_made_again_under_the_same_name_after_the_plan_is_left_alone(api, run_pass):
@@ -34,3 +37,60 @@ def test_an_attachment_made_again_under_the_same_name_after_the_plan_is_left_alo
     assert [va["metadata"]["uid"] for va in api.objects("volumeattachments")] == made_again, \
         "the attachment made after the plan is not the one judged: left for the next pass to judge"
     assert result.code == EXIT_OK and result.summary["attachments_deleted"] == 0
+
+
+def _conflict(message: str) -> Response:
+    return Response(409, json.dumps({"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": message,
+                                     "reason": "Conflict", "code": 409}).encode(), {"Content-Type": "application/json"})
+
+
+@pytest.mark.parametrize("resource", ["volumeattachments", "pods"])
+def test_a_409_after_a_lost_answer_is_no_proof_of_the_delete(api, run_pass, resource):
+    """The first delete's answer is lost and it never landed; the retry gets a 409 that is not the uid precondition
+    (an admission webhook's Conflict). The object judged is still there: reported as a failure, never as deleted,
+    and no Event says it was released (found by an attack on the uid precondition)."""
+    fc.outage(api, pods=("db-0",))
+    judged = {o["metadata"]["uid"] for o in api.objects(resource)}
+    tries: list[str] = []
+
+    def answer(req):
+        if req.verb == "delete" and req.resource == resource:
+            tries.append(req.name)
+            if len(tries) == 1:  # headers and 3 bytes, then the connection closes: the answer is lost
+                return Response(200, b'{"kind":"Status","status":"Success"}', {"Content-Type": "application/json"},
+                                cut_after=3)
+            return _conflict('admission webhook "guard.example.com" denied the request: Conflict')
+        return None
+    api.hooks.append(answer)
+
+    result = run_pass()
+
+    assert {o["metadata"]["uid"] for o in api.objects(resource)} == judged and len(tries) == 2
+    counted = "attachments_deleted" if resource == "volumeattachments" else "pods_deleted"
+    assert result.summary[counted] == 0 and result.summary["failures"] >= 1 and result.code == EXIT_FAILED
+    reason = "VolumeReleasedFromDeadNode" if resource == "volumeattachments" else "ForceDeletedFromDeadNode"
+    released = [e for e in api.objects("events") if e.get("reason") == reason]
+    assert released == [], "no Event for a delete that did not land"
+
+
+def test_an_attachment_read_without_a_uid_is_skipped_never_deleted(api, run_pass):
+    """kube-apiserver always sets metadata.uid; an answer without one was reshaped on its way (a proxy). Its delete
+    could carry no precondition that names it: skipped, with the reason, and never sent."""
+    fc.outage(api, pods=("db-0",))
+
+    def without_uid(req):
+        if req.verb == "list" and req.resource == "volumeattachments":
+            items = [dict(va, metadata={k: v for k, v in va["metadata"].items() if k != "uid"})
+                     for va in api.objects("volumeattachments")]
+            body = {"kind": "VolumeAttachmentList", "apiVersion": "storage.k8s.io/v1",
+                    "metadata": {"resourceVersion": str(api.resource_version)}, "items": items}
+            return Response(200, json.dumps(body).encode(), {"Content-Type": "application/json"})
+        return None
+    api.hooks.append(without_uid)
+
+    result = run_pass()
+
+    assert not [r for r in result.requests if r.verb == "delete" and r.resource == "volumeattachments"]
+    assert len(api.objects("volumeattachments")) == 1 and result.summary["attachments_replaced"] == 0
+    skips = [line for line in result.logs if line.get("volumeattachment") or line.get("kind") == "volumeattachment"]
+    assert any("uid" in json.dumps(line) for line in skips), "the skip names the missing uid"

@@ -14,7 +14,7 @@ from enum import Enum
 from typing import Callable, Optional
 
 from ..kube import Api, ApiError, Forbidden, Unavailable, WriteStopped
-from ..model import BadObject, obj_at, texts_at
+from ..model import BadObject, obj_at, text_at, texts_at
 from .outcome import Outcome
 
 log = logging.getLogger("rwo_failover")
@@ -52,7 +52,8 @@ class Writer:
         key = f"{namespace}/{name}"
         what = f"force-delete of pod {key}"
         result = self._landed(self._write(what, "would force-delete pod", fields,
-                                          lambda: self.api.delete_pod(namespace, name, uid), conflict_ok=True))
+                                          lambda: self.api.delete_pod(namespace, name, uid), conflict_ok=True),
+                              what, fields, uid, lambda: self.api.read_pod(namespace, name))
         if result is Result.DONE:
             result = self._finalizers(what, fields)
         if result is Result.DONE:
@@ -64,8 +65,10 @@ class Writer:
         return result
 
     def delete_attachment(self, name: str, uid: str, fields: dict) -> Result:
-        result = self._landed(self._write(f"delete of VolumeAttachment {name}", "would delete VolumeAttachment",
-                                          fields, lambda: self.api.delete_attachment(name, uid), conflict_ok=True))
+        what = f"delete of VolumeAttachment {name}"
+        result = self._landed(self._write(what, "would delete VolumeAttachment", fields,
+                                          lambda: self.api.delete_attachment(name, uid), conflict_ok=True),
+                              what, fields, uid, lambda: self.api.find_attachment(name))
         if result is Result.DONE:
             self.outcome.attachments_deleted.append(name)
         elif result is Result.GONE:
@@ -86,14 +89,30 @@ class Writer:
             return Result.UNCONFIRMED
         return Result.HELD if self.held_by else Result.DONE
 
-    def _landed(self, result: Result) -> Result:
-        """A delete that found nothing (404), or another object under the name (409: the UID precondition), after
-        an attempt whose answer was lost: that attempt landed (or someone finished the same delete in between);
-        either way the object we inspected is gone as we asked, so it counts as done."""
-        if result in (Result.GONE, Result.CONFLICT) and self.api.call_unanswered:
-            log.info("the delete landed; its answer was lost, and the retry found the object gone")
-            return Result.DONE
-        return result
+    def _landed(self, result: Result, what: str, fields: dict, uid: str,
+                read: Callable[[], Optional[dict]]) -> Result:
+        """A delete that found nothing (404) after an attempt whose answer was lost: that attempt landed (or someone
+        finished the same delete in between); the object inspected is gone as asked, so it counts as done. A 409
+        then proves nothing by itself (an admission webhook answers 409 too, and so does a precondition no object
+        meets): the name is read again (`read`), and it counts as done only when nothing, or an object with
+        another uid, has it now; the object judged still there is a failure, and an unreadable answer unconfirmed."""
+        if result not in (Result.GONE, Result.CONFLICT) or not self.api.call_unanswered:
+            return result
+        if result is Result.CONFLICT:
+            try:
+                found = read()
+            except ApiError as err:
+                self.outcome.unconfirmed.append(what)
+                log.error("unconfirmed: a retry after a lost answer got 409, and the object cannot be read again",
+                          extra=dict(fields, write=what, error=str(err)))
+                return Result.UNCONFIRMED
+            now = None if found is None else _uid_of(found)
+            if now is not None and (not now or now == uid):
+                self.fail(f"{what} failed: a retry after a lost answer got 409, and the object judged "
+                          f"(uid {uid or 'none'}) is still there")
+                return Result.FAILED
+        log.info("the delete landed; its answer was lost, and the retry found the object gone")
+        return Result.DONE
 
     def patch_node(self, name: str, patch: dict, purpose: str) -> Result:
         """A resourceVersion-preconditioned merge patch to `purpose` ("add the ... taint");
@@ -251,3 +270,12 @@ class Writer:
             self.fail(f"{what} failed: {err}", err)
             return Result.FAILED
         return Result.DONE if self.body is not None else Result.GONE
+
+
+
+def _uid_of(obj: object) -> str:
+    """The uid of an object read back; "" when it cannot be told (an undecodable answer proves nothing)."""
+    try:
+        return text_at(obj_at(obj, "metadata"), "uid") if isinstance(obj, dict) else ""
+    except BadObject:
+        return ""

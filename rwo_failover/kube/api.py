@@ -111,6 +111,12 @@ class Api(Lister):
         return self.call("delete", "pods", "DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}",
                          [("gracePeriodSeconds", 0)], body)
 
+    def find_attachment(self, name: str) -> Optional[dict]:
+        """One VolumeAttachment by name, or None: a consistent list by metadata.name (RBAC grants list, not get)."""
+        found = self.list_all("volumeattachments", "/apis/storage.k8s.io/v1/volumeattachments", shapes.Attachment,
+                              lambda obj: obj, query=[("fieldSelector", f"metadata.name={name}")], consistent=True)
+        return found[0] if found else None
+
     def delete_attachment(self, name: str, uid: str) -> Optional[dict]:
         body = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": uid}}
         return self.call("delete", "volumeattachments", "DELETE", f"/apis/storage.k8s.io/v1/volumeattachments/{name}",

@@ -27,7 +27,10 @@ def attachments_for(node: str, selected: Selected, pods: Sequence[Pod], snapshot
     used_claims = kept_claims | {c.key for _, claims in selected for c in claims}
     actions, skips = [], []
     for att in sorted((a for a in snapshot.attachments if a.node == node), key=lambda a: a.name):
-        if att.inline:
+        if not att.uid:
+            action, reason = None, ("no metadata.uid (kube-apiserver always sets one: the answer was reshaped on its "
+                                    "way), so its delete could not be preconditioned on the attachment judged")
+        elif att.inline:
             action, reason = None, ("inline volume (CSI migration): no PersistentVolume traces it to a claim, "
                                     "so it is left alone; detach it by hand if it blocks a pod")
         elif att.volume not in by_volume:
