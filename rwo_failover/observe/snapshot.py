@@ -3,7 +3,8 @@
 Cost: one paginated node list, one GET per Lease of a tainted node (or one carrying our taint), one
 label-selected list of our recovery records, and, only when a node is proven down or back from an outage
 with our taint: one field-selected pod list per such node, the claims of its pods and the PVs those claims
-and the node's attachments name (a GET each, or one paginated list past 20), and one paginated
+and the node's attachments name (a GET each, or one paginated list past 20, or one per 50 nodes in a larger
+cluster), and one paginated
 VolumeAttachment list. All pods in the cluster are never listed. Each recovery record adds at most its
 claim, its PV and one pod GET (a StatefulSet's) or one list of its namespace's pods (other controllers).
 
@@ -36,7 +37,7 @@ from ..planner import nodes_to_inspect, tainted_nodes
 from ..planner.recovery import readable
 from ..settings import Settings
 from .control import read_control
-from .lookups import due_namespaces, read_claims, read_volumes, recovery_pods, server_version
+from .lookups import due_namespaces, gets_before_list, read_claims, read_volumes, recovery_pods, server_version
 
 log = logging.getLogger("rwo_failover")
 
@@ -141,20 +142,21 @@ def _details(api: Api, settings: Settings, reader: Reader, snapshot: Snapshot) -
         return snapshot
     pods = tuple(p for name in inspect for p in reader.each(api.list_pods_on(name, reader.parse("pod", Pod.from_json,
                                                                                                    name))))
+    gets = gets_before_list(len(snapshot.nodes))
     # Every pod's claims but a mirror pod's (it cannot mount one): a DaemonSet pod's too, since an opt-out on
     # its claim must keep our taint off the node, attachment or not.
     claims = read_claims(api, reader, {(p.namespace, c) for p in pods if not p.mirror for c in p.claims} |
-                          {tuple(r.claim.split("/", 1)) for r in records})
+                          {tuple(r.claim.split("/", 1)) for r in records}, gets)
     wanted, recovering_volumes = set(inspect), {r.volume for r in records}
     attachments = tuple(a for a in reader.each(api.list_attachments(reader.parse("volumeattachment",
                                                                                  Attachment.from_json),
                                                                     wanted, recovering_volumes))
                         if a.node in wanted or a.volume in recovering_volumes)
     volumes = read_volumes(api, reader, {c.volume for c in claims.values() if c.volume} |
-                            {a.volume for a in attachments if a.volume} | recovering_volumes)
+                            {a.volume for a in attachments if a.volume} | recovering_volumes, gets)
     # An attachment whose pod is gone is found through its PV's claim, which no pod led us to.
     claims.update(read_claims(api, reader, {tuple(v.claim.split("/", 1)) for v in volumes.values()
-                                             if v.claim and v.claim not in claims}))
+                                             if v.claim and v.claim not in claims}, gets))
     version = server_version(api) if settings.out_of_service_taint == "auto" and inspect else None
     replacing = recovery_pods(api, settings, reader, records, attachments, snapshot.now)
     return Snapshot(snapshot.now, snapshot.nodes, snapshot.leases, pods, claims, attachments, volumes, version,
