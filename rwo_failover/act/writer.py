@@ -107,7 +107,7 @@ class Writer:
                           extra=dict(fields, write=what, error=str(err)))
                 return Result.UNCONFIRMED
             now = None if found is None else _uid_of(found)
-            if now is not None and (not now or now == uid):
+            if not uid or (now is not None and (not now or now == uid)):  # "" named no object: nothing of ours landed
                 self.fail(f"{what} failed: a retry after a lost answer got 409, and the object judged "
                           f"(uid {uid or 'none'}) is still there")
                 return Result.FAILED

@@ -6,7 +6,7 @@ from typing import Optional, Sequence
 
 from ..model import Attachment, Claim, Pod, Snapshot
 from ..settings import Settings
-from .pods import completed
+from .pods import NO_UID, completed
 from .types import AttachmentAction, Skip
 
 Selected = Sequence[tuple[Pod, list[Claim]]]
@@ -28,8 +28,7 @@ def attachments_for(node: str, selected: Selected, pods: Sequence[Pod], snapshot
     actions, skips = [], []
     for att in sorted((a for a in snapshot.attachments if a.node == node), key=lambda a: a.name):
         if not att.uid:
-            action, reason = None, ("no metadata.uid (kube-apiserver always sets one: the answer was reshaped on its "
-                                    "way), so its delete could not be preconditioned on the attachment judged")
+            action, reason = None, NO_UID
         elif att.inline:
             action, reason = None, ("inline volume (CSI migration): no PersistentVolume traces it to a claim, "
                                     "so it is left alone; detach it by hand if it blocks a pod")

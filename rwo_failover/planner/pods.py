@@ -64,6 +64,11 @@ def setting_protects(pod: Pod, settings: Settings) -> Optional[str]:
     return None
 
 
+# kube-apiserver sets metadata.uid on every object; one read without it was reshaped on its way (a proxy). A delete
+# preconditioned on "" names no object (409 on every try), and without a uid it could not name the one judged.
+NO_UID = "no metadata.uid, so its delete could not be preconditioned on the object judged"
+
+
 def pod_exclusion(pod: Pod, settings: Settings, powered_off: bool = False) -> Optional[str]:
     """Why a pod on a down node is never touched, judged without its claims; None when eligible. On a node to
     be freed only once its BMC reports it powered off (FENCING=redfish, before NotReady) nothing has marked
@@ -151,6 +156,8 @@ def select_pods(pods: Sequence[Pod], snapshot: Snapshot, settings: Settings,
     skips = []
     for pod in pods:
         reason = pod_exclusion(pod, settings, powered_off)
+        if reason is None and not pod.uid:
+            reason = NO_UID
         found: list[Claim] = []
         if reason is None:
             found, reason = exclusive_claims(pod, snapshot)
