@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rwo_testkit import fake_cluster as fc
+from rwo_failover.observe.lookups import gets_before_list
 from rwo_failover.run.exitcodes import EXIT_OK
 
 
@@ -281,6 +282,13 @@ def test_in_a_large_cluster_a_few_dozen_claims_are_a_get_each_not_a_cluster_wide
         reads = [r.verb for r in result.requests if r.resource == resource and "labelSelector" not in r.query]
         assert reads == ["get"] * 30, f"{resource}: a GET each, no list of the whole cluster"
     assert result.code == EXIT_OK and result.summary["pods_planned"] == 30
+
+
+def test_the_gets_a_tenant_can_cause_stop_at_100_whatever_the_node_count():
+    """A tenant chooses how many claims its pods on a down node mount: up to the bound, each is a GET (claims and PVs:
+    twice) on every pass that inspects the node. Past 5,000 nodes the bound stops growing (found by an attack: the
+    bound grew with nodes that say nothing about how many claims a list would hold)."""
+    assert [gets_before_list(n) for n in (0, 1000, 5000, 10000, 50000)] == [20, 20, 100, 100, 100]
 
 
 def test_attachment_not_marked_attached_is_deleted_too(api, run_pass):

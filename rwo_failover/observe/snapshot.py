@@ -4,7 +4,7 @@ Cost: one paginated node list, one GET per Lease of a tainted node (or one carry
 label-selected list of our recovery records, and, only when a node is proven down or back from an outage
 with our taint: one field-selected pod list per such node, the claims of its pods and the PVs those claims
 and the node's attachments name (a GET each, or one paginated list past 20, or one per 50 nodes in a larger
-cluster), and one paginated
+cluster, at most 100), and one paginated
 VolumeAttachment list. All pods in the cluster are never listed. Each recovery record adds at most its
 claim, its PV and one pod GET (a StatefulSet's) or one list of its namespace's pods (other controllers).
 
