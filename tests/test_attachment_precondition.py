@@ -125,3 +125,35 @@ def test_a_pod_read_without_a_uid_is_skipped_never_deleted(api, run_pass):
     assert len(api.objects("volumeattachments")) == 1, "pod first, then volume: its attachment stays"
     assert result.summary["pods_deleted"] == 0
     assert any(line.get("message") == "skipped" and "uid" in json.dumps(line) for line in result.logs)
+
+
+def test_a_delete_found_done_on_retry_reads_no_finalizers_from_an_earlier_answer(api, run_pass):
+    """A pod delete lands and its answer is lost; the StatefulSet makes the pod again; the retry's 409 and the
+    read-back (another uid) say ours landed, and no finalizer holds the pod we judged. The answer to the write
+    before it (the recovery record's create, here with a finalizer a mutating webhook added) says nothing about
+    the pod; read as the delete's answer, it made the pod 'held' and the pass fail."""
+    fc.outage(api, pods=("db-0",))
+    tries: list[str] = []
+
+    def answer(req):
+        if req.verb == "create" and req.resource == "configmaps" and req.could_change:
+            req.body = dict(req.body, metadata=dict(req.body["metadata"], finalizers=["example.com/audit"]))
+            return None
+        if req.verb == "delete" and req.resource == "pods":
+            tries.append(req.name)
+            if len(tries) == 1:  # it lands, the pod is made again, and the answer is lost
+                old = api.get("pods", req.name, "default")
+                api.remove("pods", req.name, "default")
+                again = json.loads(json.dumps(old))
+                for stale in ("uid", "resourceVersion", "creationTimestamp", "deletionTimestamp"):
+                    again["metadata"].pop(stale, None)
+                api.add(again)
+                return Response(200, b'{"kind":"Status","status":"Success"}', {"Content-Type": "application/json"},
+                                cut_after=3)
+        return None
+    api.hooks.append(answer)
+
+    result = run_pass()
+
+    assert len(tries) == 2 and len(api.objects("pods")) == 1, "the pod made again is left alone"
+    assert result.summary["pods_deleted"] == 1 and result.summary["failures"] == 0

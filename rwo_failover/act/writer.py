@@ -112,6 +112,7 @@ class Writer:
                           f"(uid {uid or 'none'}) is still there")
                 return Result.FAILED
         log.info("the delete landed; its answer was lost, and the retry found the object gone")
+        self.body = None  # no answer of its own came: never read an earlier write's answer as this delete's
         return Result.DONE
 
     def patch_node(self, name: str, patch: dict, purpose: str) -> Result:
