@@ -3,7 +3,7 @@
 It speaks enough of the real API over HTTP for the official client, and it
 enforces the semantics rwo-failover relies on, so tests fail for real reasons:
 field and label selectors, limit/continue pagination (no resourceVersion with
-continue), DELETE with gracePeriodSeconds and a UID precondition (409 on a
+continue; a list at resourceVersion "0" is answered whole, as kube-apiserver does), DELETE with gracePeriodSeconds and a UID precondition (409 on a
 mismatch), finalizers and kubelet-confirmed pod deletion (a graceful delete of
 a scheduled pod only marks it Terminating), Event namespace validation, bearer
 token auth and per-verb RBAC denials, and watches (`?watch=1`, see fake_watch.py). Every request is logged.
@@ -440,7 +440,9 @@ class FakeApiServer:
         kind = KINDS[req.resource]
         keys = self._candidate_keys(kind, req)
         matches = _selector_filter(kind, self.store[kind.plural], keys, req)
-        limit = int(req.query.get("limit") or 0)
+        # As kube-apiserver v1.36.2 (measured): a list at resourceVersion "0" is served whole from its watch cache,
+        # whatever the limit; only a list without a resourceVersion is paginated.
+        limit = 0 if req.query.get("resourceVersion") == "0" else int(req.query.get("limit") or 0)
         start = _decode_continue(req.query) if "continue" in req.query else None
         if start is not None:
             matches = [k for k in matches if k > start]

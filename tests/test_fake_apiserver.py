@@ -48,7 +48,7 @@ def test_label_selector(api, core):
 def test_pagination_with_limit_and_continue(api, core):
     for i in range(7):
         api.add(fc.node(f"n{i}"))
-    first = core.list_node(limit=3, resource_version="0")
+    first = core.list_node(limit=3)
     assert len(first.items) == 3 and first.metadata._continue and first.metadata.remaining_item_count == 4
     second = core.list_node(limit=3, _continue=first.metadata._continue)
     third = core.list_node(limit=3, _continue=second.metadata._continue)
@@ -57,6 +57,16 @@ def test_pagination_with_limit_and_continue(api, core):
     with pytest.raises(ApiException) as err:
         core.list_node(limit=3, _continue=first.metadata._continue, resource_version="0")
     assert err.value.status == 400
+
+
+@pytest.mark.parametrize("selector", ["", "metadata.name!=n9"])
+def test_a_list_at_resource_version_0_ignores_the_limit_as_kube_apiserver_does(api, core, selector):
+    """Measured on kube-apiserver v1.36.2: `?limit=2&resourceVersion=0` (with or without a field selector) answers
+    every item, with no continue token; only a list without resourceVersion is paginated."""
+    for i in range(7):
+        api.add(fc.node(f"n{i}"))
+    whole = core.list_node(limit=3, resource_version="0", field_selector=selector)
+    assert len(whole.items) == 7 and not whole.metadata._continue and not whole.metadata.remaining_item_count
 
 
 def test_delete_precondition_uid_mismatch_is_409(api, core):

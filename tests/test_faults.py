@@ -9,6 +9,7 @@ import pytest
 
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.fake_apiserver import Fault
+from rwo_testkit.managed_fields import bulky, hostile_entry
 from rwo_failover.run.exitcodes import EXIT_FAILED, EXIT_FORBIDDEN, EXIT_OK, EXIT_UNAVAILABLE
 
 
@@ -83,19 +84,43 @@ def test_truncated_json_body_is_retried(broken, run_pass):
     assert all_released(broken) and result.code == EXIT_OK
 
 
+def paged_nodes(api) -> None:
+    """A continue token exists only in a paginated list: kube-apiserver answers the pass's first list (at
+    resourceVersion 0) whole, whatever its limit. Nodes padded to 1.4 MB each make that answer over 16 MiB, so
+    the pass lists them again without a resourceVersion, in pages (kube/lists.py)."""
+    for i in range(9):
+        fc.live_node(api, f"big-{i}")
+    padding = hostile_entry(bulky(1_400_000), manager="node-labeller")
+    for node in api.objects("nodes"):
+        node["metadata"]["managedFields"] = node["metadata"].get("managedFields", []) + [padding]
+        api.add(node)
+
+
+def node_lists(result) -> list[tuple[int, str]]:
+    """Each node list request: its status and how it was asked (at version 0, a first page, or a continue)."""
+    return [(r.status, "0" if r.query.get("resourceVersion") == "0" else "continue" if "continue" in r.query
+             else "first") for r in result.requests if r.verb == "list" and r.resource == "nodes"
+            and r.query.get("limit") != "1"]
+
+
 def test_expired_continue_token_restarts_the_list(broken, run_pass):
+    paged_nodes(broken)
     broken.inject(Fault("expired-continue", verb="list", resource="nodes", first=1))
-    result = run_pass(PAGE_SIZE="2")
-    pages = [(r.status, "continue" in r.query) for r in result.requests if r.verb == "list" and r.resource == "nodes"]
-    assert pages == [(200, False), (410, True), (200, False), (200, True)], "restarted from the first page"
+    result = run_pass(PAGE_SIZE="5")
+    pages = node_lists(result)
+    assert pages[:4] == [(200, "0"), (200, "first"), (410, "continue"), (200, "first")], \
+        "whole at version 0 too large, paginated, restarted from the first page"
+    assert all(how != "0" for _, how in pages[1:]), "once too large whole, paginated for the rest of the process"
     assert result.lines("list continue token expired; restarting the list")
     assert all_released(broken) and result.code == EXIT_OK
 
 
 def test_persistent_expired_continue_gives_up_after_bounded_restarts(broken, run_pass):
+    paged_nodes(broken)
     broken.inject(Fault("expired-continue", verb="list", resource="nodes"))
-    result = run_pass(PAGE_SIZE="2")
-    assert len(attempts(result, "list", "nodes")) == 8, "the first page and its 410, four times"
+    result = run_pass(PAGE_SIZE="5")
+    assert node_lists(result) == [(200, "0")] + [(200, "first"), (410, "continue")] * 4, \
+        "the first page and its 410, four times"
     assert result.code == EXIT_UNAVAILABLE and len(broken.objects("pods")) == 2
 
 

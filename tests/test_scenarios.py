@@ -199,9 +199,9 @@ def test_read_cost_is_bounded_by_down_nodes_not_by_cluster_size(api, run_pass):
 
     pod_lists = [r for r in result.requests if r.verb == "list" and r.resource == "pods"]
     assert [r.query.get("fieldSelector") for r in pod_lists] == ["spec.nodeName=worker-dead"]
-    node_pages = [r for r in result.requests if r.verb == "list" and r.resource == "nodes"]
-    assert len(node_pages) == 5, "41 nodes at 10 a page"
-    assert "resourceVersion" in node_pages[0].query and "resourceVersion" not in node_pages[1].query
+    node_lists = [r for r in result.requests if r.verb == "list" and r.resource == "nodes"]
+    assert len(node_lists) == 1 and node_lists[0].query.get("resourceVersion") == "0", \
+        "41 nodes in one answer from the watch cache: at resourceVersion 0 the limit is not applied"
     assert result.code == EXIT_OK
 
 
@@ -253,11 +253,11 @@ def test_many_claims_are_read_with_one_list_instead_of_a_get_each(api, run_pass)
                        terminating=True))
     fc.add_volume(api, "unrelated", namespace="team-9")
 
-    result = run_pass(PAGE_SIZE="2")  # PVC and attachment pages are 10x longer: 20
+    result = run_pass()
 
     claim_reads = [r.verb for r in result.requests if r.resource == "persistentvolumeclaims"
                    and r.verb in ("get", "list") and "labelSelector" not in r.query]
-    assert claim_reads == ["list"] * 2, "26 claims at 20 a page"
+    assert claim_reads == ["list"], "26 claims: one list (answered whole at resourceVersion 0), not 26 GETs"
     marks = [r for r in result.requests if r.resource == "configmaps" and r.verb == "create" and r.could_change]
     assert len(marks) == 25, "one recovery record per freed claim"
     assert not [r for r in result.requests if r.resource == "persistentvolumeclaims" and r.verb == "patch"]

@@ -5,6 +5,7 @@ the event stream of a watch (kubernetes.watch.Watch does the streaming; decode.D
 from __future__ import annotations
 
 import logging
+import weakref
 from typing import Any, Callable, Iterator, Optional, TypeVar
 
 import urllib3
@@ -20,10 +21,18 @@ MAX_LIST_RESTARTS = 3
 # the API server's 1.5 MiB object limit) would otherwise make a 500-pod page 700 MB (docs/performance.md).
 MAX_PAGE_BYTES = 16 << 20
 T = TypeVar("T")
+_TOO_LARGE_WHOLE: "weakref.WeakKeyDictionary[Any, set[tuple[str, tuple]]]" = weakref.WeakKeyDictionary()
 
 
 class Lister(Transport):
     """A Transport that also lists (paginated) and watches."""
+
+    @property
+    def too_large_whole(self) -> set[tuple[str, tuple]]:
+        """The lists (resource and query) whose answer at resourceVersion "0", always whole, was over
+        MAX_PAGE_BYTES: listed without one from then on, paginated, instead of being asked for 16 MiB again. Kept
+        per API client, so the passes of one process (each its own Api) share it."""
+        return _TOO_LARGE_WHOLE.setdefault(self.api_client, set())
 
     def list_all(self, what: str, path: str, shape: type, convert: Callable[[dict], T], page_factor: int = 1,
                  query: Optional[list] = None, consistent: bool = False,
@@ -67,15 +76,23 @@ class Lister(Transport):
     def _pages(self, what: str, path: str, shape: type, limit: int, query: list,
                consistent: bool = False, keep: Optional[Callable[[Any], bool]] = None,
                memo: Optional[Memo] = None) -> Iterator[list[Any]]:
-        token = None
+        token, whole = None, (what, tuple(query))
+        consistent = consistent or whole in self.too_large_whole
         while True:
-            # resourceVersion=0 lets the API server answer the first page from its watch cache instead of
-            # etcd; a slightly stale list is fine because every node is re-read live before we act.
+            # resourceVersion=0 lets the API server answer from its watch cache instead of etcd; a slightly stale
+            # list is fine because every node is re-read live before we act. It answers the whole collection,
+            # whatever the limit (kube-apiserver v1.36.2, measured): only a list without one is paginated.
             position = [("continue", token)] if token else [] if consistent else [("resourceVersion", "0")]
             try:
                 page = self.call("list", what, "GET", path, query + [("limit", limit)] + position,
                                  decode=lambda body: decode_page(body, shape, keep, memo), max_bytes=MAX_PAGE_BYTES)
             except AnswerTooLarge:
+                if not consistent:  # too large whole: paginated from now on, in this list and the next ones
+                    consistent = True
+                    self.too_large_whole.add(whole)
+                    log.warning("list too large to take whole from the watch cache; paginating it",
+                                extra={"resource": what, "limit": limit})
+                    continue
                 if limit == 1:
                     raise ApiError(f"list {what}: one object is longer than {MAX_PAGE_BYTES} bytes") from None
                 limit = max(1, limit // 10)  # for the rest of this list: its objects are big
