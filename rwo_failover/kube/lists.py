@@ -5,7 +5,6 @@ the event stream of a watch (kubernetes.watch.Watch does the streaming; decode.D
 from __future__ import annotations
 
 import logging
-import weakref
 from typing import Any, Callable, Iterator, Optional, TypeVar
 
 import urllib3
@@ -21,18 +20,18 @@ MAX_LIST_RESTARTS = 3
 # the API server's 1.5 MiB object limit) would otherwise make a 500-pod page 700 MB (docs/performance.md).
 MAX_PAGE_BYTES = 16 << 20
 T = TypeVar("T")
-_TOO_LARGE_WHOLE: "weakref.WeakKeyDictionary[Any, set[tuple[str, tuple]]]" = weakref.WeakKeyDictionary()
 
 
 class Lister(Transport):
     """A Transport that also lists (paginated) and watches."""
 
-    @property
-    def too_large_whole(self) -> set[tuple[str, tuple]]:
-        """The lists (resource and query) whose answer at resourceVersion "0", always whole, was over
-        MAX_PAGE_BYTES: listed without one from then on, paginated, instead of being asked for 16 MiB again. Kept
-        per API client, so the passes of one process (each its own Api) share it."""
-        return _TOO_LARGE_WHOLE.setdefault(self.api_client, set())
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # The lists (path and query) whose answer at resourceVersion "0", always whole, was over MAX_PAGE_BYTES:
+        # listed without one for the rest of this pass (an Api is one pass), instead of being asked for 16 MiB
+        # again. Not kept longer: the next pass asks the watch cache first again, so a list that is small again,
+        # or one etcd cannot page during an outage, is served from it.
+        self.too_large_whole: set[tuple[str, tuple]] = set()
 
     def list_all(self, what: str, path: str, shape: type, convert: Callable[[dict], T], page_factor: int = 1,
                  query: Optional[list] = None, consistent: bool = False,
@@ -76,7 +75,7 @@ class Lister(Transport):
     def _pages(self, what: str, path: str, shape: type, limit: int, query: list,
                consistent: bool = False, keep: Optional[Callable[[Any], bool]] = None,
                memo: Optional[Memo] = None) -> Iterator[list[Any]]:
-        token, whole = None, (what, tuple(query))
+        token, whole = None, (path, tuple(query))
         consistent = consistent or whole in self.too_large_whole
         while True:
             # resourceVersion=0 lets the API server answer from its watch cache instead of etcd; a slightly stale
@@ -87,7 +86,7 @@ class Lister(Transport):
                 page = self.call("list", what, "GET", path, query + [("limit", limit)] + position,
                                  decode=lambda body: decode_page(body, shape, keep, memo), max_bytes=MAX_PAGE_BYTES)
             except AnswerTooLarge:
-                if not consistent:  # too large whole: paginated from now on, in this list and the next ones
+                if not consistent:  # too large whole: paginated from now on, in this list and this pass's next
                     consistent = True
                     self.too_large_whole.add(whole)
                     log.warning("list too large to take whole from the watch cache; paginating it",

@@ -206,6 +206,7 @@ class Transport:
         while True:
             left = ends - self.clock()
             if left <= 0:
+                parts.clear()  # as below: never kept alive by the exception
                 raise urllib3.exceptions.ReadTimeoutError(None, "", PAST_DEADLINE)  # type: ignore[arg-type]
             if sock is not None:
                 sock.settimeout(max(0.05, min(per_read, left)))
@@ -216,6 +217,9 @@ class Transport:
             size += len(chunk)
             if max_bytes is not None and size > max_bytes:
                 raw.close()  # the rest is never read: the connection is not reused
+                # Dropped now: the exception's traceback keeps this frame, and tenacity's retry state keeps the
+                # exception in a reference cycle, so `parts` (16 MiB) would outlive the list until a collection.
+                parts.clear()
                 raise AnswerTooLarge(f"the answer is longer than {max_bytes} bytes")
 
     def _send(self, method: str, path: str, query: list, body: Optional[dict], content_type: str,
