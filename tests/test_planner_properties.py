@@ -133,7 +133,8 @@ def snapshots(draw):
               for node in draw(st.lists(st.sampled_from(names), max_size=2, unique=True))]
     # Mostly made long before any node went down; sometimes now, after (a tenant's pod had it made).
     atts = {f"va-{i}": Attachment(f"va-{i}", node, pv, deleting=draw(st.sampled_from([False] * 5 + [True])),
-                                  created_at=draw(st.sampled_from([ago(30 * 86400)] * 4 + [NOW])))
+                                  created_at=draw(st.sampled_from([ago(30 * 86400)] * 4 + [NOW])),
+                                  uid=f"uid-va-{i}")  # kube-apiserver sets one on every object
             for i, (node, pv) in enumerate(placed)}
     version = draw(st.sampled_from([None, (1, 27), (1, 28), (1, 36)]))
     return Snapshot(NOW, nodes, leases, tuple(pods.values()), claims, tuple(atts.values()), pvs, version)
@@ -230,6 +231,7 @@ def test_actions_only_on_proven_down_nodes_rwo_pods_and_their_own_attachments(sn
         for att in node_plan.attachments:
             original = next(a for a in snapshot.attachments if a.name == att.name)
             assert original.node == node.name, "never another node's attachment"
+            assert att.uid == original.uid != "", "its delete is preconditioned on the attachment judged"
             if att.after_pods:
                 assert original.volume in rwo_volumes, "never an attachment of another PV"
             else:  # an orphan: its RWO claim is used by no pod left on this node
