@@ -273,7 +273,6 @@ class Writer:
         return Result.DONE if self.body is not None else Result.GONE
 
 
-
 def _uid_of(obj: object) -> str:
     """The uid of an object read back; "" when it cannot be told (an undecodable answer proves nothing)."""
     try:
