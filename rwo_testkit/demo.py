@@ -13,12 +13,15 @@ import logging
 import os
 import sys
 import tempfile
+import time
 from typing import IO, Mapping, Optional, Sequence
 
 from rwo_failover import settings as config
 
 from rwo_failover.run import logs, plan_table
 from rwo_failover.kube import Api, load_api_client
+from rwo_failover.model import Node
+from rwo_failover.observe.sightings import Sightings
 from rwo_failover.settings import Settings
 from rwo_failover.run.exitcodes import EXIT_CONFIG
 from rwo_failover.run.runner import run_pass
@@ -76,6 +79,14 @@ def run_demo(settings: Settings, out: IO[str]) -> int:
         demo_settings = dataclasses.replace(settings, kubeconfig=api.write_kubeconfig(os.path.join(tmp, "kc")),
                                             kube_context=None)
         show(api, out, f"before: {DEAD} died 7 minutes ago and carries the cloud shutdown taint")
+        # A new process judges a node down only once it has itself seen it NotReady for MIN_NOT_READY_SECONDS
+        # (observe/sightings.py): look, and wait that long, as a CronJob's pass does.
+        sightings = Sightings()
+        sightings.update(Node.from_json(n) for n in api.objects("nodes"))
+        out.write(f"\n(this process first sees {DEAD} NotReady now, and waits MIN_NOT_READY_SECONDS="
+                  f"{settings.min_not_ready_seconds}s of its own before it may call it down)\n")
+        out.flush()
+        time.sleep(settings.min_not_ready_seconds)
         for dry_run in (True, False):
             out.write(f"\n=== {'dry-run pass (DRY_RUN=true): the plan, nothing changes' if dry_run else 'real pass'}"
                       " ===\n")
@@ -86,7 +97,8 @@ def run_demo(settings: Settings, out: IO[str]) -> int:
                 logging.getLogger(logs.LOGGER).handlers[0].flush()
                 out.write("\n" + plan_table.render(plan, step.dry_run) + "\n")
                 out.flush()
-            code = run_pass(Api(load_api_client(step), step), step, show=table if dry_run else None)
+            code = run_pass(Api(load_api_client(step), step), step, show=table if dry_run else None,
+                            sightings=sightings)
             logging.getLogger(logs.LOGGER).handlers[0].flush()
         show(api, out, "after: the stuck RWO pods are gone and their volumes are free to attach elsewhere")
         out.write("\nLeft alone on purpose: the RWX pod, the opted-out pod (and its volume), the DaemonSet pod, "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import uuid
 from datetime import datetime, timedelta, timezone
 from typing import Any, Iterable, Optional, Sequence
@@ -10,6 +11,8 @@ from typing import Any, Iterable, Optional, Sequence
 from rwo_failover.model import CLOUD_SHUTDOWN_KEY, OUT_OF_SERVICE_KEY, OUT_OF_SERVICE_VALUE
 
 from .fake_apiserver import FakeApiServer
+
+RECOVERY_NAMESPACE = "rwo-failover"  # RECOVERY_NAMESPACE's default: where our records live
 from .managed_fields import entry
 
 SHUTDOWN = {"key": CLOUD_SHUTDOWN_KEY, "effect": "NoSchedule"}
@@ -215,22 +218,39 @@ def our_taint(added_at: str = "2026-11-21T10:00:00Z") -> dict:
 BOOT_BEFORE = "0" * 32  # the bootID mark_ours records by default: the machine has rebooted since
 
 
-def mark_ours(node_obj: dict, added_at: str = "2026-11-21T10:00:00Z", boot_id: Optional[str] = BOOT_BEFORE,
-              uid: Optional[str] = None) -> dict:
-    """Our annotations, as rwo-failover writes them with its taint: when, by whom, and the machine then. By
-    default for this Node object (its uid, given one if it has none yet) before a reboot (another bootID);
-    `boot_id=None` records the node's bootID now (it has not rebooted)."""
+def rebooted(node_obj: dict, boot_id: Optional[str] = None) -> dict:
+    """The node as its kubelet reports it after a reboot: another status.nodeInfo.bootID (a fresh one, or
+    `boot_id`). The node, changed."""
+    node_obj["status"]["nodeInfo"]["bootID"] = boot_id or str(uuid.uuid4())
+    return node_obj
+
+
+def mark_ours(api: FakeApiServer, node_obj: dict, added_at: str = "2026-11-21T10:00:00Z",
+              boot_id: Optional[str] = BOOT_BEFORE, uid: Optional[str] = None, bmc_off_at: str = "",
+              namespace: str = RECOVERY_NAMESPACE) -> dict:
+    """Our record of our taint, as rwo-failover writes it before adding the taint (a ConfigMap in RECOVERY_NAMESPACE,
+    added to `api`): when, and the machine then. By default for this Node object (its uid, given one if it has
+    none yet) before a reboot (another bootID); `boot_id=None` records the node's bootID now (it has not rebooted);
+    `uid` records another Node object. Returns the node, to add."""
     meta = node_obj["metadata"]
     meta.setdefault("uid", str(uuid.uuid4()))
     now_boot = node_obj["status"]["nodeInfo"]["bootID"]
-    meta["annotations"].update({
-        "rwo-failover.io/out-of-service-added-at": added_at,
-        "rwo-failover.io/out-of-service-applied-by": "rwo-failover",
-        "rwo-failover.io/taint-node-uid": meta["uid"] if uid is None else uid,
-        "rwo-failover.io/taint-boot-id": now_boot if boot_id is None else boot_id,
-        "rwo-failover.io/taint-addresses": ",".join(f"{a['type']}={a['address']}"
-                                                    for a in node_obj["status"]["addresses"])})
+    record = {"node": meta["name"], "nodeUID": meta["uid"] if uid is None else uid,
+              "bootID": now_boot if boot_id is None else boot_id,
+              "addresses": ",".join(f"{a['type']}={a['address']}" for a in node_obj["status"]["addresses"]),
+              "addedAt": added_at, "bmcOffAt": bmc_off_at}
+    api.add({"apiVersion": "v1", "kind": "ConfigMap",
+             "metadata": {"name": f"rwo-taint-{record['nodeUID']}", "namespace": namespace,
+                          "labels": {"rwo-failover.io/taint-record": "true"}},
+             "data": {"record": json.dumps(record, sort_keys=True)}})
     return node_obj
+
+
+def taint_records(api: FakeApiServer, namespace: str = RECOVERY_NAMESPACE) -> list[dict]:
+    """Our taint records, as stored."""
+    return [json.loads(c["data"]["record"]) for c in api.objects("configmaps")
+            if c["metadata"].get("namespace") == namespace and
+            (c["metadata"].get("labels") or {}).get("rwo-failover.io/taint-record")]
 
 
 def inline_attachment(node_name: str) -> dict:

@@ -67,8 +67,10 @@ class RedfishEmulator:
     def endpoint(self, name: str) -> str:
         return f"{self.base}/redfish/v1/Systems/{self.ids[name]}"
 
-    def entry(self, name: str, password: str = PASSWORD, ca: bool = True) -> dict:
-        found = {"endpoint": self.endpoint(name), "username": USER, "password": password}
+    def entry(self, name: str, password: str = PASSWORD, ca: bool = True, uuid: Optional[str] = None) -> dict:
+        """A REDFISH_BMC_FILE entry for system `name`: its identity (uuid) is that system's, or `uuid`."""
+        found = {"endpoint": self.endpoint(name), "username": USER, "password": password,
+                 "uuid": uuid or self.ids[name]}
         if ca:
             found["ca"] = Path(self.ca_file).read_text()
         return found
@@ -138,9 +140,9 @@ class _RawTLS:
         self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self.context.load_cert_chain(self.folder / "server.crt", self.folder / "server.key")
 
-    def entry(self) -> dict:
-        return {"endpoint": f"https://127.0.0.1:{self.port}/redfish/v1/Systems/1",
-                "username": USER, "password": PASSWORD, "ca": Path(self.ca_file).read_text()}
+    def entry(self, uuid: str = "") -> dict:
+        return {"endpoint": f"https://127.0.0.1:{self.port}/redfish/v1/Systems/1", "username": USER,
+                "password": PASSWORD, "ca": Path(self.ca_file).read_text(), "uuid": uuid or machine_uuid("raw-bmc")}
 
     def _serve(self) -> None:
         while not self.closed.is_set():

@@ -14,6 +14,7 @@ from typing import Iterator
 import pytest
 from hypothesis import settings as hsettings
 
+from rwo_failover.observe.sightings import Sightings
 from rwo_failover.run.cli import main
 from rwo_testkit.fake_apiserver import TOKEN, FakeApiServer
 from rwo_testkit import log_sink
@@ -79,6 +80,18 @@ def kubeconfig(api: FakeApiServer, tmp_path: Path) -> str:
     return api.write_kubeconfig(str(tmp_path / "kubeconfig"))
 
 
+# A fixture pass stands for a pass of a process that has watched the cluster since before each node went NotReady
+# (continuous mode's leader): its own sighting of Ready=Unknown (observe/sightings.py) never holds the pass back,
+# the server's stamps judge. A one-shot process's own wait for it is tested where it is the subject
+# (tests/test_server_skew.py, and the real reconcile.py in tests/test_once_wait.py).
+WATCHED_FOR = 86400.0
+
+
+def watched() -> Sightings:
+    """The sightings of such a process: pass it to main() where a test's pass stands for one."""
+    return Sightings(watched_for=WATCHED_FOR)
+
+
 @pytest.fixture
 def run_pass(api: FakeApiServer, kubeconfig: str):
     """Run one pass in-process against the fixture; extra settings come as environment variables."""
@@ -90,7 +103,8 @@ def run_pass(api: FakeApiServer, kubeconfig: str):
         out, err = io.StringIO(), io.StringIO()
         before = len(api.requests)
         sleeps: list[float] = []
-        code = main(["--once", *argv], environ, out, err, sleep=sleeps.append)
+        code = main(["--once", *argv], environ, out, err, sleep=sleeps.append,
+                    sightings=watched())
         SESSION_LOG.add(out.getvalue())
         SESSION_LOG.add(err.getvalue())
         logs = [json.loads(line) for line in out.getvalue().splitlines() if line.strip()]

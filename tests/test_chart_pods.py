@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import plant
+from conftest import plant, watched
 from rwo_failover import settings as config
 from rwo_failover.run.cli import main
 from rwo_failover.run.exitcodes import EXIT_OK
@@ -112,7 +112,7 @@ def test_the_rendered_pod_fences_with_the_token_and_ca_of_its_secrets(api, kubec
         out = io.StringIO()
 
         code = main(args, {**env, "KUBECONFIG": kubeconfig, "LOG_FORMAT": "json", "PASS_TIMEOUT_SECONDS": "20"},
-                    out, io.StringIO(), sleep=lambda s: None)
+                    out, io.StringIO(), sleep=lambda s: None, sightings=watched())
 
     assert code == EXIT_OK, out.getvalue()[-2000:]
     assert [r["headers"]["Authorization"] for r in fencer.requests] == [f"Bearer {token}"]
@@ -285,7 +285,7 @@ def test_a_pass_runs_as_the_existing_service_account_under_the_rendered_rbac(api
     rbac_gate.enforce(api, docs, NS, "ops-bot")  # 403 for every call the bindings do not grant ops-bot
     out = io.StringIO()
     code = main(args, {**env, "KUBECONFIG": kubeconfig, "LOG_FORMAT": "json", "PASS_TIMEOUT_SECONDS": "20"}, out,
-                io.StringIO(), sleep=lambda s: None)
+                io.StringIO(), sleep=lambda s: None, sightings=watched())
     assert code == EXIT_OK, out.getvalue()[-2000:]
     assert api.get("pods", "db-0", "default") is None
 

@@ -10,6 +10,8 @@ import json
 
 import pytest
 
+from conftest import watched
+
 from rwo_failover import settings as config
 from rwo_failover.run.cli import main
 from rwo_failover.kube import Api, load_api_client
@@ -38,9 +40,10 @@ def run_as_rendered(api, kubeconfig: str, values: dict) -> tuple[int, config.Set
         from rwo_failover.run import logs
         logs.setup("json", "INFO", out)
         assert elector.step() and elector.step(), "acquired, then renewed"
-        code = run_pass(Api(load_api_client(settings), settings), settings, guard=elector.write_guard)
+        code = run_pass(Api(load_api_client(settings), settings), settings, guard=elector.write_guard,
+                        sightings=watched())
     else:
-        code = main(args, env, out, io.StringIO(), sleep=lambda s: None)
+        code = main(args, env, out, io.StringIO(), sleep=lambda s: None, sightings=watched())
     return code, settings, [json.loads(line) for line in out.getvalue().splitlines() if line.startswith("{")]
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, SESSION_LOG
+from conftest import ROOT, SESSION_LOG, watched
 from rwo_testkit import fake_cluster as fc
 from rwo_failover.run.cli import main
 from rwo_failover.run.exitcodes import EXIT_CONFIG, EXIT_CRASH, EXIT_FORBIDDEN, EXIT_OK, EXIT_UNAVAILABLE
@@ -19,7 +19,7 @@ from rwo_failover.run.exitcodes import EXIT_CONFIG, EXIT_CRASH, EXIT_FORBIDDEN, 
 
 def run_main(env: dict) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
-    code = main(["--once"], {"LOG_FORMAT": "json", **env}, out, err)
+    code = main(["--once"], {"LOG_FORMAT": "json", **env}, out, err, sightings=watched())
     return code, out.getvalue(), err.getvalue()
 
 

@@ -12,6 +12,7 @@ BAD_VALUES = {
     "DRY_RUN": ["", "maybe", "2"],
     "LEADER_ELECTION": ["", "maybe"],
     "RECOVERY_TIMEOUT_SECONDS": ["", "0", "x", "604801"],
+    "UNDO": ["", "reboot", "none", "bmc,operator"],
     "METRICS_PORT": ["", "-1", "70000", "http"],
     "PUSHGATEWAY_URL": ["pushgateway:9091", "ftp://x"],
     "PUSHGATEWAY_INSTANCE": ["", "has space", "a/b"],

@@ -19,7 +19,7 @@ from rwo_failover.kube.decode import Memo, decode_page
 from rwo_failover.kube.shapes import Node as NodeShape
 from rwo_failover.kube.sources import NODES
 from rwo_failover.kube.reflector import Reflector
-from rwo_failover.model import Attachment, Claim, Fence, Node, Pod, Reader, Snapshot, Unreadable, Volume
+from rwo_failover.model import Attachment, Claim, Fence, Node, Pod, Reader, Snapshot, TaintRecord, Unreadable, Volume
 from rwo_testkit import fake_cluster as fc
 
 
@@ -137,9 +137,12 @@ def test_a_namespace_pod_list_for_recovery_converts_only_pods_mounting_the_claim
     assert counting.calls == 4 and [u.name for u in reader.unreadable] == ["team/odd"]
 
 
-def test_only_nodes_with_a_taint_our_annotation_or_a_fence_are_marked():
+def test_only_nodes_with_a_taint_our_record_or_a_fence_are_marked():
     tainted = Node.from_json(fc.node("tainted", ready="True", since=60, taints=[fc.SHUTDOWN]))
-    ours = Node.from_json(fc.mark_ours(fc.node("ours", ready="True", since=60)))
+    raw = fc.node("ours", ready="True", since=60)
+    raw["metadata"]["uid"] = "uid-ours"
+    ours = Node.from_json(raw).with_record({"rwo-taint-uid-ours": TaintRecord(
+        "ours", "uid-ours", "boot", "", "2026-11-21T10:00:00Z", name="rwo-taint-uid-ours")})
     fenced, plain = Node("fenced"), Node.from_json(fc.node("plain", ready="True", since=60))
     fence = Fence("fenced", ours=True, state="Fenced", result="Succeeded")
     snapshot = Snapshot(datetime.now(timezone.utc), (tainted, ours, fenced, plain), fences={"fenced": fence})

@@ -130,7 +130,7 @@ def test_24_maximum_size_pods_on_a_dead_node_are_freed_a_tenth_of_a_page_at_a_ti
 # --- the Structs against from_json: every field a model reads survives decoding ---------------------------
 
 KINDS = [
-    ("Node", Node.from_json, lambda: fc.mark_ours(fc.node("n1", ready="False", since=60, taints=[fc.our_taint()]))),
+    ("Node", Node.from_json, lambda: fc.node("n1", ready="False", since=60, taints=[fc.our_taint()])),
     ("Pod", Pod.from_json, lambda: fc.pod("db-0", "n1", claims=["a"], ephemeral=["e"], terminating=True,
                                              reason="NodeLost", annotations={"kubernetes.io/config.mirror": "x"})),
     ("Claim", Claim.from_json, lambda: fc.claim("a", annotations={"rwo-failover.io/opt-out": "true"})),

@@ -224,8 +224,10 @@ def test_container_command_runs_a_real_pass(tmp_path: Path, api, image_venv):
     SESSION_LOG.add(proc.stdout + proc.stderr)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     summaries = [json.loads(line) for line in proc.stdout.splitlines() if '"pass finished"' in line]
-    assert len(summaries) == 1, "one pass, then exit"
-    assert summaries[0]["pods_deleted"] == 1 and summaries[0]["attachments_deleted"] == 1
+    # A new process has not seen the node NotReady itself: it waits MIN_NOT_READY_SECONDS of its own sighting
+    # (issue 35), passes again, and then exits.
+    assert [s["not_yet"] for s in summaries] == [1, 0], "a pass, a wait, the pass that frees, then exit"
+    assert summaries[-1]["pods_deleted"] == 1 and summaries[-1]["attachments_deleted"] == 1
     assert api.objects("pods") == [] and api.objects("volumeattachments") == []
 
 

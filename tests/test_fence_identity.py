@@ -45,15 +45,18 @@ def admin_sets(api, **spec) -> None:
     api.add(fence)
 
 
-def back(api, uid: str = "", address: str = "") -> None:
+def back(api, uid: str = "", address: str = "", reboot: bool = True) -> None:
     """The node Ready again for 300 s with a fresh Lease, our taint still on it: by default the same Node object
-    (its uid kept); with `uid`, a new machine registered under the name; with `address`, another InternalIP."""
+    (its uid kept), rebooted (another bootID); with `uid`, a new machine registered under the name; with `address`,
+    another InternalIP; `reboot=False`: the same boot as when it was fenced (its network came back)."""
     node = api.get("nodes", "dead")
     added_at = fc.stamp(400)  # our taint went on 400 s ago: the node cannot have been Ready since before that
     new = fc.node("dead", ready="True", since=300, taints=[fc.our_taint(added_at)])
+    if reboot:
+        fc.rebooted(new)
     new["metadata"]["uid"] = uid or node["metadata"]["uid"]
     # Our taint's record names the machine it was added for, the old Node object, before a reboot (issue 27).
-    new = fc.mark_ours(new, added_at, uid=node["metadata"]["uid"])
+    new = fc.mark_ours(api, new, added_at, uid=node["metadata"]["uid"])
     if address:
         new["status"]["addresses"][0]["address"] = address
     api.add(new)
@@ -274,6 +277,33 @@ def test_a_node_re_registered_under_the_name_does_not_lift_the_old_machines_fenc
     assert result.code == EXIT_OK
 
 
+def test_a_node_back_without_rebooting_keeps_its_fence_as_it_keeps_our_taint(cluster, run_pass):
+    """Hole 1 of issue 35: the fence recorded the machine's bootID, but undo compared only the Node uid and the
+    addresses, so a node back without a reboot had its fence set Unfenced (and deleted the pass after), while our
+    taint stayed for the same reason. One undo rule now (planner/undo.py): the fence stays, one Warning says why,
+    and the metric counts it."""
+    fenced(cluster, run_pass)
+    cluster.requests.clear()
+    back(cluster, reboot=False)
+
+    first, second = networkfence(run_pass), networkfence(run_pass)
+
+    assert first.code == second.code == EXIT_OK
+    left_in_place(cluster, first, "without rebooting")
+    assert not writes(cluster, "patch") and not writes(cluster, "delete"), "nor on the pass after"
+    assert [s for s in first.lines("skipped") if s["object"] == "dead" and "without rebooting" in s["reason"]]
+    assert len(cluster.get("nodes", "dead")["spec"]["taints"]) == 1, "our taint stays too, behind the fence"
+    assert [s for s in first.lines("skipped") if s["object"] == "dead" and "until the node is unfenced" in s["reason"]]
+
+
+def test_a_node_back_after_a_reboot_is_unfenced(cluster, run_pass):
+    """The same, rebooted (another bootID): unfenced, and the pass after deletes the fence."""
+    fenced(cluster, run_pass)
+    back(cluster)
+    asked = networkfence(run_pass)
+    assert asked.code == EXIT_OK and fence_of(cluster)["spec"]["fenceState"] == "Unfenced"
+
+
 def test_a_fresh_node_object_without_our_taint_does_not_lift_the_old_machines_fence(cluster, run_pass):
     """As a new machine registers: a new Node object with no taint at all, Ready for longer than
     RECOVERY_SECONDS, at another address. Nothing else keeps the old fence: the machine rule does."""
@@ -331,7 +361,7 @@ def test_fences_left_in_place_are_a_gauge_by_cause_with_no_node_label():
     metrics.record_pass(Plan((), (), (), fences_held=held), None, EXIT_OK, 1.0)
     [family] = [f for f in metrics.registry.collect() if f.name == "rwo_failover_fences_left_in_place"]
     assert {s.labels["cause"]: s.value for s in family.samples} == {"other-machine": 2, "addresses": 0,
-                                                                    "no-record": 1}
+                                                                    "no-record": 1, "not-rebooted": 0}
     metrics.record_pass(Plan((), (), ()), None, EXIT_OK, 1.0)
     [family] = [f for f in metrics.registry.collect() if f.name == "rwo_failover_fences_left_in_place"]
     assert {s.value for s in family.samples} == {0}, "a fence lifted by hand is gone from the next pass's figure"

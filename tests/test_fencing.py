@@ -110,9 +110,9 @@ def test_unfence_on_recovery_before_our_taint_comes_off(cluster, run_pass):
     networkfence(run_pass)
     # Back for 300 s, after our taint went on 400 s ago (the node cannot have been Ready since before that).
     added = fc.stamp(400)
-    node = fc.node("dead", ready="True", since=300, taints=[fc.our_taint(added)])
+    node = fc.rebooted(fc.node("dead", ready="True", since=300, taints=[fc.our_taint(added)]))
     node["metadata"]["uid"] = cluster.get("nodes", "dead")["metadata"]["uid"]  # the same machine (issue 27)
-    node = fc.mark_ours(node, added)  # our taint's record names that machine, before its reboot
+    node = fc.mark_ours(cluster, node, added)  # our taint's record names that machine, before its reboot
     cluster.add(node)
     cluster.add(fc.lease("dead", 2))
 
@@ -348,8 +348,8 @@ def test_an_old_succeeded_never_counts_for_a_new_request_whatever_the_message(cl
 
 def back_for_good(api) -> None:
     node = api.get("nodes", "dead")
-    added_at = node["metadata"]["annotations"]["rwo-failover.io/out-of-service-added-at"]
-    back = fc.mark_ours(fc.node("dead", ready="True", since=300, taints=[fc.our_taint(added_at)]), added_at)
+    [record] = fc.taint_records(api)  # the one our taint's pass wrote
+    back = fc.rebooted(fc.node("dead", ready="True", since=300, taints=[fc.our_taint(record["addedAt"])]))
     back["metadata"]["uid"] = node["metadata"]["uid"]
     api.add(back)
     api.add(fc.lease("dead", 2))

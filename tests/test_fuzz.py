@@ -30,7 +30,7 @@ from rwo_failover.run.cli import main
 from rwo_failover.act.events import NotOurs, bump_of
 from rwo_failover.run.exitcodes import EXIT_CRASH
 from rwo_failover.act.fence_webhook import judge_answer
-from rwo_failover.model import (OOS_ANNOTATION, TAINT_ANNOTATIONS, OPT_OUT_ANNOTATION, OUT_OF_SERVICE_KEY, RECOVERY_ANNOTATION,
+from rwo_failover.model import (OPT_OUT_ANNOTATION, OUT_OF_SERVICE_KEY, RECOVERY_ANNOTATION,
                                 RECOVERY_LABEL, Attachment, BadObject, Claim, Fence, Lease, Node, Pod, Undecodable,
                                 Volume)
 from rwo_failover.planner.recovery import Record
@@ -163,7 +163,8 @@ def server():
 
 ENVELOPE = ("kind", "apiVersion", "metadata")  # what the API server itself guarantees for what it stores
 annotation_values = st.text(max_size=30) | st.sampled_from(h.TRICKY_TEXT) | h.record_texts()
-annotations = st.dictionaries(st.sampled_from([OPT_OUT_ANNOTATION, RECOVERY_ANNOTATION, OOS_ANNOTATION, "x"]),
+annotations = st.dictionaries(st.sampled_from([OPT_OUT_ANNOTATION, RECOVERY_ANNOTATION,
+                                              "rwo-failover.io/out-of-service-added-at", "x"]),
                               annotation_values, max_size=3)
 
 
@@ -316,9 +317,8 @@ def allowed_write(req, allowed: Allowed) -> bool:
     if req.resource == "nodes" and req.verb == "patch":
         meta = dict(req.body["metadata"])
         meta.pop("resourceVersion", None)
-        if req.body.keys() == {"metadata"}:
-            # our whole taint record goes with it (issue 27): every key of ours, and nothing else
-            return meta == {"annotations": dict.fromkeys(TAINT_ANNOTATIONS)}
+        if meta:  # nothing but the taints is ever written on a Node (our record of it lives in our namespace)
+            return False
         taints = {t.get("key") for t in req.body.get("spec", {}).get("taints", [])}
         return req.name in allowed.taints and OUT_OF_SERVICE_KEY in taints
     return False

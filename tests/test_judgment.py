@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import re
 import signal
 import subprocess
 import sys
@@ -20,7 +21,7 @@ import pytest
 from conftest import ROOT, SESSION_LOG
 from rwo_failover.run import logs
 from rwo_failover.run.exitcodes import EXIT_FAILED, EXIT_OK, EXIT_REFUSED
-from rwo_failover.model import OOS_ANNOTATION, OUT_OF_SERVICE_KEY
+from rwo_failover.model import OUT_OF_SERVICE_KEY
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.fake_apiserver import Fault
 
@@ -47,9 +48,14 @@ def test_verdicts_follow_the_server_clock_whatever_the_job_clock(cluster, kubeco
 
     result = skewed_pass(kubeconfig, skew)
 
-    assert states(result) == {"dead": "down", "heartbeating": "split-brain"}
-    assert pod_names(cluster) == {"web-0"}, "the dead node's pod goes, the heartbeating node's stays"
-    assert result.code == EXIT_REFUSED
+    # One pass of a new process: the dead node waits only for the process's own sighting of its NotReady (its
+    # monotonic clock, issue 35; libfaketime breaks sleeping under a faked wall clock, so the run does not wait
+    # here: tests/test_server_skew.py does); by the server's clock, whatever the job's, it is 600 s NotReady.
+    assert states(result) == {"dead": "not-yet", "heartbeating": "split-brain"}
+    [dead] = [line for line in result.lines("node verdict") if line["node"] == "dead"]
+    assert 595 <= int(re.match(r"Ready=Unknown for (\d+)s", dead["reason"])[1]) <= 610, dead["reason"]
+    assert "as long seen here" in dead["reason"]
+    assert pod_names(cluster) == {"db-0", "web-0"} and result.code == EXIT_REFUSED
 
 
 @pytest.mark.parametrize("skew", [0, 120, -600])
@@ -58,7 +64,15 @@ def test_a_dead_node_waits_min_not_ready_seconds_by_the_server_clock(cluster, ku
     # node came due before the pass judged it.
     tainted_node(cluster, "early", not_ready_for=MIN - 20, lease_renewed_ago=MIN + 40)
     tainted_node(cluster, "due", not_ready_for=MIN + 20, lease_renewed_ago=MIN + 40)
-    assert states(skewed_pass(kubeconfig, skew, MIN_NOT_READY_SECONDS=str(MIN))) == {"early": "not-yet", "due": "down"}
+    result = skewed_pass(kubeconfig, skew, MIN_NOT_READY_SECONDS=str(MIN))
+    # One pass of a new process: both are not yet, the due one only for the process's own sighting (a minute of
+    # its monotonic clock, issue 35); by the server's clock, whatever the job's, one is past MIN and one is not.
+    assert states(result) == {"early": "not-yet", "due": "not-yet"}
+    ages = {line["node"]: int(re.match(r"Ready=Unknown for (\d+)s", line["reason"])[1])
+            for line in result.lines("node verdict")}
+    assert ages["early"] < MIN <= ages["due"], ages
+    assert [line for line in result.lines("node verdict") if line["node"] == "due"
+            and "as long seen here" in line["reason"]]
 
 
 # --- 2. Lease semantics ----------------------------------------------------------------------------------
@@ -109,7 +123,7 @@ def test_stopped_nodes_with_nothing_to_do_do_not_trip_the_node_brake(api, run_pa
     for i in range(20):
         fc.live_node(api, f"w{i}")
     for i in range(5):  # stopped instances: down for days, our taint long since added, nothing left on them
-        api.add(fc.mark_ours(fc.node(f"stopped-{i}", ready="Unknown", since=86400,
+        api.add(fc.mark_ours(api, fc.node(f"stopped-{i}", ready="Unknown", since=86400,
                                      taints=[fc.SHUTDOWN, fc.UNREACHABLE, fc.our_taint()])))
         api.add(fc.lease(f"stopped-{i}", 86400))
     fc.dead_node(api, "dead")
@@ -186,24 +200,24 @@ def test_rwx_volumeless_and_daemonset_pods_do_not_block_the_taint(cluster, run_p
 
 def recovered(api, name: str, taints: list, annotate: bool = True, ready_for: float = 600) -> None:
     node = fc.node(name, ready="True", since=ready_for, taints=taints)
-    api.add(fc.mark_ours(node) if annotate else node)
+    api.add(fc.mark_ours(api, node) if annotate else node)
     api.add(fc.lease(name, 2))
 
 
-def test_a_human_taint_under_our_stale_annotation_is_not_ours(cluster, run_pass):
-    """We added a taint, a human removed it and later added their own: theirs stays, our note goes."""
+def test_a_human_taint_under_our_stale_record_is_not_ours(cluster, run_pass):
+    """We added a taint, a human removed it and later added their own: theirs stays, our record goes."""
     recovered(cluster, "back", [dict(fc.OUT_OF_SERVICE, timeAdded="2026-11-22T09:00:00Z")])
     result = run_pass()
     assert len(oos_taints(cluster, "back")) == 1
-    assert OOS_ANNOTATION not in cluster.get("nodes", "back")["metadata"]["annotations"]
+    assert fc.taint_records(cluster) == []
     assert result.code == EXIT_REFUSED, "a human's shutdown taint on a live node is split-brain"
 
 
-def test_an_annotation_whose_taint_is_gone_is_dropped(cluster, run_pass):
+def test_a_record_whose_taint_is_gone_is_dropped(cluster, run_pass):
     recovered(cluster, "back", [])
     result = run_pass()
-    assert OOS_ANNOTATION not in cluster.get("nodes", "back")["metadata"]["annotations"]
-    assert result.code == EXIT_OK and len(patches(cluster)) == 1
+    assert fc.taint_records(cluster) == []
+    assert result.code == EXIT_OK and len(patches(cluster)) == 0, "nothing written on the node"
 
 
 def test_only_our_exact_taint_is_removed(cluster, run_pass):
@@ -418,7 +432,8 @@ def test_the_loop_survives_a_crashing_pass(cluster, kubeconfig):
     lines = []
     for raw in proc.stdout:
         lines.append(json.loads(raw))
-        if lines[-1]["message"] == "pass finished" and lines[-1]["exit_code"] == EXIT_OK:
+        if lines[-1]["message"] == "pass finished" and lines[-1]["exit_code"] == EXIT_OK and \
+                lines[-1].get("pods_deleted"):  # after the loop's own sighting of the NotReady (issue 35)
             break
     proc.send_signal(signal.SIGTERM)
     out, _err = proc.communicate(timeout=60)

@@ -15,6 +15,7 @@ from rwo_failover.run.exitcodes import EXIT_OK, EXIT_REFUSED
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.fake_apiserver import Fault
 
+from conftest import watched
 from test_watch import break_node, live_nodes, loop, outage_due_in, settings_for, stop, wait_until, watches
 
 
@@ -37,7 +38,9 @@ def test_a_lagging_node_watch_never_lets_a_pass_write_past_the_brake(api, kubeco
     try:
         wait_until("the first node watch", lambda: [w for w in watches(api) if w.resource == "nodes"], timeout=20)
         partition(api, 6)
-        time.sleep(7)  # the dead node is provably down 5 s after the start: a wake pass has run by now
+        # The dead node is provably down by the stamps 5 s after the start, and by the loop's own sighting of its
+        # NotReady MIN_NOT_READY_SECONDS (10 s) after the loop first saw it: a wake pass has run by now.
+        time.sleep(12)
     finally:
         logs = stop(proc)
     passes = [line for line in logs if line["message"] == "pass finished"]
@@ -79,7 +82,7 @@ def frozen_cache(api, settings) -> Callable[[Api], Cached]:
 def one_pass(api, kubeconfig, cache, **env: str) -> tuple[int, list]:
     settings = settings_for(kubeconfig, **env)
     before = len(api.requests)
-    code = runner.run_pass(Api(load_api_client(settings), settings), settings, cache=cache)
+    code = runner.run_pass(Api(load_api_client(settings), settings), settings, cache=cache, sightings=watched())
     return code, api.requests[before:]
 
 
@@ -118,10 +121,12 @@ def test_a_cached_plan_that_writes_is_made_again_from_a_consistent_live_read(api
     fencing = {"FENCING": "networkfence", "NETWORK_FENCE_CLASS": "sim", "PASS_TIMEOUT_SECONDS": "3",
                "REQUEST_TIMEOUT_SECONDS": "2"}
     _, requests = one_pass(api, kubeconfig, frozen_cache(api, settings_for(kubeconfig, **fencing)), **fencing)
-    for resource in ("nodes", "networkfences", "configmaps"):
-        # configmaps: the recovery records (by label); the control ConfigMap's read by name is the pause's own
-        found = [r for r in lists(requests, resource) if resource != "configmaps" or "labelSelector" in r.query]
-        assert len(found) == 1 and "resourceVersion" not in found[0].query, (resource, found)
+    for resource, label in (("nodes", ""), ("networkfences", ""), ("configmaps", "rwo-failover.io/recovery"),
+                            ("configmaps", "rwo-failover.io/taint-record")):
+        # configmaps: the recovery records and the taint records (by label); the control ConfigMap's read by name
+        # is the pause's own
+        found = [r for r in lists(requests, resource) if r.query.get("labelSelector", "") == label]
+        assert len(found) == 1 and "resourceVersion" not in found[0].query, (resource, label, found)
     node_list = requests.index(lists(requests, "nodes")[0])
     assert [r for r in requests[node_list:] if r.resource == "leases" and r.name == "dead"], "Leases after nodes"
     assert [r for r in api.mutations() if r.resource == "networkfences"], "the live plan still fences"
@@ -212,10 +217,11 @@ def test_a_change_to_a_pod_on_a_down_node_wakes_a_pass(api, kubeconfig):
     fc.dead_node(api, "dead")
     fc.add_volume(api, "data-db-0", attached_to="dead")
     api.add(fc.pod("db-0", "dead", claims=["data-db-0"], ready="True"))
-    proc = loop(kubeconfig, INTERVAL="120", STUCK_POD_STATES="Terminating", OUT_OF_SERVICE_TAINT="never")
+    proc = loop(kubeconfig, INTERVAL="120", STUCK_POD_STATES="Terminating", OUT_OF_SERVICE_TAINT="never",
+                MIN_NOT_READY_SECONDS="1")
     try:
         wait_until("the first pass", lambda: watches(api), timeout=20)
-        time.sleep(2)
+        time.sleep(2)  # longer than MIN_NOT_READY_SECONDS: the loop's own sighting of the NotReady is over
         assert api.objects("pods"), "not stuck by the settings: left alone"
         api.add(fc.pod("db-0", "dead", claims=["data-db-0"], ready="True", terminating=True))
         marked = time.monotonic()

@@ -338,7 +338,7 @@ def test_a_daemonset_pod_on_an_opted_out_claim_blocks_the_taint(cluster, run_pas
 
 
 def test_a_taint_removal_whose_answer_is_lost_counts_as_removed(cluster, run_pass):
-    cluster.add(fc.mark_ours(fc.node("back", ready="True", since=600, taints=[fc.our_taint()])))
+    cluster.add(fc.mark_ours(cluster, fc.node("back", ready="True", since=600, taints=[fc.our_taint()])))
     cluster.add(fc.lease("back", 2))
     cluster.inject(Fault("reset", verb="patch", resource="nodes", first=1))
 
@@ -420,7 +420,7 @@ def test_an_extreme_timestamp_never_crashes_the_pass_nor_stops_others(cluster, r
     elif where == "node status":
         odd["metadata"]["managedFields"][-1]["time"] = "9999-12-31T23:59:59Z"
     else:  # back with our taint; the kubelet's Ready time from a clock at year 1
-        odd = fc.mark_ours(fc.node("odd", ready="True", since=600, taints=[fc.our_taint()]))
+        odd = fc.mark_ours(cluster, fc.node("odd", ready="True", since=600, taints=[fc.our_taint()]))
         next(c for c in odd["status"]["conditions"] if c["type"] == "Ready")["lastTransitionTime"] = \
             "0001-01-01T00:00:01Z"
         lease = fc.lease("odd", 2, clock_offset=5)
@@ -465,7 +465,7 @@ def test_undo_never_places_the_ready_time_before_our_own_taint(cluster, run_pass
     an hour slow): moved by the renewal's skew, Ready lands an hour early. The node cannot have been Ready since
     before we tainted it, down; so RECOVERY_SECONDS counts from no earlier than our taint."""
     added = fc.stamp(5)
-    node = fc.mark_ours(fc.node("back", ready="True", since=5, taints=[fc.our_taint(added)]), added)
+    node = fc.mark_ours(cluster, fc.node("back", ready="True", since=5, taints=[fc.our_taint(added)]), added)
     next(c for c in node["status"]["conditions"] if c["type"] == "Ready")["lastTransitionTime"] = fc.stamp(3605)
     cluster.add(node)
     cluster.add(fc.lease("back", 2))

@@ -13,7 +13,7 @@ import pytest
 from conftest import ROOT
 from rwo_testkit import fake_cluster as fc
 from rwo_failover.run.exitcodes import EXIT_OK, EXIT_REFUSED
-from rwo_failover.model import OOS_ANNOTATION, OUT_OF_SERVICE_KEY as OOS_KEY
+from rwo_failover.model import OUT_OF_SERVICE_KEY as OOS_KEY
 
 
 @pytest.fixture
@@ -46,7 +46,7 @@ def test_taint_is_added_after_the_checks_and_before_any_delete(cluster, run_pass
     [taint] = oos_taints(cluster, "dead")
     assert (taint["value"], taint["effect"]) == ("nodeshutdown", "NoExecute")
     node = cluster.get("nodes", "dead")
-    assert node["metadata"]["annotations"][OOS_ANNOTATION]
+    assert [r["addedAt"] for r in fc.taint_records(cluster)] == [taint["timeAdded"]], "recorded as ours"
     assert {t["key"] for t in node["spec"]["taints"]} >= {"node.cloudprovider.kubernetes.io/shutdown",
                                                           "node.kubernetes.io/unreachable"}, "others kept"
     order = [(r.verb, r.resource) for r in result.requests if r.method != "GET"]
@@ -102,7 +102,7 @@ def test_taint_is_not_duplicated_nor_claimed_when_already_there(cluster, run_pas
 
     assert result.code == EXIT_OK
     assert patches(cluster) == [] and len(oos_taints(cluster, "dead")) == 1
-    assert OOS_ANNOTATION not in (cluster.get("nodes", "dead")["metadata"].get("annotations") or {})
+    assert fc.taint_records(cluster) == [], "a human's taint is never recorded as ours"
     assert cluster.objects("pods") == [], "pods and attachments are still handled"
 
 
@@ -191,7 +191,7 @@ def test_dry_run_only_says_it_would_add_the_taint(cluster, run_pass):
 
 def recovered_node(api, name: str, ready_for: float, ours: bool = True) -> None:
     node = fc.node(name, ready="True", since=ready_for, taints=[fc.our_taint() if ours else fc.OUT_OF_SERVICE])
-    api.add(fc.mark_ours(node) if ours else node)
+    api.add(fc.mark_ours(api, node) if ours else node)
     api.add(fc.lease(name, 2))
 
 
@@ -201,7 +201,7 @@ def test_our_taint_is_removed_once_the_node_is_ready_long_enough(cluster, run_pa
     result = run_pass()
 
     assert result.code == EXIT_OK and oos_taints(cluster, "back") == []
-    assert OOS_ANNOTATION not in cluster.get("nodes", "back")["metadata"]["annotations"]
+    assert fc.taint_records(cluster) == []
     assert result.summary["taints_removed"] == 1 and result.summary["split_brain"] == 0
     assert "OutOfServiceTaintRemoved" in {e["reason"] for e in cluster.objects("events")}
 
@@ -247,7 +247,10 @@ def test_continuous_mode_finishes_the_pass_in_flight_on_sigterm(cluster, kubecon
     logs = [json.loads(line) for line in out.splitlines()]
     messages = [line["message"] for line in logs]
     assert "stop requested; the pass in flight has finished" in messages and messages[-1] == "stopped cleanly"
-    assert messages.count("pass finished") == 1, "the pass in flight finished, and no new one started"
+    stopped = messages.index("stop requested; the pass in flight has finished")
+    assert "pass triggered" not in messages[stopped:], "no new pass started after the signal"
+    in_flight = [line for line in logs[:stopped] if line["message"] == "pass finished"][-1]
+    assert in_flight["pods_deleted"] == 3, "the pass in flight finished"
     assert cluster.objects("pods") == [] and cluster.objects("volumeattachments") == []
 
 

@@ -121,7 +121,7 @@ def test_continuous_mode_honours_the_switch_within_a_second_and_reports_it(api, 
     import urllib.request
 
     from rwo_testkit.control_plane import free_port
-    from test_watch import break_node, running_loop, stop, wait_until
+    from test_watch import running_loop, shut_down, stop, wait_until
 
     port = free_port()
 
@@ -137,7 +137,7 @@ def test_continuous_mode_honours_the_switch_within_a_second_and_reports_it(api, 
         control(api, {"paused": "true", "pausedBy": "carol"})
         wait_until("the paused gauge", lambda: "rwo_failover_paused 1.0" in get("/metrics"), timeout=1.5)
         assert "paused" in get("/readyz") and "by carol" in get("/readyz")
-        break_node(api)
+        shut_down(api)
         time.sleep(2)
         assert api.get("pods", "db-0", "default") is not None and not writes(api)
         control(api, {"paused": "false"})
@@ -161,10 +161,12 @@ def test_continuous_mode_stops_a_pass_in_flight_at_the_next_write_once_the_watch
                 time.sleep(1)  # the watch event reaches the loop before this delete's answer does
             return None
         api.hooks.append(pause_on_first_delete)
-        fc.dead_node(api, "dead")
         for name in ("db-0", "db-1"):
             fc.add_volume(api, f"data-{name}", attached_to="dead")
             api.add(fc.pod(name, "dead", claims=[f"data-{name}"], terminating=True))
+        node = api.get("nodes", "dead")  # NotReady since before the loop started: the cloud taints it now
+        node["spec"]["taints"] = node["spec"].get("taints", []) + [fc.SHUTDOWN]
+        api.add(node)
         wait_until("the pause", lambda: api.get("configmaps", NAME, NAMESPACE) is not None, timeout=10)
         time.sleep(2)
     finally:

@@ -11,7 +11,7 @@ from hypothesis import Phase, find, given, settings as hsettings, strategies as 
 
 from rwo_failover import settings as config
 from rwo_failover import planner as decide
-from rwo_failover.model import (APPLIED_BY, MULTI_ATTACH_MODES, Attachment, Claim, Lease, Node, Pod, Snapshot, Taint,
+from rwo_failover.model import (MULTI_ATTACH_MODES, Attachment, Claim, Lease, Node, Pod, Snapshot, Taint,
                                 TaintRecord, Volume)
 from rwo_failover.settings.values import label_selector
 
@@ -72,7 +72,9 @@ def node_and_lease(draw, name: str):
         if back != "no":  # our provenance, for this Node object, before a reboot or not
             booted = draw(st.sampled_from(["boot-1", "boot-1", "boot-2", ""]))
             node = dataclasses.replace(node, oos_added_at=OURS_AT, uid=f"uid-{name}", boot_id="boot-2",
-                                       taint_record=TaintRecord(APPLIED_BY, f"uid-{name}", booted))
+                                       taint_record=TaintRecord(name, f"uid-{name}", booted, "", OURS_AT,
+                                                                name=f"rwo-taint-uid-{name}", version="1",
+                                                                uid=f"cm-{name}"))
         return node, _lease(name, draw(st.integers(0, 60)), draw(durations), skew)
     if kind == "dead":
         taints = draw(shutdown_taints)
@@ -137,7 +139,12 @@ def snapshots(draw):
                                   uid=f"uid-va-{i}")  # kube-apiserver sets one on every object
             for i, (node, pv) in enumerate(placed)}
     version = draw(st.sampled_from([None, (1, 27), (1, 28), (1, 36)]))
-    return Snapshot(NOW, nodes, leases, tuple(pods.values()), claims, tuple(atts.values()), pvs, version)
+    records = {n.taint_record.name: n.taint_record for n in nodes if n.taint_record.name}  # observe binds them
+    # This process has seen every NotReady node so for as long as the server's stamps say (observe/sightings.py);
+    # test_a_node_not_seen_here_for_min_not_ready_is_never_down draws the sightings themselves.
+    seen = {n.name: draw(st.sampled_from([86400.0, 86400.0, 86400.0, 0.0, 1.0, 5.0])) for n in nodes}
+    return Snapshot(NOW, nodes, leases, tuple(pods.values()), claims, tuple(atts.values()), pvs, version,
+                    taint_records=records, unknown_for=seen)
 
 
 settings_st = st.builds(
@@ -154,9 +161,12 @@ settings_st = st.builds(
     st.sampled_from([0, 60, 600]))
 
 
-def proven_down(node: Node, lease, settings) -> bool:
-    """An independent restatement of the rule, on server stamps only, to check the planner against."""
+def proven_down(node: Node, lease, settings, seen_here: float = 0.0) -> bool:
+    """An independent restatement of the rule, on server stamps and this process's own sighting of the NotReady
+    (`seen_here` seconds, issue 35), to check the planner against."""
     if node.ready != "Unknown" or node.status_written_at is None:
+        return False
+    if seen_here < settings.min_not_ready_seconds:
         return False
     if lease is not None and lease.changed_at is None:
         return False
@@ -208,7 +218,8 @@ def test_actions_only_on_proven_down_nodes_rwo_pods_and_their_own_attachments(sn
     pods = {(p.namespace, p.name): p for p in snapshot.pods}
     for node_plan in plan.nodes:
         node = nodes[node_plan.verdict.node]
-        assert proven_down(node, snapshot.leases.get(node.name), settings), node
+        assert proven_down(node, snapshot.leases.get(node.name), settings, snapshot.unknown_for.get(node.name, 0.0)), \
+            node
         assert node.ready != "True"
         rwo_volumes = set()
         for action in node_plan.pods:
@@ -249,7 +260,8 @@ def test_out_of_service_taint_is_added_and_removed_only_where_the_rules_allow(sn
     for node_plan in plan.nodes:
         node = nodes[node_plan.verdict.node]
         if node_plan.add_taint:
-            assert proven_down(node, snapshot.leases.get(node.name), settings) and not node.has_oos_taint
+            assert proven_down(node, snapshot.leases.get(node.name), settings,
+                               snapshot.unknown_for.get(node.name, 0.0)) and not node.has_oos_taint
             assert node_plan.pods or node_plan.attachments, "the taint only ever comes with something to release"
             assert settings.out_of_service_taint == "always" or (
                 settings.out_of_service_taint == "auto" and snapshot.server_version >= (1, 28))
@@ -268,7 +280,7 @@ def test_out_of_service_taint_is_added_and_removed_only_where_the_rules_allow(sn
         assert not any(p.deleting for p in snapshot.pods if p.node == name)
         assert not any(a.node == name for a in snapshot.attachments), "no attachment left on it"
         record = node.taint_record
-        assert record.applied_by == APPLIED_BY and record.node_uid == node.uid, "ours, for this Node object"
+        assert record.node_uid == node.uid and record.added_at == node.oos_added_at, "ours, for this Node object"
         assert record.boot_id and node.boot_id and record.boot_id != node.boot_id, "only after a reboot"
     assert not set(plan.untaint) & {n.verdict.node for n in plan.nodes}
 
@@ -325,7 +337,7 @@ def test_planner_is_deterministic(snapshot, settings):
      lambda p: any("terminating" in s.reason or "are on the node" in s.reason for s in p.skips)),
     ("our out-of-service taint kept for a human: no reboot", lambda p: any("without rebooting" in why
                                                                             for _, why in p.taint_kept)),
-    ("a stale annotation dropped", lambda p: bool(p.drop_annotation)),
+    ("a stale taint record dropped", lambda p: bool(p.stale_records)),
     ("a down node with nothing to do beside an action", lambda p: p.pod_count and len(p.busy_nodes) < len(p.nodes)),
 ])
 def test_generator_reaches_the_interesting_cases(what, reached):
@@ -334,13 +346,19 @@ def test_generator_reaches_the_interesting_cases(what, reached):
          settings=hsettings(max_examples=3000, deadline=None, database=None, phases=[Phase.generate]))
 
 
+def at(snapshot: Snapshot, moment: datetime) -> Snapshot:
+    """The same cluster judged at `moment`: this process has also seen each NotReady node that much longer."""
+    passed = (moment - snapshot.now).total_seconds()
+    return dataclasses.replace(snapshot, now=moment, unknown_for={k: v + passed for k, v in snapshot.unknown_for.items()})
+
+
 @given(snapshots(), settings_st)
 @hsettings(max_examples=150, deadline=None)
 def test_a_verdict_changes_by_time_exactly_at_its_changes_at(snapshot, settings):
     """What continuous mode wakes up for: `changes_at` is the moment the verdict changes with nothing but time
     passing. A second before it the state is the same; at it, another; without it, the state never changes."""
     def state_at(moment: datetime) -> dict[str, decide.NodeState]:
-        later = dataclasses.replace(snapshot, now=moment)
+        later = at(snapshot, moment)
         return {v.node: v.state for v in decide.judge_nodes(later, settings)}
 
     for verdict in decide.judge_nodes(snapshot, settings):
@@ -356,7 +374,7 @@ def _shape(plan: decide.Plan) -> tuple:
     """What a plan decides, without the ages in its reasons."""
     return (tuple((v.node, v.state) for v in plan.verdicts),
             tuple((n.verdict.node, n.pods, n.attachments, n.add_taint, n.fence) for n in plan.nodes),
-            plan.refusal.kind if plan.refusal else None, plan.untaint, plan.drop_annotation, plan.unfence,
+            plan.refusal.kind if plan.refusal else None, plan.untaint, plan.stale_records, plan.unfence,
             tuple((r.claim.key, r.state) for r in plan.recovery))
 
 
@@ -369,7 +387,7 @@ def test_nothing_the_plan_decides_changes_before_its_wake_at(snapshot, settings,
     until = plan.wake_at or NOW + timedelta(days=30)
     assert until > NOW
     moment = NOW + (until - NOW) * fraction
-    assert _shape(decide.plan(dataclasses.replace(snapshot, now=moment), settings)) == _shape(plan)
+    assert _shape(decide.plan(at(snapshot, moment), settings)) == _shape(plan)
 
 
 def _kubelet_clocks_off_by(snapshot: Snapshot, skew: float) -> Snapshot:

@@ -33,7 +33,8 @@ def group_of(resource: str) -> str:
 
 RBAC_FILES = ("rbac.yaml", "deploy/ha/leader-election-rbac.yaml", "deploy/components/networkfence/rbac.yaml")
 ELECTION_NAMESPACE = "rwo-failover"  # LEADER_ELECTION_NAMESPACE and RECOVERY_NAMESPACE, by default
-OWN_NAMESPACE = {"ELECTION_LEASES": "leases", "RECOVERY_RECORDS": "configmaps", "CONTROL": "configmaps"}  # kube/api.py's names for them
+OWN_NAMESPACE = {"ELECTION_LEASES": "leases", "RECOVERY_RECORDS": "configmaps", "CONTROL": "configmaps",
+                 "TAINT_RECORDS": "configmaps"}  # kube/api.py's names for them
 
 
 def granted() -> set[tuple[str, str, str, str]]:

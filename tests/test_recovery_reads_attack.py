@@ -21,6 +21,7 @@ import gc
 import time
 from datetime import datetime, timezone
 
+from conftest import watched
 from helpers import recovery_records
 from rwo_failover.kube import Api, load_api_client
 from rwo_failover.model import RECOVERY_LABEL, Cached, Node, Pod, RecoveryEntry
@@ -70,7 +71,7 @@ def test_a_record_that_comes_due_during_the_live_re_read_still_says_exactly_what
     api.hooks.append(slow_live_node_list)
 
     code = runner.run_pass(Api(load_api_client(settings), settings), settings,
-                           cache=lambda _api: Cached(nodes, (), entries, ()))
+                           cache=lambda _api: Cached(nodes, (), entries, ()), sightings=watched())
 
     assert code == EXIT_OK
     [event] = [e for e in api.objects("events") if e["reason"] == "RWOVolumeNotRecovered"]

@@ -93,15 +93,45 @@ def test_a_bmc_that_answers_off_proves_the_silent_node_down_and_it_is_freed(api,
     no_secret(result, api, bmc.endpoint("off"), bmc.ids["off"])
 
 
+SAFE_LABEL = "node-restriction.kubernetes.io/bmc"  # NodeRestriction forbids a kubelet to set it on its own Node
+
+
 def test_a_node_keyed_by_a_label_value(api, run_pass, tmp_path, bmc):
+    cluster(api, machine="off")
+    node = api.get("nodes", SILENT)
+    node["metadata"]["labels"][SAFE_LABEL] = "rack4-u12"
+    api.add(node)
+    result = redfish_pass(run_pass, bmc_file(tmp_path, {"rack4-u12": bmc.entry("off")}),
+                          REDFISH_NODE_LABEL=SAFE_LABEL)
+
+    assert result.code == EXIT_OK and freed(api)
+
+
+@pytest.mark.parametrize("label", ["bmc.example.com/name", "bmc", "kubernetes.io/hostname",
+                                   "node.kubernetes.io/bmc", "topology.kubernetes.io/zone"])
+def test_a_label_a_kubelet_may_set_on_itself_is_refused_at_start_up(api, run_pass, tmp_path, bmc, label):
+    """Hole 2 of issue 35: the label picks the map entry, and so the machine to power off. Under NodeRestriction a
+    kubelet may set any of these on its own Node, the docs' old example bmc.example.com/name included: exit 2,
+    naming the key, why, and what to use; before any API call."""
+    from rwo_failover.run.exitcodes import EXIT_CONFIG
+    cluster(api, machine="off")
+    result = redfish_pass(run_pass, bmc_file(tmp_path, {"rack4-u12": bmc.entry("off")}), REDFISH_NODE_LABEL=label)
+
+    assert result.code == EXIT_CONFIG and result.requests == []
+    assert f"REDFISH_NODE_LABEL={label}" in result.stderr and "kubelet may set this label" in result.stderr
+    assert "node-restriction.kubernetes.io/" in result.stderr and "ALLOW_UNSAFE=kubelet-label" in result.stderr
+
+
+def test_a_kubelet_label_acknowledged_as_unsafe_runs_and_says_so(api, run_pass, tmp_path, bmc):
     cluster(api, machine="off")
     node = api.get("nodes", SILENT)
     node["metadata"]["labels"]["bmc.example.com/name"] = "rack4-u12"
     api.add(node)
     result = redfish_pass(run_pass, bmc_file(tmp_path, {"rack4-u12": bmc.entry("off")}),
-                          REDFISH_NODE_LABEL="bmc.example.com/name")
+                          REDFISH_NODE_LABEL="bmc.example.com/name", ALLOW_UNSAFE="kubelet-label")
 
     assert result.code == EXIT_OK and freed(api)
+    assert [line for line in result.logs if "kubelet-label" in json.dumps(line) and line["level"] == "WARNING"]
 
 
 def test_on_with_power_off_disabled_frees_nothing(api, run_pass, tmp_path, bmc):
@@ -239,7 +269,7 @@ def test_many_silent_leases_at_once_power_off_nothing_and_free_nothing(api, run_
 def test_a_bmc_map_that_cannot_be_used_is_refused_at_start_up_without_quoting_it(api, run_pass, tmp_path):
     path = tmp_path / "bmc.json"
     path.write_text(json.dumps({SILENT: {"endpoint": "http://10.0.0.5/redfish/v1/Systems/1", "username": USER,
-                                         "password": PASSWORD}}))
+                                         "password": PASSWORD, "uuid": fc.machine_uuid(SILENT)}}))
     plant(PASSWORD)
     result = redfish_pass(run_pass, str(path))
 

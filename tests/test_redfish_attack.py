@@ -100,14 +100,14 @@ def test_a_reset_target_of_another_system_is_never_posted(api, run_pass, tmp_pat
     with _answering({"@odata.id": "/redfish/v1/Systems/1", "Id": "1", "PowerState": "On",
                      "UUID": "{" + fc.machine_uuid(SILENT).upper() + "}",
                      "Actions": {"#ComputerSystem.Reset": {"target": target}}}) as bmc:
-        redfish_pass(run_pass, bmc_file(tmp_path, {SILENT: bmc.entry()}), REDFISH_POWER_OFF="true",
-                     REDFISH_OFF_WAIT_SECONDS="1")
+        redfish_pass(run_pass, bmc_file(tmp_path, {SILENT: bmc.entry(fc.machine_uuid(SILENT))}),
+                     REDFISH_POWER_OFF="true", REDFISH_OFF_WAIT_SECONDS="1")
         posted = [line for line in bmc.request_lines if line.startswith("POST")]
 
     assert posted and not [line for line in posted if "/2/" in line or ".." in line or "%" in line], posted
 
 
-LABEL = "bmc.example.com/name"
+LABEL = "node-restriction.kubernetes.io/bmc"  # no kubelet may set it on its own Node (NodeRestriction)
 
 
 def _labelled(api, name: str, value: str) -> None:
@@ -117,10 +117,9 @@ def _labelled(api, name: str, value: str) -> None:
 
 
 def test_two_nodes_carrying_one_bmc_key_are_not_proven_by_it(api, run_pass, tmp_path, bmc):
-    """REDFISH_NODE_LABEL: node `silent` carries the value that keys node b's BMC (a copied label, or one its
-    own kubelet set: NodeRestriction lets a kubelet label its node with any key outside kubernetes.io and
-    node-restriction.kubernetes.io). b's machine is off; `silent` may run. One BMC cannot answer for two
-    nodes: nothing is freed on either."""
+    """REDFISH_NODE_LABEL: node `silent` carries the value that keys node b's BMC (a copied label: no kubelet may
+    set this key itself). b's machine is off; `silent` may run. One BMC cannot answer for two nodes: nothing is
+    freed on either."""
     cluster(api)
     fc.live_node(api, "b")
     _labelled(api, SILENT, "rack-b")
@@ -136,8 +135,8 @@ def test_two_nodes_carrying_one_bmc_key_are_not_proven_by_it(api, run_pass, tmp_
 
 def test_off_from_a_machine_that_is_not_the_node_is_not_proof(api, run_pass, tmp_path, bmc):
     """Node `silent` was re-registered under the same name on a new machine; the map still names the old
-    machine's BMC, which is off for good. The new machine is merely cut off. Its systemUUID is not the
-    system's UUID: that Off is not its own."""
+    machine's BMC (and its uuid), which is off for good. The new machine is merely cut off. Its systemUUID is not
+    the one the map names: that Off is not its own."""
     cluster(api)
     node = api.get("nodes", SILENT)
     assert node["status"]["nodeInfo"]["systemUUID"].lower() != bmc.ids["off"]
@@ -145,7 +144,7 @@ def test_off_from_a_machine_that_is_not_the_node_is_not_proof(api, run_pass, tmp
 
     assert untouched(api) and not freed(api), "freed on another machine's PowerState Off"
     assert result.code != EXIT_OK
-    assert "UUID is not the node's status.nodeInfo.systemUUID" in refusal(api), refusal(api)
+    assert "systemUUID is not the uuid REDFISH_BMC_FILE names" in refusal(api), refusal(api)
     no_secret(result, api, bmc.endpoint("off"), bmc.ids["off"])
 
 
@@ -159,17 +158,18 @@ def test_another_machine_that_is_on_is_never_powered_off(api, run_pass, tmp_path
     assert bmc.power("other") == "On", "another machine was powered off"
     assert untouched(api) and result.code != EXIT_OK
     assert not [e for e in api.objects("events") if e["reason"] == "NodePoweredOff"]
-    assert "UUID is not the node's status.nodeInfo.systemUUID" in refusal(api), refusal(api)
+    assert "systemUUID is not the uuid REDFISH_BMC_FILE names" in refusal(api), refusal(api)
 
 
 @pytest.mark.parametrize("uuid_of, why", [
-    ("node", "the node reports no usable status.nodeInfo.systemUUID"),
-    ("system", "the BMC's ComputerSystem has no usable UUID"),
-    ("both-zero", "the node reports no usable status.nodeInfo.systemUUID"),  # unset firmware: many machines share it
+    ("node", "the node's status.nodeInfo.systemUUID is not the uuid REDFISH_BMC_FILE names"),
+    ("system", "the BMC's ComputerSystem UUID is not the uuid REDFISH_BMC_FILE names"),
+    ("both-zero", "the BMC's ComputerSystem UUID is not the uuid REDFISH_BMC_FILE names"),  # unset firmware
 ])
 def test_a_uuid_missing_on_either_side_is_not_proof(api, run_pass, tmp_path, uuid_of, why):
-    """Off with nothing to match it by (a node object without systemUUID, a BMC without UUID, or the all-zero
-    placeholder on both): whose Off it is cannot be told, so nothing is freed and nothing is powered off."""
+    """Off with nothing to match the map's uuid by (a node object without systemUUID, a BMC without UUID, or the
+    all-zero placeholder on both): whose Off it is cannot be told, so nothing is freed and nothing is powered
+    off."""
     cluster(api)
     node, system = api.get("nodes", SILENT), {"@odata.id": "/redfish/v1/Systems/1", "Id": "1", "PowerState": "Off"}
     if uuid_of == "node":
@@ -180,7 +180,7 @@ def test_a_uuid_missing_on_either_side_is_not_proof(api, run_pass, tmp_path, uui
         node["status"]["nodeInfo"]["systemUUID"] = system["UUID"] = "00000000-0000-0000-0000-000000000000"
     api.add(node)
     with _answering(system) as other:
-        result = redfish_pass(run_pass, bmc_file(tmp_path, {SILENT: other.entry()}))
+        result = redfish_pass(run_pass, bmc_file(tmp_path, {SILENT: other.entry(fc.machine_uuid(SILENT))}))
 
     assert untouched(api) and not freed(api) and result.code != EXIT_OK
     assert why in refusal(api), refusal(api)
@@ -188,7 +188,7 @@ def test_a_uuid_missing_on_either_side_is_not_proof(api, run_pass, tmp_path, uui
 
 def test_uuids_are_compared_however_written():
     """The kubelet reports the SMBIOS product_uuid lowercase and dashed; BMCs answer upper case, some in braces."""
-    from rwo_failover.act.redfish import same_uuid
+    from rwo_failover.model.names import same_uuid
     kubelet = "4c4c4544-0042-3510-8052-b4c04f4d4e32"
     for bmc_wrote in ("4C4C4544-0042-3510-8052-B4C04F4D4E32", "{4C4C4544-0042-3510-8052-B4C04F4D4E32}",
                       "4c4c454400423510 8052b4c04f4d4e32".replace(" ", "")):
@@ -256,11 +256,12 @@ def test_a_node_already_powered_off_and_freed_is_left_out_as_idle(api, run_pass,
     with a volume: 1 of 2 counted, not refused."""
     fc.live_node(api, "w0")
     added = "2026-11-21T10:00:00Z"
-    api.add(fc.mark_ours(fc.node("gone", ready="Unknown", since=3600, taints=[fc.our_taint(added)]), added))
+    api.add(fc.mark_ours(api, fc.node("gone", ready="Unknown", since=3600, taints=[fc.our_taint(added)]), added))
     api.add(fc.lease("gone", 3600))
     from test_redfish import silent_node
     silent_node(api, machine="off")
-    result = redfish_pass(run_pass, bmc_file(tmp_path, {SILENT: bmc.entry("off"), "gone": bmc.entry("off")}))
+    result = redfish_pass(run_pass, bmc_file(tmp_path, {SILENT: bmc.entry("off"),
+                                                        "gone": bmc.entry("off", uuid=fc.machine_uuid("gone"))}))
 
     assert result.code == EXIT_OK, [line.get("message") for line in result.logs if line.get("level") != "INFO"]
     assert freed(api)

@@ -8,13 +8,15 @@ import time
 import pytest
 
 from rwo_testkit import fake_cluster as fc
-from rwo_failover.run.exitcodes import EXIT_OK
-from rwo_failover.model import OOS_ANNOTATION, OUT_OF_SERVICE_KEY as OOS_KEY
+from rwo_failover.run.exitcodes import EXIT_OK, EXIT_REFUSED
+from rwo_failover.model import OUT_OF_SERVICE_KEY as OOS_KEY
 
 from test_out_of_service import cluster, oos_taints, stuck  # noqa: F401 - cluster is a fixture
 
-OURS = ("rwo-failover.io/out-of-service-added-at", "rwo-failover.io/out-of-service-applied-by",
-        "rwo-failover.io/taint-node-uid", "rwo-failover.io/taint-boot-id", "rwo-failover.io/taint-addresses")
+# What rwo-failover 0.1 wrote on the Node with its taint: annotations its own kubelet may write (NodeRestriction
+# lets a kubelet write every annotation on its Node). They are read no more.
+LEGACY = ("rwo-failover.io/out-of-service-added-at", "rwo-failover.io/out-of-service-applied-by",
+          "rwo-failover.io/taint-node-uid", "rwo-failover.io/taint-boot-id", "rwo-failover.io/taint-addresses")
 
 
 def node_patches(requests) -> list:
@@ -30,9 +32,10 @@ def kept_events(api, node: str) -> list[dict]:
             and e["involvedObject"]["name"] == node]
 
 
-# --- who added it, and for which machine -------------------------------------------------------------------
+# --- who added it, and for which machine: a record in our namespace, never on the Node -----------------------
 
-def test_the_taint_records_who_when_and_the_machine_in_the_same_preconditioned_patch(cluster, run_pass):
+def test_the_taint_is_recorded_in_our_namespace_before_it_is_added_and_nothing_is_written_on_the_node(cluster,
+                                                                                                      run_pass):
     before = fc.dead_node(cluster, "dead")
     stuck(cluster, "dead")
 
@@ -40,31 +43,35 @@ def test_the_taint_records_who_when_and_the_machine_in_the_same_preconditioned_p
 
     assert result.code == EXIT_OK
     [taint] = oos_taints(cluster, "dead")
-    found = annotations(cluster, "dead")
-    assert found["rwo-failover.io/out-of-service-applied-by"] == "rwo-failover"
-    assert found[OOS_ANNOTATION] == taint["timeAdded"], "when: the server's time, the taint's own timeAdded"
-    assert found["rwo-failover.io/taint-node-uid"] == before["metadata"]["uid"]
-    assert found["rwo-failover.io/taint-boot-id"] == before["status"]["nodeInfo"]["bootID"]
-    assert found["rwo-failover.io/taint-addresses"] == f"InternalIP={fc.internal_ip('dead')},Hostname=dead"
+    [record] = fc.taint_records(cluster)
+    assert record["addedAt"] == taint["timeAdded"], "when: the taint's own timeAdded"
+    assert record["node"] == "dead" and record["nodeUID"] == before["metadata"]["uid"]
+    assert record["bootID"] == before["status"]["nodeInfo"]["bootID"]
+    assert record["addresses"] == f"InternalIP={fc.internal_ip('dead')},Hostname=dead"
+    [stored] = [c for c in cluster.objects("configmaps") if c["metadata"]["name"].startswith("rwo-taint-")]
+    assert stored["metadata"]["name"] == "rwo-taint-" + before["metadata"]["uid"]
+    assert stored["metadata"]["namespace"] == "rwo-failover"
+    writes = [(r.verb, r.resource) for r in result.requests if r.could_change]
+    assert writes.index(("create", "configmaps")) < writes.index(("patch", "nodes")), "write-ahead"
     [patch] = node_patches(result.requests)
-    assert set(OURS) <= set(patch.body["metadata"]["annotations"]), "one write: taint and provenance together"
+    assert not (patch.body["metadata"].get("annotations") or {}), "nothing written on the Node but the taint"
     assert patch.body["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+    assert not set(LEGACY) & set(annotations(cluster, "dead"))
 
 
 def back_node(api, name: str = "back", ready_for: float = 120, **mark) -> dict:
     """A node Ready again with a fresh Lease that carries our taint, recorded by `fc.mark_ours(**mark)`."""
     node = fc.node(name, ready="True", since=ready_for, taints=[fc.our_taint()])
-    created = api.add(fc.mark_ours(node, **mark))
+    created = api.add(fc.mark_ours(api, node, **mark))
     api.add(fc.lease(name, 2))
     return created
 
 
-def test_after_a_reboot_our_taint_and_every_annotation_of_ours_come_off(cluster, run_pass):
+def test_after_a_reboot_our_taint_and_its_record_come_off(cluster, run_pass):
     back_node(cluster)
     result = run_pass()
     assert result.code == EXIT_OK and result.summary["taints_removed"] == 1
-    assert oos_taints(cluster, "back") == []
-    assert not set(OURS) & set(annotations(cluster, "back"))
+    assert oos_taints(cluster, "back") == [] and fc.taint_records(cluster) == []
     [removed] = [e for e in cluster.objects("events") if e["reason"] == "OutOfServiceTaintRemoved"]
     assert "rebooted" in removed["message"] and fc.BOOT_BEFORE in removed["message"]
 
@@ -80,6 +87,7 @@ def test_a_node_back_without_rebooting_keeps_our_taint_with_one_warning(cluster,
     [event] = kept_events(cluster, "back")
     assert event["type"] == "Warning" and "without rebooting" in event["message"]
     assert "Reboot the machine" in event["message"] and "docs/fencing.md" in event["message"]
+    assert len(fc.taint_records(cluster)) == 1, "the record stays with its taint"
 
 
 @pytest.mark.parametrize("mark, says", [
@@ -95,19 +103,82 @@ def test_our_taint_for_another_node_object_or_an_unknown_boot_stays(cluster, run
     assert says in event["message"]
 
 
-def test_an_out_of_service_taint_without_our_provenance_is_never_removed(cluster, run_pass):
-    """Only the timestamp annotation (a version before provenance was recorded, or a copy): not proven ours."""
-    node = fc.node("back", ready="True", since=3600, taints=[fc.our_taint()])
-    node["metadata"]["annotations"][OOS_ANNOTATION] = "2026-11-21T10:00:00Z"
-    cluster.add(node)
+def human_taint_with_forged_annotations(api, name: str = "back") -> dict:
+    """A human's out-of-service taint on a node whose kubelet wrote, on its own Node, every annotation rwo-failover
+    0.1 recorded its taints with: who, when (the human taint's own timeAdded), this Node object and a bootID from
+    before (a reboot). NodeRestriction lets a kubelet write all of them; only the taint is beyond it."""
+    added = "2026-11-21T10:00:00Z"
+    node = fc.node(name, ready="True", since=3600, taints=[fc.our_taint(added)])
+    node["metadata"]["uid"] = "5b0c1a52-2f0e-4b56-9a0a-0c9b1d5e7f11"
+    node["metadata"]["annotations"].update(dict(zip(LEGACY, (
+        added, "rwo-failover", node["metadata"]["uid"], fc.BOOT_BEFORE, "InternalIP=10.0.0.9"))))
+    created = api.add(node)
+    api.add(fc.lease(name, 2))
+    return created
+
+
+def test_forged_annotations_never_make_a_human_s_taint_ours(cluster, run_pass):
+    """Hole 3 of issue 35: the annotations once proved provenance, and a kubelet writes them. The human's taint,
+    matching every forged annotation, stays; the node, alive under an out-of-service taint that is not ours, is
+    split-brain (exit 3, the Warning), as under any human's taint."""
+    human_taint_with_forged_annotations(cluster)
+
+    result = run_pass()
+
+    assert result.code == EXIT_REFUSED
+    assert node_patches(result.requests) == [] and len(oos_taints(cluster, "back")) == 1
+    assert result.summary["taints_removed"] == 0
+    assert [e for e in cluster.objects("events") if e["reason"] == "ShutdownTaintOnLiveNode"
+            and e["involvedObject"]["name"] == "back"]
+    assert [v for v in result.lines("refusing node: tainted for shutdown but alive") if v["node"] == "back"]
+
+
+def test_forged_annotations_never_make_a_human_s_taint_ours_even_outside_shutdown_taints(cluster, run_pass):
+    """With SHUTDOWN_TAINTS not naming the out-of-service taint, the human's taint is not judged at all: no
+    verdict, no write, exit 0."""
+    human_taint_with_forged_annotations(cluster)
+
+    result = run_pass(SHUTDOWN_TAINTS="node.cloudprovider.kubernetes.io/shutdown")
+
+    assert result.code == EXIT_OK and node_patches(result.requests) == []
+    assert len(oos_taints(cluster, "back")) == 1 and result.summary["taints_removed"] == 0
+
+
+def test_a_record_of_ours_for_a_taint_that_is_gone_is_dropped_and_never_adopts_a_later_one(cluster, run_pass):
+    """A human removed our taint: the record outlives it and is dropped (preconditioned on the record read); a taint
+    the human adds later has another timeAdded and is never ours."""
+    node = fc.node("back", ready="True", since=3600, taints=[fc.OUT_OF_SERVICE])  # theirs: no timeAdded of ours
+    cluster.add(fc.mark_ours(cluster, node))  # our record of a taint since removed
     cluster.add(fc.lease("back", 2))
 
     result = run_pass()
 
-    assert result.code == EXIT_OK and node_patches(result.requests) == []
-    assert len(oos_taints(cluster, "back")) == 1
-    [event] = kept_events(cluster, "back")
-    assert "no rwo-failover.io/out-of-service-applied-by annotation" in event["message"]
+    assert result.code == EXIT_REFUSED, "a live node under a taint that is not ours: split-brain"
+    assert fc.taint_records(cluster) == [] and len(oos_taints(cluster, "back")) == 1
+    [drop] = [r for r in result.requests if r.verb == "delete" and r.resource == "configmaps"]
+    assert drop.body["preconditions"]["uid"] and drop.body["preconditions"]["resourceVersion"]
+
+
+def test_a_record_is_kept_when_its_taint_is_on_the_node_as_read_live(cluster, run_pass):
+    """The plan saw the record stale (its node listed without the taint); the node as read just before the drop
+    carries it after all: the record stays."""
+    added = "2026-11-21T10:00:00Z"
+    node = fc.node("back", ready="Unknown", since=600)
+    cluster.add(fc.mark_ours(cluster, node, added))
+    tainted = dict(cluster.get("nodes", "back"))
+    tainted["spec"] = {**tainted["spec"], "taints": [fc.our_taint(added)]}
+
+    def taint_on_get(req):
+        if req.verb == "get" and req.resource == "nodes" and req.name == "back":
+            cluster.add(tainted)
+        return None
+    cluster.hooks.append(taint_on_get)
+
+    result = run_pass()
+
+    assert len(fc.taint_records(cluster)) == 1
+    assert not [r for r in result.requests if r.verb == "delete" and r.resource == "configmaps"]
+    assert result.lines("taint record kept: its taint is on the node after all")
 
 
 def test_our_taint_stays_while_a_volume_attachment_is_left_on_the_node(cluster, run_pass):
@@ -122,15 +193,13 @@ def test_our_taint_stays_while_a_volume_attachment_is_left_on_the_node(cluster, 
 
 def test_the_live_recheck_before_removal_judges_the_boot_again(cluster, run_pass):
     """The plan saw a reboot; the node as read live just before the patch says otherwise: no removal."""
-    back = back_node(cluster)
-    boot = back["status"]["nodeInfo"]["bootID"]
+    back_node(cluster)
 
     def unrebooted_on_get(req):
         if req.verb == "get" and req.resource == "nodes" and req.name == "back":
             node = cluster.get("nodes", "back")
-            if node["metadata"]["annotations"]["rwo-failover.io/taint-boot-id"] != boot:
-                node["metadata"]["annotations"]["rwo-failover.io/taint-boot-id"] = boot
-                cluster.add(node)
+            if node["status"]["nodeInfo"]["bootID"] != fc.BOOT_BEFORE:  # the boot recorded with our taint
+                cluster.add(fc.rebooted(node, fc.BOOT_BEFORE))
         return None
     cluster.hooks.append(unrebooted_on_get)
 
@@ -228,7 +297,8 @@ def test_an_odd_boot_id_is_recorded_by_its_digest_and_a_node_back_with_it_keeps_
     stuck(cluster, "dead")
 
     assert run_pass().code == EXIT_OK
-    recorded = annotations(cluster, "dead")["rwo-failover.io/taint-boot-id"]
+    [record] = fc.taint_records(cluster)
+    recorded = record["bootID"]
     assert recorded.startswith("sha256:") and len(recorded) < 100
     back = fc.node("dead", ready="True", since=120, taints=oos_taints(cluster, "dead"))
     back["metadata"] = dict(cluster.get("nodes", "dead")["metadata"])
@@ -244,11 +314,12 @@ def test_an_odd_boot_id_is_recorded_by_its_digest_and_a_node_back_with_it_keeps_
     assert "without rebooting" in event["message"] and len(event["message"]) <= 1024
 
 
-def test_the_taint_record_leaves_the_node_s_annotation_budget_to_its_other_writers(cluster, run_pass):
+def test_the_taint_record_of_many_addresses_is_bounded_and_the_node_s_annotations_are_left_to_others(cluster,
+                                                                                                    run_pass):
     """A Node's 256 KiB of annotations is shared with everyone who writes them (kubectl apply's last-applied
-    configuration, other controllers): 245 KiB of theirs, legal, and the kubelet's 560 extra addresses (15 KiB, under
-    the 16 KiB the fence's record allows) made our taint patch too big: 422 on every pass, never failed over (found by
-    an attack on model/bounded.py). The taint's record of the addresses is for people, so past 1 KiB it is a digest."""
+    configuration, other controllers): 245 KiB of theirs, legal, and the kubelet's 560 extra addresses once made our
+    taint patch too big (422 on every pass, never failed over). The record now lives in our namespace, and its copy of
+    the addresses, for people, is a digest past 1 KiB."""
     node = fc.dead_node(cluster, "dead")
     node["metadata"].setdefault("annotations", {})["kubectl.kubernetes.io/last-applied-configuration"] = \
         "x" * (245 * 1024)
@@ -259,4 +330,5 @@ def test_the_taint_record_leaves_the_node_s_annotation_budget_to_its_other_write
     result = run_pass()
 
     assert result.code == EXIT_OK and len(oos_taints(cluster, "dead")) == 1, result.lines("")[-5:]
-    assert annotations(cluster, "dead")["rwo-failover.io/taint-addresses"].startswith("sha256:")
+    [record] = fc.taint_records(cluster)
+    assert record["addresses"].startswith("sha256:")

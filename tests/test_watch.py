@@ -369,11 +369,20 @@ def outage_due_in(api, seconds: float) -> None:
 @pytest.mark.parametrize("watch", ["true", "false"])
 def test_a_node_becoming_provably_down_is_acted_on_within_a_second(api, kubeconfig, watch):
     """Time alone makes the node down; the watch-driven loop wakes for that moment (Plan.wake_at) instead
-    of waiting out INTERVAL. With WATCH=false (the old loop) the same outage waits for the next pass."""
-    outage_due_in(api, 4)
-    due = time.monotonic() + 4
-    proc = loop(kubeconfig, WATCH=watch, INTERVAL="8")
+    of waiting out INTERVAL. With WATCH=false (the old loop) the same outage waits for the next pass. The loop
+    runs before the node goes NotReady, as a leader does: its own sighting of the verdict (observe/sightings.py)
+    starts when the verdict is written, and ends with the server's NotReady wait."""
+    live_nodes(api, 3)
+    api.add(fc.node("dead", ready="True", since=3600))
+    api.add(fc.lease("dead", 100))
+    fc.add_volume(api, "data-db-0", attached_to="dead")
+    api.add(fc.pod("db-0", "dead", claims=["data-db-0"], terminating=True))
+    proc = loop(kubeconfig, WATCH=watch, INTERVAL="8", MIN_NOT_READY_SECONDS="4")
     try:
+        wait_until("the first pass", lambda: [r for r in api.requests if r.resource == "nodes"], timeout=20)
+        time.sleep(1)
+        api.add(fc.node("dead", ready="Unknown", since=0, taints=[fc.SHUTDOWN, fc.UNREACHABLE]))
+        due = time.monotonic() + 4 + 1  # the stamp's truncated second counts from its end
         wait_until("a write", lambda: api.mutations(), timeout=20)
         late = time.monotonic() - due
     finally:
@@ -386,18 +395,31 @@ def test_a_node_becoming_provably_down_is_acted_on_within_a_second(api, kubeconf
 
 
 def running_loop(api, kubeconfig: str, nodes: int = 3, **env: str) -> subprocess.Popen:
-    """Live nodes, and the loop started on them, its first pass done and its watches open."""
+    """Live nodes, and node `dead` NotReady for long (unreachable, no shutdown taint yet), and the loop started on
+    them, its first pass done (it has seen `dead` NotReady) and its watches open."""
     live_nodes(api, nodes)
-    proc = loop(kubeconfig, **env)
+    api.add(fc.node("dead", ready="Unknown", since=600, taints=[fc.UNREACHABLE]))
+    api.add(fc.lease("dead", 640))
+    proc = loop(kubeconfig, **{"MIN_NOT_READY_SECONDS": "1", **env})
     wait_until("the first pass", lambda: watches(api), timeout=20)
-    time.sleep(1)
+    time.sleep(1.5)  # the loop has now seen `dead` NotReady for longer than MIN_NOT_READY_SECONDS itself
     return proc
+
+
+def shut_down(api) -> None:
+    """The cloud taints the NotReady node `dead` shut down; a stuck StatefulSet pod with an attached RWO claim is on
+    it."""
+    node = api.get("nodes", "dead")
+    node["spec"]["taints"] = node["spec"].get("taints", []) + [fc.SHUTDOWN]
+    fc.add_volume(api, "data-db-0", attached_to="dead")
+    api.add(fc.pod("db-0", "dead", claims=["data-db-0"], terminating=True))
+    api.add(node)
 
 
 def test_a_node_tainted_between_passes_triggers_a_pass_at_once(api, kubeconfig):
     proc = running_loop(api, kubeconfig)
     try:
-        break_node(api)
+        shut_down(api)
         tainted = time.monotonic()
         wait_until("the pod freed", lambda: not api.objects("pods"), timeout=20)
         took = time.monotonic() - tainted
@@ -485,15 +507,15 @@ def test_a_standby_keeps_no_watch_and_lists_once_it_leads(api, kubeconfig):
     live_nodes(api, 3)
     leader = loop(kubeconfig, LEADER_ELECTION="true", INTERVAL="5")
     try:
-        # Nodes, recovery records and the control ConfigMap (the pause switch).
-        wait_until("the leader's watches", lambda: len(watches(api)) == 3, timeout=30)
+        # Nodes, recovery records, taint records and the control ConfigMap (the pause switch).
+        wait_until("the leader's watches", lambda: len(watches(api)) == 4, timeout=30)
         standby = loop(kubeconfig, LEADER_ELECTION="true", INTERVAL="5")
         try:
             time.sleep(3)
-            assert len(watches(api)) == 3, "the standby opened no watch"
+            assert len(watches(api)) == 4, "the standby opened no watch"
             lists_before = len([r for r in api.requests if r.verb == "list" and r.resource == "nodes"])
             stop(leader)  # releases the Lease: the standby leads at once
-            wait_until("the new leader's watches", lambda: len(watches(api)) == 6, timeout=30)
+            wait_until("the new leader's watches", lambda: len(watches(api)) == 8, timeout=30)
             assert len([r for r in api.requests if r.verb == "list" and r.resource == "nodes"]) == lists_before + 1
         finally:
             stop(standby)

@@ -16,23 +16,24 @@ from typing import Callable, Mapping, Optional
 
 from ..kube import Api
 from ..model import Unreadable, bounded_list
-from ..planner import (AttachmentAction, NodePlan, NodeState, NodeVerdict, Plan, PodAction, RefusalKind, lift_blocker,
-                       recovered, shutdown_taint)
+from ..observe.sightings import Sightings
+from ..planner import AttachmentAction, NodePlan, NodeState, NodeVerdict, Plan, PodAction, RefusalKind
 from ..settings import Settings
 from .control import record_storm
 from .events import EventRecorder
 from .fencing import Fencer
-from .node_taint import LANDED, Build, add_patch, drop_annotation_patch, read_modify_write, remove_patch
+from .our_taint import OurTaint
 from .outcome import Outcome
 from .recheck import Rechecker
 from .recovery import RecoveryMetrics, RecoveryTracker
+from .taint_records import TaintRecords
 from .writer import Guard, Result, Writer
 
 log = logging.getLogger("rwo_failover")
 
 
 class Actor:
-    def __init__(self, api: Api, settings: Settings, now: Callable[[], datetime],
+    def __init__(self, api: Api, settings: Settings, now: Callable[[], datetime], sightings: Sightings,
                  metrics: Optional[RecoveryMetrics] = None, guard: Optional[Guard] = None,
                  node_uids: Optional[Mapping[str, str]] = None) -> None:
         self.api, self.settings, self.now = api, settings, now
@@ -42,11 +43,14 @@ class Actor:
         self.outcome = Outcome()
         self.writer = Writer(api, settings.dry_run, self.outcome, guard)
         self.events = EventRecorder(self.writer, now)
+        self.records = TaintRecords(api, self.writer, settings.recovery_namespace)
         self.live = Rechecker(api, settings, self.writer, self.outcome, now,
-                              lambda verdict: self.warn_split_brain((verdict,)))
+                              lambda verdict: self.warn_split_brain((verdict,)), self.records, sightings)
         self.fencer = Fencer(api, settings, self.writer, self.events, self.outcome, api.sleep, self.live.read_live,
                              now)
         self.recovery = RecoveryTracker(self.writer, self.events, metrics, now, settings.recovery_namespace)
+        self.taint = OurTaint(api, settings, self.writer, self.events, self.outcome, self.live, self.records,
+                              self.fencer.power, self.node_uids, now)
 
     def warn_split_brain(self, verdicts: tuple[NodeVerdict, ...]) -> None:
         for verdict in verdicts:
@@ -113,9 +117,9 @@ class Actor:
             if node_plan.has_work:
                 self._act_on_node(node_plan)
         for name in plan.untaint:
-            self._remove_taint(name)
-        for name in plan.drop_annotation:
-            self._drop_annotation(name)
+            self.taint.remove(name)
+        for record in plan.stale_records:
+            self.taint.drop(record)
         for name, why in plan.taint_kept:  # comes back every pass until a human acts: one Warning, bumped
             self.events.repeated(name, self.node_uids.get(name, ""), "OutOfServiceTaintKept",
                                  f"{why}; rwo-failover will not remove it. Reboot the machine (a new bootID lets "
@@ -137,9 +141,11 @@ class Actor:
         if live is None or not self.fencer.ensure(node_plan, live[0]):
             return  # not down any more, or fencing not confirmed: no pod, no attachment, no taint
         would = False  # a dry run's taint: never on the node, yet what a real pass would have put there
+        # FENCING=redfish confirms a node only on its BMC's Off, in this pass: recorded with our taint (UNDO=bmc).
+        off_at = self.events.stamp() if self.settings.fencing == "redfish" else ""
         if node_plan.add_taint and (live := self.live.confirm_down(node_plan)) is not None:
             # First, so the attach-detach controller force-detaches the moment each pod is gone.
-            would = self._add_taint(node_plan, live[1]) and self.settings.dry_run
+            would = self.taint.add(node_plan, live[1], off_at) and self.settings.dry_run
         held: list[str] = []
         gone = {p.key for p in node_plan.pods if self.live.confirm_down(node_plan) and
                 self._delete_pod(node_plan, p, held)}
@@ -167,80 +173,6 @@ class Actor:
                          "not on the node as read now, and storage that fences on it (ceph-csi) would skip fencing "
                          "if it were released; the next pass tries again")
         return False
-
-    def _add_taint(self, node_plan: NodePlan, raw: dict) -> bool:
-        name, stamp = node_plan.verdict.node, self.events.stamp()
-
-        def build(reread: bool) -> Build:
-            nonlocal raw
-            if reread:  # after a 409 someone changed the node: judge it again from scratch
-                checked = self.live.confirm_down(node_plan)
-                if checked is None:
-                    return None
-                live, raw = checked
-                if live.our_taint is not None and live.oos_added_at == stamp:
-                    return LANDED  # our own patch, whose answer was lost: it is there
-            patch = add_patch(raw, stamp)
-            if patch is None:
-                log.info("out-of-service taint already present; not ours to manage", extra={"node": name})
-                return None
-            return raw, patch
-
-        with self.live.on_every_retry(node_plan):
-            added = read_modify_write(self.writer, name, "add the out-of-service taint", build)
-        if added:
-            self.outcome.taints_added.append(name)
-            log.info("added the out-of-service taint", extra={"node": name})
-            self.events.node(name, self.node_uids.get(name, ""), "Normal", "OutOfServiceTaintAdded",
-                             "node proven down; added node.kubernetes.io/out-of-service=nodeshutdown:NoExecute so "
-                             "Kubernetes force-detaches its volumes; rwo-failover removes it once the node is back "
-                             "after a reboot")
-        return added or self.settings.dry_run
-
-    def _remove_taint(self, name: str) -> None:
-        """Take our out-of-service taint (and annotations) off a node that is back after a reboot, and only ours,
-        for the Node object we added it to."""
-        added_at, boots = "", ""
-
-        def build(reread: bool) -> Build:
-            nonlocal added_at, boots
-            live = self.live.read_live(name, "re-check of a recovered node")
-            if live is None:
-                return None
-            node, lease, raw = live
-            self.node_uids[name] = node.uid
-            ours = node.our_taint
-            if reread and ours is None and not node.oos_added_at and added_at:
-                return LANDED  # our removal landed and its answer was lost: the retry got 409, and both are gone
-            blocker = "not ours" if ours is None else \
-                "another shutdown taint" if shutdown_taint(node, self.settings.shutdown_taints) else \
-                lift_blocker(node, lease, self.settings, self.now())[0]
-            if blocker:
-                log.info("out-of-service taint left in place", extra={"node": name, "reason": blocker})
-                return None
-            added_at = node.oos_added_at or ""
-            boots = f"bootID {node.boot_id}, {node.taint_record.boot_id} when tainted"
-            return raw, remove_patch(raw, ours)
-
-        if read_modify_write(self.writer, name, "remove our out-of-service taint", build):
-            self.outcome.taints_removed.append(name)
-            log.info("removed our out-of-service taint from a recovered node", extra={"node": name})
-            self.events.node(name, self.node_uids.get(name, ""), "Normal", "OutOfServiceTaintRemoved",
-                             f"node rebooted ({boots}) and Ready for {self.settings.recovery_seconds}s or more "
-                             "with a fresh Lease; "
-                             f"removed the node.kubernetes.io/out-of-service taint rwo-failover added at {added_at}")
-
-    def _drop_annotation(self, name: str) -> None:
-        """Our annotation outlived our taint (a human removed the taint): drop it, so a later out-of-service
-        taint of theirs is never taken for ours."""
-        def build(_reread: bool) -> Build:
-            live = self.live.read_live(name, "re-check of a node with our annotation")
-            if live is None or live[0].our_taint is not None or not live[0].oos_added_at:
-                return None
-            return live[2], drop_annotation_patch()
-
-        if read_modify_write(self.writer, name, "drop our annotation, whose taint is gone", build):
-            log.info("dropped our out-of-service annotation: its taint is gone", extra={"node": name})
 
     def _delete_pod(self, node_plan: NodePlan, action: PodAction, held: list[str]) -> bool:
         """True when the pod we inspected is gone (or would be, in a dry run). Its recovery record is written first

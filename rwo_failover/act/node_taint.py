@@ -9,17 +9,7 @@ from __future__ import annotations
 import logging
 from typing import Callable, Optional, Union
 
-from ..model import (
-    OOS_ANNOTATION,
-    OUT_OF_SERVICE_KEY,
-    OUT_OF_SERVICE_VALUE,
-    TAINT_ANNOTATIONS,
-    BadObject,
-    Taint,
-    machine_of,
-    obj_at,
-    text_at,
-)
+from ..model import OUT_OF_SERVICE_KEY, OUT_OF_SERVICE_VALUE, BadObject, Taint, obj_at, text_at
 from .writer import Result, Writer
 
 log = logging.getLogger("rwo_failover")
@@ -37,27 +27,21 @@ def taints_of(raw: dict) -> list[dict]:
 
 
 def add_patch(raw: dict, stamp: str) -> Optional[dict]:
-    """The patch that adds our taint and annotations: when, by whom, and the machine as read (uid, bootID,
-    addresses), all preconditioned with the taint on the same read; None when an out-of-service taint is already
-    there."""
+    """The patch that adds our taint with timeAdded `stamp` (the time our record of it names); None when an
+    out-of-service taint is already there."""
     taints = taints_of(raw)
     if any(t.get("key") == OUT_OF_SERVICE_KEY for t in taints):
         return None
-    return {"metadata": {"annotations": {OOS_ANNOTATION: stamp, **machine_of(raw)}},
-            "spec": {"taints": taints + [dict(OUT_OF_SERVICE, timeAdded=stamp)]}}
+    return {"metadata": {}, "spec": {"taints": taints + [dict(OUT_OF_SERVICE, timeAdded=stamp)]}}
 
 
 def remove_patch(raw: dict, ours: Taint) -> dict:
-    """Take off exactly our taint (key, value, effect and timeAdded), and our annotations; nothing else."""
+    """Take off exactly our taint (key, value, effect and timeAdded); nothing else."""
     def is_ours(t: dict) -> bool:
         return (t.get("key"), t.get("value", ""), t.get("effect"), t.get("timeAdded") or "") == \
             (ours.key, ours.value, ours.effect, ours.time_added)
     kept = [t for t in taints_of(raw) if not is_ours(t)]
-    return {"metadata": {"annotations": dict.fromkeys(TAINT_ANNOTATIONS)}, "spec": {"taints": kept}}
-
-
-def drop_annotation_patch() -> dict:
-    return {"metadata": {"annotations": dict.fromkeys(TAINT_ANNOTATIONS)}}
+    return {"metadata": {}, "spec": {"taints": kept}}
 
 
 def _version(raw: dict) -> str:

@@ -9,7 +9,8 @@ from typing import Callable, Optional
 
 from ..kube import Api
 from ..model import Node
-from ..settings import BmcMapError, Settings, bmc_for
+from ..planner.fencing import bmc_key
+from ..settings import Bmc, BmcMapError, Settings, bmc_for
 from . import redfish
 from .events import EventRecorder
 from .outcome import Outcome
@@ -29,17 +30,38 @@ class PowerWitness:
         self.api, self.settings, self.writer, self.events = api, settings, writer, events
         self.outcome, self.sleep = outcome, sleep
 
-    def prove_off(self, node: Node) -> Optional[str]:
-        """None once the BMC answers Off (after ForceOff, with REDFISH_POWER_OFF); else why not ("" when the
-        writer recorded it already). No reason holds the BMC's address or credentials."""
-        label = self.settings.redfish_node_label
-        key = node.label(label) if label else node.name
+    def _entry(self, node: Node, judged: Optional[tuple[str, str]]) -> tuple[Optional[Bmc], str]:
+        """The node's BMC map entry, by the key the plan judged unique (`judged`: the key and the node's systemUUID
+        then), while the node as read now still carries both; else (None, why)."""
+        label, key = self.settings.redfish_node_label, bmc_key(node, self.settings)
         if not key:
-            return f"the node has no label {label}, which keys REDFISH_BMC_FILE"
+            return None, f"the node has no label {label}, which keys REDFISH_BMC_FILE"
+        if judged is not None and (key, node.system_uuid) != judged:
+            return None, ("its REDFISH_BMC_FILE key or its systemUUID changed since the plan judged them unique "
+                          "among the nodes; asked again next pass")
         try:
-            bmc = bmc_for(str(self.settings.redfish_bmc_file), key)
+            return bmc_for(str(self.settings.redfish_bmc_file), key), ""
         except BmcMapError as err:
-            return f"REDFISH_BMC_FILE cannot be used for this node ({err})"
+            return None, f"REDFISH_BMC_FILE cannot be used for this node ({err})"
+
+    def shows_on(self, node: Node) -> Optional[str]:
+        """UNDO=bmc's last witness, asked just before our taint comes off: None when the machine the map names for
+        the node answers PowerState On now (it was seen Off when we acted: a power cycle the BMC itself showed);
+        else why not. A read only: nothing is powered on or off."""
+        bmc, why = self._entry(node, None)
+        if bmc is None:
+            return why
+        state, _system, why = redfish.power_state(bmc, self.settings, self.api.remaining, node.system_uuid)
+        if state is None:
+            return f"its BMC does not show the machine back on ({why})"
+        return None if state == "On" else f"its BMC answers PowerState {state}, not On"
+
+    def prove_off(self, node: Node, judged: tuple[str, str]) -> Optional[str]:
+        """None once the BMC answers Off (after ForceOff, with REDFISH_POWER_OFF) for the machine the map names;
+        else why not ("" when the writer recorded it already). No reason holds the BMC's address or credentials."""
+        bmc, why = self._entry(node, judged)
+        if bmc is None:
+            return why
         state, system, why = redfish.power_state(bmc, self.settings, self.api.remaining, node.system_uuid)
         if state == "Off":
             return None

@@ -10,11 +10,13 @@ from datetime import datetime
 from typing import Callable, Iterator, Optional
 
 from ..kube import Api, ApiError
+from ..observe.sightings import Sightings
 from ..model import BadObject, Lease, Node
 from ..planner import NodePlan, NodeState, NodeVerdict, judge_tainted_node, judge_untainted, shutdown_taint
 from ..planner.nodes import OPTED_OUT
 from ..settings import Settings
 from .outcome import Outcome
+from .taint_records import TaintRecords
 from .writer import Writer
 
 log = logging.getLogger("rwo_failover")
@@ -23,13 +25,14 @@ Live = tuple[Node, Optional[Lease], dict]
 
 class Rechecker:
     def __init__(self, api: Api, settings: Settings, writer: Writer, outcome: Outcome, now: Callable[[], datetime],
-                 on_split_brain: Callable[[NodeVerdict], None]) -> None:
+                 on_split_brain: Callable[[NodeVerdict], None], records: TaintRecords, sightings: Sightings) -> None:
         self.api, self.settings, self.writer, self.outcome, self.now = api, settings, writer, outcome, now
-        self.on_split_brain = on_split_brain
+        self.on_split_brain, self.records, self.sightings = on_split_brain, records, sightings
         self.lost: set[str] = set()  # nodes that failed a re-check in this pass: nothing more is written there
 
     def read_live(self, name: str, purpose: str) -> Optional[Live]:
-        """The node (also raw, for its resourceVersion) and its Lease, read now; None after recording why not."""
+        """The node (also raw, for its resourceVersion) and its Lease, read now; None after recording why not. A
+        node carrying an out-of-service taint comes with our record of it, read now too: which taint is ours."""
         try:
             raw = self.api.read_node(name)
             lease_raw = self.api.read_lease(name) if raw else None
@@ -38,7 +41,13 @@ class Rechecker:
                 return None
             if not isinstance(raw, dict) or not isinstance(lease_raw, (dict, type(None))):
                 raise BadObject("not a JSON object")
-            return Node.from_json(raw), (Lease.from_json(lease_raw) if lease_raw else None), raw
+            node = Node.from_json(raw)
+            if node.has_oos_taint:
+                records = self.records.read(node, purpose)
+                if records is None:
+                    return None
+                node = node.with_record(records)
+            return node, (Lease.from_json(lease_raw) if lease_raw else None), raw
         except ApiError as err:
             self.writer.fail(f"{purpose} of node {name} failed: {err}", err)
         except BadObject as err:
@@ -56,9 +65,11 @@ class Rechecker:
         if node.opted_out:  # labelled since the plan: the operator's word, read live as liveness is
             verdict = NodeVerdict(name, NodeState.NOT_YET, "", OPTED_OUT)
         elif taint is not None:
-            verdict = judge_tainted_node(node, lease, taint, self.settings, self.now(), seen, status_seen)
+            verdict = judge_tainted_node(node, lease, taint, self.settings, self.now(), seen, status_seen,
+                                         observed=self.sightings.age(node))
         else:  # FENCING=redfish's silent node, or a node with only our taint, or nothing to judge any more
-            verdict = judge_untainted(node, lease, self.settings, self.now(), seen, status_seen) or \
+            verdict = judge_untainted(node, lease, self.settings, self.now(), seen, status_seen,
+                                      observed=self.sightings.age(node)) or \
                 NodeVerdict(name, NodeState.NOT_YET, "", "shutdown taint removed since the pass began")
         return verdict, node, raw
 

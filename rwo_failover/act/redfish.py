@@ -14,10 +14,10 @@ Here each call ends by min(REQUEST_TIMEOUT_SECONDS, what is left of the pass), s
 included; a 3xx is never followed; an answer larger than MAX_ANSWER_BYTES is refused; TLS is always verified
 (the entry's CA, or the system's). No message holds the BMC's address, user or password.
 
-Every answer must also be the node's own machine: the ComputerSystem's UUID equal to the node's
-status.nodeInfo.systemUUID (both the SMBIOS UUID), else it proves nothing and nothing is powered off. A node's
-name can be re-registered on a new machine, and a map or label can point at another machine's BMC: neither moves
-the UUID.
+Every answer must also be the machine the BMC map names for the node: the ComputerSystem's UUID (and SerialNumber,
+when the entry names one) equal to the entry's, else it proves nothing and nothing is powered off. The identity
+comes from the operator's map, never from the node: its status.nodeInfo.systemUUID is its kubelet's to write, and
+is only checked against the map, for an honest mistake (a name re-registered on another machine).
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from typing import Callable, Optional
 from urllib.parse import urlsplit, urlunsplit
 
 from ..kube.deadline_http import DeadlineHTTPS
+from ..model.names import same_uuid
 from ..settings import Bmc, Settings
 
 MAX_ANSWER_BYTES = 1 << 20  # a ComputerSystem is a few KB
@@ -110,33 +111,25 @@ def _refused(status: int, what: str) -> _Unproven:
     return _Unproven(f"the BMC answered HTTP {status} {what}")
 
 
-def same_uuid(text: object) -> str:
-    """A UUID as 32 lowercase hex digits, however written (the kubelet's lowercase with dashes, a BMC's upper
-    case, braces); "" when it is none, or a placeholder firmware leaves unset (all zeros, all ones) that many
-    machines would share."""
-    if not isinstance(text, str):
-        return ""
-    digits = text.strip().strip("{}").replace("-", "").lower()
-    if len(digits) != 32 or any(c not in "0123456789abcdef" for c in digits) or digits in ("0" * 32, "f" * 32):
-        return ""
-    return digits
-
-
-def _not_the_node(system: dict, system_uuid: str) -> Optional[str]:
-    """Why the ComputerSystem is not the node's machine, or None when its UUID is the node's systemUUID.
-    The UUIDs are not quoted: a BMC's system path often holds its UUID, and no message holds the address."""
-    ours, theirs = same_uuid(system_uuid), same_uuid(system.get("UUID"))
-    if not ours:
-        return "the node reports no usable status.nodeInfo.systemUUID, so no BMC's answer can be matched to it"
-    if not theirs:
-        return "the BMC's ComputerSystem has no usable UUID, so its answer cannot be matched to the node"
-    if ours != theirs:
-        return ("the BMC's ComputerSystem UUID is not the node's status.nodeInfo.systemUUID: another machine "
-                "(the node re-registered on a new one, or the entry names another machine's BMC)")
+def _not_the_machine(system: dict, bmc: Bmc, node_uuid: str) -> Optional[str]:
+    """Why the ComputerSystem is not the machine the map entry names (its uuid and serial: the operator's word),
+    or None when it is. The node's own systemUUID, which its kubelet writes, must name that machine too: a check
+    against an honest mistake (a name re-registered on another machine), never proof. Nothing is quoted: a BMC's
+    system path often holds its UUID, and no message holds the address."""
+    if bmc.uuid and same_uuid(system.get("UUID")) != bmc.uuid:
+        return "the BMC's ComputerSystem UUID is not the uuid REDFISH_BMC_FILE names for this node: another machine " \
+               "(the entry names another machine's BMC)"
+    serial = system.get("SerialNumber")
+    if bmc.serial and (not isinstance(serial, str) or serial.strip() != bmc.serial):
+        return "the BMC's ComputerSystem SerialNumber is not the serial REDFISH_BMC_FILE names for this node: " \
+               "another machine (the entry names another machine's BMC)"
+    if bmc.uuid and same_uuid(node_uuid) != bmc.uuid:
+        return "the node's status.nodeInfo.systemUUID is not the uuid REDFISH_BMC_FILE names for it (the name " \
+               "re-registered on another machine, or a stale map entry)"
     return None
 
 
-def _system(bmc: Bmc, settings: Settings, remaining: Remaining, system_uuid: str) -> dict:
+def _system(bmc: Bmc, settings: Settings, remaining: Remaining, node_uuid: str) -> dict:
     status, raw = _call(bmc, "GET", bmc.endpoint, None, settings, remaining)
     if status != 200:
         raise _refused(status, "to the power-state read")
@@ -149,7 +142,7 @@ def _system(bmc: Bmc, settings: Settings, remaining: Remaining, system_uuid: str
     odata_id = system.get("@odata.id")  # iLO writes it with a trailing "/"
     if not isinstance(odata_id, str) or odata_id.rstrip("/") != _path(bmc):  # another machine's answer
         raise _Unproven("the BMC's answer is not the entry's ComputerSystem (its @odata.id is another path)")
-    other = _not_the_node(system, system_uuid)
+    other = _not_the_machine(system, bmc, node_uuid)
     if other:
         raise _Unproven(f"its BMC answers PowerState {system['PowerState'][:40]}, but {other}")
     return system
@@ -160,11 +153,12 @@ def _path(bmc: Bmc) -> str:
 
 
 def power_state(bmc: Bmc, settings: Settings, remaining: Remaining,
-                system_uuid: str) -> tuple[Optional[str], dict, str]:
-    """(PowerState, the ComputerSystem, "") as the BMC answers now for the machine whose SMBIOS UUID is
-    `system_uuid`; (None, {}, why) when it does not, or answers for another machine."""
+                node_uuid: str) -> tuple[Optional[str], dict, str]:
+    """(PowerState, the ComputerSystem, "") as the BMC answers now for the machine the map entry names (which
+    `node_uuid`, the node's own word, must name too); (None, {}, why) when it does not, or answers for another
+    machine."""
     try:
-        system = _system(bmc, settings, remaining, system_uuid)
+        system = _system(bmc, settings, remaining, node_uuid)
     except _Unproven as err:
         return None, {}, str(err)
     return system["PowerState"][:40], system, ""
@@ -195,14 +189,19 @@ def force_off(bmc: Bmc, system: dict, settings: Settings, remaining: Remaining) 
 
 
 def await_off(bmc: Bmc, settings: Settings, remaining: Remaining, sleep: Callable[[float], None],
-              budget: float, system_uuid: str) -> tuple[bool, str]:
-    """Ask every second until the BMC answers Off, for at most `budget` seconds: (True, "") or (False, why)."""
-    started, state, why = time.monotonic(), None, "no time left to wait"
-    while time.monotonic() - started + 1 <= budget:
-        sleep(1.0)
-        state, _, why = power_state(bmc, settings, remaining, system_uuid)
+              budget: float, node_uuid: str) -> tuple[bool, str]:
+    """Ask every second until the BMC answers Off, for at most `budget` seconds, and at least once whatever the
+    budget (REDFISH_OFF_WAIT_SECONDS=1 once asked never: the machine was off, the pass failed): (True, "") or
+    (False, why). No time left in the pass (a budget of 0 or less) asks nothing."""
+    started, state, why = time.monotonic(), None, "no time left in the pass to wait for Off"
+    polls = int(budget) if budget >= 1 else (1 if budget > 0 else 0)
+    for _ in range(polls):
+        sleep(min(1.0, budget))
+        state, _, why = power_state(bmc, settings, remaining, node_uuid)
         if state == "Off":
             return True, ""
+        if time.monotonic() - started >= budget:
+            break
     waited = time.monotonic() - started
     last = f"PowerState {state}" if state else why
     return False, f"asked for ForceOff; after {waited:.0f}s the BMC still does not answer Off ({last})"

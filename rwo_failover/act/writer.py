@@ -157,6 +157,25 @@ class Writer:
         return self._write(f"deleting recovery record {namespace}/{name}", "would settle the recovery record",
                            {"record": name}, lambda: self.api.delete_recovery_record(namespace, name))
 
+    def create_taint_record(self, namespace: str, body: dict) -> Result:
+        """CONFLICT when a record for that Node object exists (of an earlier taint of ours)."""
+        name = body["metadata"]["name"]
+        return self._write(f"creating taint record {namespace}/{name}", "would record the out-of-service taint",
+                           {"record": name}, lambda: self.api.create_taint_record(namespace, body), conflict_ok=True)
+
+    def patch_taint_record(self, namespace: str, name: str, patch: dict) -> Result:
+        """Preconditioned on the resourceVersion in `patch`: CONFLICT when it changed since it was read."""
+        return self._write(f"replacing taint record {namespace}/{name}", "would record the out-of-service taint",
+                           {"record": name}, lambda: self.api.patch_taint_record(namespace, name, patch),
+                           conflict_ok=True)
+
+    def delete_taint_record(self, namespace: str, name: str, uid: str, resource_version: str) -> Result:
+        """Preconditioned on the record judged: CONFLICT when it was written again since."""
+        return self._write(f"deleting taint record {namespace}/{name}", "would delete the taint record",
+                           {"record": name},
+                           lambda: self.api.delete_taint_record(namespace, name, uid, resource_version),
+                           conflict_ok=True)
+
     def create_control(self, namespace: str, body: dict) -> Result:
         """CONFLICT when someone created the control ConfigMap since this pass read it."""
         return self._write(f"creating ConfigMap {namespace}/{body['metadata']['name']}", "would record a storm moment",

@@ -17,6 +17,9 @@ LEASE_NAMESPACE = "kube-node-lease"
 NETWORK_FENCES = "/apis/csiaddons.openshift.io/v1alpha1/networkfences"
 ELECTION_LEASES = "leases (leader election)"  # named apart: their RBAC is another Role, in another namespace
 RECOVERY_RECORDS = "configmaps (recovery records)"  # a Role in RECOVERY_NAMESPACE only, where tenants cannot write
+# Our records of the out-of-service taints we added: the same Role, in the same namespace; read back by a
+# name-selected list, so no new grant (a GET would need one).
+TAINT_RECORDS = "configmaps (taint records)"
 # The control ConfigMap (pause, storm cool-down) in the same namespace, read by a name-selected list: the same
 # Role's list, watch, create and patch, and no new grant (a GET would need one).
 CONTROL = "configmaps (control)"
@@ -201,6 +204,38 @@ class Api(Lister):
 
     def delete_recovery_record(self, namespace: str, name: str) -> Optional[dict]:
         return self.call("delete", RECOVERY_RECORDS, "DELETE", f"/api/v1/namespaces/{namespace}/configmaps/{name}")
+
+    # Taint records: ConfigMaps in RECOVERY_NAMESPACE labelled TAINT_RECORD_LABEL, one per Node object we tainted.
+    def list_taint_records(self, namespace: str, label: str, convert: Callable[[dict], T],
+                           consistent: bool = False) -> list[T]:
+        return self.list_all(TAINT_RECORDS, f"/api/v1/namespaces/{namespace}/configmaps", shapes.Record, convert,
+                             page_factor=SMALL_OBJECT_PAGE_FACTOR, query=[("labelSelector", label)],
+                             consistent=consistent)
+
+    def watch_taint_records(self, namespace: str, label: str, version: str, timeout_seconds: int,
+                            watcher: k8s_watch.Watch) -> Iterator[dict]:
+        return self.watch(TAINT_RECORDS, f"/api/v1/namespaces/{namespace}/configmaps", version, timeout_seconds,
+                          watcher, [("labelSelector", label)])
+
+    def find_taint_record(self, namespace: str, name: str, convert: Callable[[dict], T]) -> list[T]:
+        """The record of that name, read now (a consistent, name-selected list): none, or one."""
+        return self.list_all(TAINT_RECORDS, f"/api/v1/namespaces/{namespace}/configmaps", shapes.Record, convert,
+                             query=[("fieldSelector", f"metadata.name={name}")], consistent=True)
+
+    def create_taint_record(self, namespace: str, body: dict) -> Optional[dict]:
+        return self.call("create", TAINT_RECORDS, "POST", f"/api/v1/namespaces/{namespace}/configmaps", body=body)
+
+    def patch_taint_record(self, namespace: str, name: str, patch: dict) -> Optional[dict]:
+        """A merge patch carrying metadata.resourceVersion: 409 when the record changed since our read."""
+        return self.call("patch", TAINT_RECORDS, "PATCH", f"/api/v1/namespaces/{namespace}/configmaps/{name}",
+                         body=patch, content_type="application/merge-patch+json")
+
+    def delete_taint_record(self, namespace: str, name: str, uid: str, resource_version: str) -> Optional[dict]:
+        """Preconditioned on the record judged: 409 when it was written again since."""
+        body = {"apiVersion": "v1", "kind": "DeleteOptions",
+                "preconditions": {"uid": uid, "resourceVersion": resource_version}}
+        return self.call("delete", TAINT_RECORDS, "DELETE", f"/api/v1/namespaces/{namespace}/configmaps/{name}",
+                         body=body)
 
     # The control ConfigMap: read and watched by its name, written with its resourceVersion as precondition.
     def list_control(self, namespace: str, name: str, convert: Callable[[dict], T],

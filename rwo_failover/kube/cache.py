@@ -17,7 +17,7 @@ from .errors import ApiError
 from .pod_watch import DownNodePods
 from .progress import at_or_past
 from .reflector import Reflector
-from .sources import CONTROL, FENCES, NODES, RECOVERY_RECORDS
+from .sources import CONTROL, FENCES, NODES, RECOVERY_RECORDS, TAINT_RECORDS
 
 log = logging.getLogger("rwo_failover")
 PROBES_PER_GRACE = 2  # at the default WATCH_STALE_SECONDS (90), a list of one node every 45 s: 1.3 requests a minute
@@ -37,7 +37,7 @@ class WatchedCluster:
     reflectors: dict[str, Reflector] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        sources = [NODES, RECOVERY_RECORDS, CONTROL] + ([FENCES] if self.settings.fencing == "networkfence" else [])
+        sources = [NODES, RECOVERY_RECORDS, TAINT_RECORDS, CONTROL] + ([FENCES] if self.settings.fencing == "networkfence" else [])
         self.reflectors = {s.name: Reflector(s, self.new_api, self.settings, self.on_change, self.metrics)
                            for s in sources}
         if self.metrics:
@@ -95,7 +95,7 @@ class WatchedCluster:
         readable = {name: tuple(i for i in items if not isinstance(i, Unreadable)) for name, items in found.items()}
         return Cached(readable["nodes"], readable.get("networkfences", ()), readable["recovery records"],
                       tuple(i for items in found.values() for i in items if isinstance(i, Unreadable)),
-                      control, control_error)
+                      control, control_error, readable["taint records"])
 
     def paused(self) -> str:
         """The watched pause switch, for the write guard: why no write may start, or ""."""

@@ -49,8 +49,7 @@ class Condition(Shape):
 
 # --- Node ----------------------------------------------------------------------------------------------
 class NodeMeta(Meta):
-    labels: Any = None
-    annotations: Any = None
+    labels: Any = None  # annotations are not read: the node's kubelet writes them, so they decide nothing
     managedFields: Optional[list[Stamp]] = None
 
 

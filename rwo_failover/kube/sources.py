@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Hashable
 
-from ..model import CONTROL_NAME, RECOVERY_LABEL, Control, Fence, Node, Pod, RecoveryEntry
+from ..model import CONTROL_NAME, RECOVERY_LABEL, TAINT_RECORD_LABEL, Control, Fence, Node, Pod, RecoveryEntry, TaintRecord
 from ..model.matchers import any_taint_matches
 from ..settings import Settings
 from . import shapes
@@ -12,13 +12,13 @@ from .source import Source
 
 
 def node_signature(node: Node, settings: Settings) -> Hashable:
-    """What makes a pass worth running: the Ready condition, our annotation, and the taints of a node carrying a
+    """What makes a pass worth running: the Ready condition, and the taints of a node carrying a
     shutdown or out-of-service taint (any change to them can change its verdict: liveness times their last
     write). Other taints on other nodes change no verdict: an autoscaler's or a problem detector's taint churn
     starts no pass (a pass a second at 5,000 nodes while one flapped). Heartbeats (and the status-write time
     they move) are not in it; time alone changes verdicts through Plan.wake_at."""
     judged = node.has_oos_taint or any_taint_matches(settings.shutdown_taints, [t.as_dict() for t in node.taints])
-    return node.taints if judged else (), node.ready, node.ready_since, node.oos_added_at
+    return node.taints if judged else (), node.ready, node.ready_since
 
 
 NODES = Source("nodes", "node", lambda api, _s, fresh, convert: api.list_nodes(convert, fresh),
@@ -34,6 +34,13 @@ RECOVERY_RECORDS = Source(
     lambda api, s, version, timeout, w: api.watch_recovery_records(s.recovery_namespace, RECOVERY_LABEL, version,
                                                                    timeout, w),
     RecoveryEntry.from_json, lambda e, _s: e, shapes.Record)
+# Our records of the out-of-service taints we added: which taint is ours is read from them, never from the Node.
+TAINT_RECORDS = Source(
+    "taint records", "taint record",
+    lambda api, s, fresh, convert: api.list_taint_records(s.recovery_namespace, TAINT_RECORD_LABEL, convert, fresh),
+    lambda api, s, version, timeout, w: api.watch_taint_records(s.recovery_namespace, TAINT_RECORD_LABEL, version,
+                                                                timeout, w),
+    TaintRecord.from_json, lambda r, _s: r, shapes.Record)
 # The pause switch: a change to it is a pass within a second, and the write guard asks this copy before every
 # write. The storm moments a pass writes there are not worth a pass (their echo would be one); the cool-down's end
 # wakes a pass through Plan.wake_at, and an operator's removing them is seen by the next pass.

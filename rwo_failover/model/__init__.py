@@ -1,6 +1,7 @@
 """The object model: the slim, immutable view of cluster objects that a pass works on.
 
-One module per Kubernetes kind (node, lease, pod, claim, volume, attachment, fence, recovery record), the
+One module per Kubernetes kind (node, lease, pod, claim, volume, attachment, fence, recovery record, taint
+record), the
 typed accessors every kind reads its JSON through (`fields`), the names and constants we share with the
 cluster (`names`), label and taint matching (`matchers`), the Reader that turns JSON into these types or a
 skip with a reason (`reader`), and the Snapshot a pass judges (`snapshot`). Observe converts raw API JSON into
@@ -34,7 +35,6 @@ from .fields import (
 )
 from .lease import Lease
 from .names import (
-                     APPLIED_BY,
                      CLOUD_SHUTDOWN_KEY,
                      CONTROL_NAME,
                      DEFAULT_LEASE_SECONDS,
@@ -44,31 +44,31 @@ from .names import (
                      FENCE_LABEL,
                      MIRROR_ANNOTATION,
                      MULTI_ATTACH_MODES,
-                     OOS_ANNOTATION,
-                     OOS_APPLIED_BY,
-                     TAINT_ANNOTATIONS,
                      OPT_OUT_ANNOTATION,
                      OUT_OF_SERVICE_KEY,
                      OUT_OF_SERVICE_VALUE,
                      RECOVERY_ANNOTATION,
+                     REBOOT_ACK_LABEL,
                      RECOVERY_LABEL,
+                     TAINT_RECORD_LABEL,
                      is_name,
 )
-from .node import SHUTTING_DOWN, Node, Taint, TaintRecord, machine_of
+from .node import SHUTTING_DOWN, Node, Taint
 from .pod import Pod
 from .reader import Reader, Undecodable, name_of
 from .recovery import RecoveryEntry
 from .snapshot import Cached, Snapshot, Unreadable
+from .taint_record import TaintRecord, record_name
 from .volume import Volume
 
 __all__ = [
-    "addresses_note", "APPLIED_BY", "Attachment", "BadObject", "bool_at", "boot_id_note", "bounded_list", "Cached",
+    "addresses_note", "Attachment", "BadObject", "bool_at", "boot_id_note", "bounded_list", "Cached",
     "Claim", "CLOCK_TOLERANCE_SECONDS", "CLOUD_SHUTDOWN_KEY", "Control", "CONTROL_NAME", "DEFAULT_LEASE_SECONDS",
     "DIGEST", "DNS_LABEL", "DNS_SUBDOMAIN", "Fence", "fence_asked",
     "FENCE_ASKED_ANNOTATION", "FENCE_LABEL", "int_at", "is_name", "items_at", "Json", "Lease", "Machine",
-    "machine_of", "MIRROR_ANNOTATION", "MULTI_ATTACH_MODES", "name_of", "Node", "obj_at", "OOS_ANNOTATION",
-    "OOS_APPLIED_BY", "OPT_OUT_ANNOTATION", "opted_out", "OUT_OF_SERVICE_KEY", "OUT_OF_SERVICE_VALUE", "parse_time",
-    "Pod", "Reader", "RECOVERY_ANNOTATION", "RECOVERY_LABEL", "RecoveryEntry", "server_time", "SHUTTING_DOWN",
-    "Snapshot", "strings_at", "Taint", "TAINT_ANNOTATIONS", "TaintRecord", "text_at", "texts_at", "time_at",
+    "MIRROR_ANNOTATION", "MULTI_ATTACH_MODES", "name_of", "Node", "obj_at",
+    "OPT_OUT_ANNOTATION", "opted_out", "OUT_OF_SERVICE_KEY", "OUT_OF_SERVICE_VALUE", "parse_time",
+    "Pod", "Reader", "REBOOT_ACK_LABEL", "RECOVERY_ANNOTATION", "RECOVERY_LABEL", "record_name", "RecoveryEntry", "server_time", "SHUTTING_DOWN",
+    "Snapshot", "strings_at", "Taint", "TAINT_RECORD_LABEL", "TaintRecord", "text_at", "texts_at", "time_at",
     "TIME_YEARS", "typed_at", "Undecodable", "Unreadable", "Volume"
 ]

@@ -9,18 +9,14 @@ OPT_OUT_ANNOTATION = "rwo-failover.io/opt-out"
 # The same key as a Node *label* (so `kubectl get nodes -l` finds them): a node we never judge, taint, fence or
 # free. Any value but "false" opts out, as the annotation's.
 NODE_OPT_OUT_LABEL = OPT_OUT_ANNOTATION
-# Set by us when we add the out-of-service taint; it records when, so the taint can be proven ours.
-OOS_ANNOTATION = "rwo-failover.io/out-of-service-added-at"
-# Written with it, in the same preconditioned patch: who added the taint (the provenance: OpenShift's two-node
-# fencing marks its own the same way), and the machine it was added for. Our taint comes off only for that
-# Node object (uid) after that machine rebooted (another bootID): a machine that only got its network back may
-# still hold what the taint released.
-OOS_APPLIED_BY = "rwo-failover.io/out-of-service-applied-by"
-APPLIED_BY = "rwo-failover"
-TAINT_NODE_UID = "rwo-failover.io/taint-node-uid"
-TAINT_BOOT_ID = "rwo-failover.io/taint-boot-id"
-TAINT_ADDRESSES = "rwo-failover.io/taint-addresses"  # status.addresses then, as type=address, comma-separated
-TAINT_ANNOTATIONS = (OOS_ANNOTATION, OOS_APPLIED_BY, TAINT_NODE_UID, TAINT_BOOT_ID, TAINT_ADDRESSES)
+# On each record of an out-of-service taint we added (a ConfigMap in RECOVERY_NAMESPACE, model/taint_record.py):
+# a pass finds them with one label-selected list. Until version 0.2 the record was annotations on the Node,
+# which its own kubelet may write; they are read no more (CHANGELOG says what to do with a taint they record).
+TAINT_RECORD_LABEL = "rwo-failover.io/taint-record"
+# UNDO=operator: an operator's word that the machine behind a node was power-cycled, as a Node label whose value is
+# the bootID it came back with. NodeRestriction forbids a kubelet to set any node-restriction.kubernetes.io/ label
+# on its own Node, so the accused cannot vouch for itself.
+REBOOT_ACK_LABEL = "node-restriction.kubernetes.io/rwo-failover-rebooted"
 # The one name for the out-of-service taint key across the code.
 OUT_OF_SERVICE_KEY = "node.kubernetes.io/out-of-service"
 OUT_OF_SERVICE_VALUE = "nodeshutdown"
@@ -68,3 +64,47 @@ def is_name(text: object, namespace: bool = False) -> bool:
 # (data.paused, with data.pausedBy and data.reason if they say so), and the storm cool-down's memory, which a
 # CronJob's passes cannot keep themselves (data.stormTrippedAt, data.stormCalmSince; the API server's times).
 CONTROL_NAME = "rwo-failover-control"
+
+
+# Under the NodeRestriction admission plugin a kubelet may set on its own Node every label but those in the
+# node-restriction.kubernetes.io/ namespace and the kubernetes.io and k8s.io namespaces (and their subdomains),
+# where it may set only these keys and the kubelet.kubernetes.io/ and node.kubernetes.io/ namespaces
+# (k8s.io/kubelet/pkg/apis: IsKubeletLabel; plugin/pkg/admission/noderestriction).
+KUBELET_LABELS = frozenset({
+    "kubernetes.io/hostname", "kubernetes.io/os", "kubernetes.io/arch", "beta.kubernetes.io/os",
+    "beta.kubernetes.io/arch", "beta.kubernetes.io/instance-type", "node.kubernetes.io/instance-type",
+    "failure-domain.beta.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/region",
+    "topology.kubernetes.io/zone", "topology.kubernetes.io/region", "node.kubernetes.io/windows-build"})
+_KUBELET_NAMESPACES = ("kubelet.kubernetes.io", "node.kubernetes.io")
+
+
+def _in(namespace: str, domain: str) -> bool:
+    return namespace == domain or namespace.endswith("." + domain)
+
+
+def kubelet_may_set(key: str) -> bool:
+    """Whether a node's own kubelet may set this label key on its Node under NodeRestriction."""
+    namespace = key.split("/", 1)[0] if "/" in key else ""
+    if _in(namespace, "node-restriction.kubernetes.io"):
+        return False
+    if not (_in(namespace, "kubernetes.io") or _in(namespace, "k8s.io")):
+        return True
+    return key in KUBELET_LABELS or any(_in(namespace, allowed) for allowed in _KUBELET_NAMESPACES)
+
+
+# UUIDs that firmware leaves unset and many machines share: all zeros, all ones, and boards whose SMBIOS data reads
+# "To be filled by O.E.M." (AMI's default, in either byte order). Cloned VM templates share others: a systemUUID
+# that two nodes report identifies neither (planner/fencing.py).
+PLACEHOLDER_UUIDS = frozenset({"0" * 32, "f" * 32, "03000200040005000006000700080009",
+                               "00020003000400050006000700080009"})
+
+
+def same_uuid(text: object) -> str:
+    """A UUID as 32 lowercase hex digits, however written (the kubelet's lowercase with dashes, a BMC's upper
+    case, braces); "" when it is none, or a placeholder that many machines share."""
+    if not isinstance(text, str):
+        return ""
+    digits = text.strip().strip("{}").replace("-", "").lower()
+    if len(digits) != 32 or any(c not in "0123456789abcdef" for c in digits) or digits in PLACEHOLDER_UUIDS:
+        return ""
+    return digits

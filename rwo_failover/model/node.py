@@ -2,50 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Optional
+from typing import Mapping, Optional
 
-from .bounded import MAX_NODE_ADDRESSES_NOTE, boot_id_note, note
 from .fields import Json, items_at, obj_at, ready_condition, server_time, strings_at, text_at
-from .names import (APPLIED_BY, NODE_OPT_OUT_LABEL, OOS_ANNOTATION, OOS_APPLIED_BY, OUT_OF_SERVICE_KEY,
-                    OUT_OF_SERVICE_VALUE, TAINT_ADDRESSES, TAINT_BOOT_ID, TAINT_NODE_UID)
+from .names import NODE_OPT_OUT_LABEL, OUT_OF_SERVICE_KEY, OUT_OF_SERVICE_VALUE
+from .taint_record import TaintRecord, record_for
 
 SHUTTING_DOWN = "node is shutting down"  # kubelet nodeshutdown manager's ShutdownStatus(), in Ready's message
 
 
 def _ready_message(status: Json) -> str:
     return next((text_at(c, "message") for c in items_at(status, "conditions") if text_at(c, "type") == "Ready"), "")
-
-
-def _addresses(status: Json) -> str:
-    """status.addresses as type=address, comma-separated, in the kubelet's order."""
-    return ",".join(f"{text_at(a, 'type')}={text_at(a, 'address')}" for a in items_at(status, "addresses"))
-
-
-def machine_of(obj: Json) -> dict[str, str]:
-    """The machine a Node object stands for now, as the annotations we record with our taint: the object's uid,
-    the kubelet's bootID (a new one at every boot) and the addresses, each bounded as model.bounded records what
-    others wrote (7,000 addresses, whole, made our taint patch too big: refused on every pass; so did 560 next to
-    others' 245 KiB of annotations)."""
-    meta, status = obj_at(obj, "metadata"), obj_at(obj, "status")
-    return {OOS_APPLIED_BY: APPLIED_BY, TAINT_NODE_UID: text_at(meta, "uid"),
-            TAINT_BOOT_ID: boot_id_note(text_at(obj_at(status, "nodeInfo"), "bootID")),
-            TAINT_ADDRESSES: note(_addresses(status), MAX_NODE_ADDRESSES_NOTE)}
-
-
-@dataclass(frozen=True)
-class TaintRecord:
-    """What our annotations say about the out-of-service taint: who added it, for which machine."""
-    applied_by: str = ""
-    node_uid: str = ""
-    boot_id: str = ""
-    addresses: str = ""
-
-    @classmethod
-    def from_annotations(cls, annotations: dict[str, str]) -> "TaintRecord":
-        return cls(annotations.get(OOS_APPLIED_BY, ""), annotations.get(TAINT_NODE_UID, ""),
-                   annotations.get(TAINT_BOOT_ID, ""), annotations.get(TAINT_ADDRESSES, ""))
 
 
 @dataclass(frozen=True)
@@ -75,7 +45,9 @@ class Node:
     # The Ready condition's lastTransitionTime: the kubelet's clock for True and False, the node lifecycle
     # controller's for Unknown. Shown, and judged only after its skew is bounded (planner.nodes).
     ready_since: Optional[datetime] = None
-    oos_added_at: Optional[str] = None  # our OOS_ANNOTATION: we added the out-of-service taint
+    # When we added our out-of-service taint (its timeAdded), from our record of it (model/taint_record.py),
+    # never from the Node itself: bound by observe and the live re-checks (with_record).
+    oos_added_at: Optional[str] = None
     uid: str = ""  # for fencing: the webhook is told exactly which Node object
     provider_id: str = ""
     internal_ips: tuple[str, ...] = ()  # status.addresses of type InternalIP: what a NetworkFence cuts off
@@ -91,17 +63,25 @@ class Node:
     opted_out: bool = False  # labelled NODE_OPT_OUT_LABEL (any value but "false"): never judged nor acted on
     boot_id: str = ""  # status.nodeInfo.bootID: the kubelet's boot of the machine; recorded on our fences
     labels: tuple[tuple[str, str], ...] = ()  # sorted (key, value): FENCING=redfish may key its BMC map by one
-    taint_record: TaintRecord = TaintRecord()  # our annotations: who added our taint, for which machine
+    taint_record: TaintRecord = TaintRecord()  # our record of our taint (with_record): for which machine
     # status.nodeInfo.systemUUID: the kubelet's SMBIOS product_uuid, what FENCING=redfish matches to the BMC's
     # ComputerSystem UUID (a node name can be re-registered on another machine; this cannot).
     system_uuid: str = ""
+
+    def with_record(self, records: Mapping[str, TaintRecord]) -> "Node":
+        """This node with our record of its out-of-service taint, if we hold one (records by ConfigMap name)."""
+        found = record_for(self.name, self.uid, (t.time_added for t in self.taints if t.is_ours), records) \
+            if records else None
+        if found is None:
+            return self
+        return dataclasses.replace(self, oos_added_at=found.added_at, taint_record=found)
 
     def label(self, key: str) -> Optional[str]:
         return dict(self.labels).get(key)
 
     @property
     def marked(self) -> bool:
-        """It carries a taint or our annotation: without either no verdict can be given (but FENCING=redfish's
+        """It carries a taint or our record: without either no verdict can be given (but FENCING=redfish's
         on a silent node), and most nodes in most passes have neither."""
         return bool(self.taints or self.oos_added_at)
 
@@ -113,8 +93,8 @@ class Node:
     def our_taint(self) -> Optional[Taint]:
         """Our out-of-service taint: exactly what we write, with the timeAdded our annotation recorded.
 
-        A human who removed our taint leaves the annotation; a taint they add later has another timeAdded
-        (or none), so it is never taken for ours.
+        A human who removed our taint leaves our record; a taint they add later has another timeAdded (or none),
+        so it is never taken for ours.
         """
         if not self.oos_added_at:
             return None
@@ -123,18 +103,17 @@ class Node:
     @classmethod
     def from_json(cls, obj: Json) -> "Node":
         meta, spec, status = obj_at(obj, "metadata"), obj_at(obj, "spec"), obj_at(obj, "status")
-        annotations = strings_at(meta, "annotations")
         ready, since = ready_condition(status)
         taints = tuple(Taint(text_at(t, "key"), text_at(t, "value"), text_at(t, "effect"), text_at(t, "timeAdded"))
                        for t in items_at(spec, "taints"))
         ips = tuple(text_at(a, "address") for a in items_at(status, "addresses")
                     if text_at(a, "type") == "InternalIP" and text_at(a, "address"))
-        return cls(text_at(meta, "name"), taints, ready, since, annotations.get(OOS_ANNOTATION),
+        return cls(text_at(meta, "name"), taints, ready, since, None,
                    text_at(meta, "uid"), text_at(spec, "providerID"), ips,
                    server_time(meta, "status"), ready == "False" and SHUTTING_DOWN in _ready_message(status),
                    server_time(meta, ""),
                    strings_at(meta, "labels").get(NODE_OPT_OUT_LABEL, "false") != "false",
                    text_at(obj_at(status, "nodeInfo"), "bootID"),
                    tuple(sorted(strings_at(meta, "labels").items())),
-                   TaintRecord.from_annotations(annotations),
+                   TaintRecord(),
                    text_at(obj_at(status, "nodeInfo"), "systemUUID"))

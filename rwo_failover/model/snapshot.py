@@ -15,6 +15,7 @@ from .lease import Lease
 from .node import Node
 from .pod import Pod
 from .recovery import RecoveryEntry
+from .taint_record import TaintRecord
 from .volume import Volume
 
 
@@ -49,6 +50,12 @@ class Snapshot:
     unreadable: tuple[Unreadable, ...] = ()  # objects skipped because they could not be read
     control: Optional[Control] = None  # the control ConfigMap; None when there is none (not paused)
     control_error: str = ""  # why it could not be read: a pass then writes nothing (fail safe)
+    # Our records of the out-of-service taints we added, by ConfigMap name; each node in `nodes` is bound to its
+    # own already (Node.with_record).
+    taint_records: Mapping[str, TaintRecord] = field(default_factory=dict)
+    # How long this process itself has seen each Ready=Unknown node so (observe/sightings.py), in seconds: the
+    # NotReady wait holds on it too. A node missing from it has not been seen at all (0).
+    unknown_for: Mapping[str, float] = field(default_factory=dict)
 
     # Both computed once per snapshot: a pass from continuous mode's cache at 5,000 nodes swept every node a
     # dozen times, which made a pass a second (a flapping shutdown taint) cost 5% of a core (bench/storms.py).
@@ -75,3 +82,4 @@ class Cached:
     unreadable: tuple[Unreadable, ...]
     control: Optional[Control] = None  # the watched control ConfigMap, as the last event left it
     control_error: str = ""
+    taint_records: tuple[TaintRecord, ...] = ()

@@ -1,7 +1,7 @@
 """Observe: read what one pass needs, and no more, into a Snapshot.
 
 Cost: one paginated node list, one GET per Lease of a tainted node (or one carrying our taint), one
-label-selected list of our recovery records, and, only when a node is proven down or back from an outage
+label-selected list each of our recovery records and of our taint records, and, only when a node is proven down or back from an outage
 with our taint: one field-selected pod list per such node, the claims of its pods and the PVs those claims
 and the node's attachments name (a GET each, or one paginated list past 20, or one per 50 nodes in a larger
 cluster, at most 100), and one paginated
@@ -22,6 +22,7 @@ from typing import Callable, Optional
 from ..kube import Api, Forbidden
 from ..model import (
     RECOVERY_LABEL,
+    TAINT_RECORD_LABEL,
     Attachment,
     Cached,
     Fence,
@@ -31,6 +32,7 @@ from ..model import (
     Reader,
     RecoveryEntry,
     Snapshot,
+    TaintRecord,
     Unreadable,
 )
 from ..planner import nodes_to_inspect, tainted_nodes
@@ -38,6 +40,7 @@ from ..planner.recovery import readable
 from ..settings import Settings
 from .control import read_control
 from .lookups import due_namespaces, gets_before_list, read_claims, read_volumes, recovery_pods, server_version
+from .sightings import Sightings
 
 log = logging.getLogger("rwo_failover")
 
@@ -58,19 +61,20 @@ def check_server_clock(api: Api) -> None:
 
 
 # What the first reads of a pass hold (the cache stands in for the lists); everything else is read by node.
-BASE_KINDS = frozenset({"node", "lease", "networkfence", "recovery record"})
+BASE_KINDS = frozenset({"node", "lease", "networkfence", "recovery record", "taint record"})
 
 
-def observe(api: Api, settings: Settings, now: Callable[[], datetime],
+def observe(api: Api, settings: Settings, now: Callable[[], datetime], sightings: Sightings,
             cache: Optional[Callable[[Api], Cached]] = None) -> Snapshot:
     """`now` is read after the nodes and Leases, so ages are judged against the time of the reads. With a
-    `cache` (continuous mode's watches), nodes, fences and recovery records come from it instead of lists."""
+    `cache` (continuous mode's watches), nodes, fences and recovery records come from it instead of lists.
+    `sightings` is this process's memory of when it first saw each node Ready=Unknown."""
     reader = Reader()
-    snapshot = _base(api, settings, now, reader, cache)
+    snapshot = _base(api, settings, now, reader, sightings, cache)
     return _details(api, settings, reader, snapshot)
 
 
-def observe_again(api: Api, settings: Settings, now: Callable[[], datetime], earlier: Snapshot,
+def observe_again(api: Api, settings: Settings, now: Callable[[], datetime], sightings: Sightings, earlier: Snapshot,
                   nodes_now: Optional[Callable[[Api], Optional[tuple]]] = None) -> Snapshot:
     """What a pass judged from the cache, read again live before it writes (run/runner.py): the nodes, fences and
     recovery records listed at the latest version (no resourceVersion: a quorum read, never the API server's
@@ -81,7 +85,7 @@ def observe_again(api: Api, settings: Settings, now: Callable[[], datetime], ear
     (recovery_pods reads more for a due one); else they are read again too."""
     reader = Reader()
     caught_up = nodes_now(api) if nodes_now else None
-    snapshot = _base(api, settings, now, reader, None, consistent=True, nodes_at=caught_up)
+    snapshot = _base(api, settings, now, reader, sightings, None, consistent=True, nodes_at=caught_up)
     inspect, before = set(nodes_to_inspect(snapshot, settings)), set(nodes_to_inspect(earlier, settings))
     records = readable(snapshot.recovery_records)
     if not inspect <= before or any(e not in earlier.recovery_records for e in snapshot.recovery_records) or \
@@ -94,7 +98,7 @@ def observe_again(api: Api, settings: Settings, now: Callable[[], datetime], ear
                                                                       if u.kind not in BASE_KINDS))
 
 
-def _base(api: Api, settings: Settings, now: Callable[[], datetime], reader: Reader,
+def _base(api: Api, settings: Settings, now: Callable[[], datetime], reader: Reader, sightings: Sightings,
           cache: Optional[Callable[[Api], Cached]], consistent: bool = False,
           nodes_at: Optional[tuple] = None) -> Snapshot:
     """The nodes, fences and recovery records (from the cache, or listed), and the Leases of the nodes judged.
@@ -109,6 +113,12 @@ def _base(api: Api, settings: Settings, now: Callable[[], datetime], reader: Rea
         listed = cached.nodes if cached else reader.each(api.list_nodes(reader.parse("node", Node.from_json),
                                                                         consistent))
     nodes = tuple({n.name: n for n in listed}.values())  # keyed by name: never judged with a node twice
+    # Which out-of-service taint is ours is read from our records, never from the Node (its kubelet writes there).
+    records = {r.name: r for r in (cached.taint_records if cached else reader.each(api.list_taint_records(
+        settings.recovery_namespace, TAINT_RECORD_LABEL, reader.parse("taint record", TaintRecord.from_json),
+        consistent)))}
+    if records:
+        nodes = tuple(n.with_record(records) for n in nodes)
     fences = {f.node: f for f in (cached.fences if cached else reader.each(
         api.list_networkfences(reader.parse("networkfence", Fence.from_json), consistent)))} \
         if settings.fencing == "networkfence" else {}
@@ -130,7 +140,8 @@ def _base(api: Api, settings: Settings, now: Callable[[], datetime], reader: Rea
         settings.recovery_namespace, RECOVERY_LABEL, reader.parse("recovery record", RecoveryEntry.from_json),
         consistent)))
     return Snapshot(at, nodes, leases, fences=fences, recovery_records=entries, unreadable=tuple(reader.unreadable),
-                    control=control, control_error=control_error)
+                    control=control, control_error=control_error, taint_records=records,
+                    unknown_for=sightings.update(nodes))
 
 
 def _details(api: Api, settings: Settings, reader: Reader, snapshot: Snapshot) -> Snapshot:
@@ -161,7 +172,7 @@ def _details(api: Api, settings: Settings, reader: Reader, snapshot: Snapshot) -
     replacing = recovery_pods(api, settings, reader, records, attachments, snapshot.now)
     return Snapshot(snapshot.now, snapshot.nodes, snapshot.leases, pods, claims, attachments, volumes, version,
                     snapshot.fences, entries, replacing, tuple(reader.unreadable), snapshot.control,
-                    snapshot.control_error)
+                    snapshot.control_error, snapshot.taint_records, snapshot.unknown_for)
 
 
 def _unknown_stays_unknown(nodes: tuple[Node, ...], unreadable: list[Unreadable]) -> tuple[Node, ...]:

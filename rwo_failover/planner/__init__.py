@@ -22,7 +22,7 @@ from .attachments import attachments_for
 from .caps import cap_pods
 from .control import pause_reason, storm
 from .evidence import ignored, left_out, unproven, unproven_attachments
-from .fencing import fence_step, unfence_step, unfence_steps
+from .fencing import bmc_key, fence_step, unfence_step, unfence_steps
 from .liveness import judge_liveness, lease_expires_at, lease_fresh
 from .nodes import (
     judge_nodes,
@@ -102,7 +102,9 @@ def _plan_node(verdict: NodeVerdict, node: Node, snapshot: Snapshot, settings: S
         step, why = fence_step(node, snapshot, settings)
         seen = snapshot.fences.get(node.name)
         node_plan = dataclasses.replace(node_plan, fence=step, fence_reason=why,
-                                        fence_seen=(seen.uid, seen.version) if seen else ("", ""))
+                                        fence_seen=(seen.uid, seen.version) if seen else ("", ""),
+                                        machine_seen=(bmc_key(node, settings), node.system_uuid)
+                                        if settings.fencing == "redfish" else ("", ""))
     return node_plan, skips
 
 
@@ -149,7 +151,7 @@ def plan(snapshot: Snapshot, settings: Settings) -> Plan:
     recovery = judge_all(snapshot, settings)
     skips += [Skip("recovery record", v.entry.name, v.detail) for v in recovery if v.state == "unreadable"]
     totals = {"not_ready": not_ready_count(snapshot), "total_nodes": len(snapshot.nodes), "untaint": untainted,
-              "drop_annotation": stale, "taint_kept": kept, "unfence": unfence, "recovery": recovery,
+              "stale_records": stale, "taint_kept": kept, "unfence": unfence, "recovery": recovery,
               "fences_held": fences_held,
               "wake_at": wake_at(verdicts, snapshot, settings, recovery), "ignored": ignored(node_plans, idle)}
     brake = (unhealthy_brake(snapshot, settings, idle) or silent_brake(snapshot, settings, idle)

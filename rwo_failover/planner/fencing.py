@@ -6,7 +6,8 @@ answer in this pass that names the node. Until then nothing on it is touched: no
 taint. A node without an address, or with one another node also has, is never fenced by us (a NetworkFence
 would cut off nothing, or someone else). Unfencing comes first when the node is back: set Unfenced, wait for
 Succeeded, delete the object; only then may our out-of-service taint come off. Unfencing lifts only what we
-made, for the machine we made it for: a fence without our record of its machine, made for another Node object
+made, for the machine we made it for, once that machine has been power-cycled (planner/undo.py: the rule our
+taint follows too): a fence without our record of its machine, made for another Node object
 under the name (a re-registered machine), or for other addresses than the node has now, is left in place
 (HOLD) for a human, with a Warning and a metric, since the fenced machine may still run.
 """
@@ -19,10 +20,11 @@ from typing import Iterable, Optional
 
 from ..model import Fence, Lease, Node, Snapshot, addresses_note
 from ..settings import Settings
-from ..model.names import NODE_OPT_OUT_LABEL
+from ..model.names import NODE_OPT_OUT_LABEL, same_uuid
 from .nodes import shutdown_taint
 from .taint import recovered
 from .types import Skip
+from .undo import reboot_blocker
 
 REQUEST = "request"    # create the fence, or call the webhook
 RECREATE = "recreate"  # our fence is Unfenced (an earlier recovery) and the node is down again: delete it, so
@@ -34,7 +36,8 @@ DELETE = "delete"      # Unfenced and Succeeded: remove the object
 HOLD = "hold"          # the node is back, but the fence is not ours to lift for it: left in place for a human
 # Why a fence is held, as a metric label: a short, fixed set.
 HELD_NO_RECORD, HELD_OTHER_MACHINE, HELD_ADDRESSES = "no-record", "other-machine", "addresses"
-HELD_REASONS = (HELD_NO_RECORD, HELD_OTHER_MACHINE, HELD_ADDRESSES)
+HELD_NOT_REBOOTED = "not-rebooted"  # back, but not proven power-cycled (planner/undo.py), as our taint would be
+HELD_REASONS = (HELD_NO_RECORD, HELD_OTHER_MACHINE, HELD_ADDRESSES, HELD_NOT_REBOOTED)
 
 
 def cidrs(node: Node) -> tuple[tuple[str, ...], Optional[str]]:
@@ -81,16 +84,29 @@ def _shared(node: Node, snapshot: Snapshot) -> Optional[str]:
     return None
 
 
-def _shared_bmc(node: Node, snapshot: Snapshot, settings: Settings) -> Optional[str]:
-    """FENCING=redfish keyed by a label: another node carrying the same value would make one BMC the witness
-    for two machines (a copied label, or one a kubelet set on its own node), and one's Off prove the other down."""
+def bmc_key(node: Node, settings: Settings) -> str:
+    """What keys the node's entry in REDFISH_BMC_FILE: the value of REDFISH_NODE_LABEL, or the node's name."""
     label = settings.redfish_node_label
-    key = node.label(label) if label else None
-    if not label or not key:
-        return None
-    other = next((o.name for o in snapshot.nodes if o.name != node.name and o.label(label) == key), None)
-    return f"node {other} carries the same value of label {label}, which keys REDFISH_BMC_FILE: one BMC cannot " \
-           "answer for two nodes" if other else None
+    return (node.label(label) or "") if label else node.name
+
+
+def _shared_bmc(node: Node, snapshot: Snapshot, settings: Settings) -> Optional[str]:
+    """FENCING=redfish: another node carrying the same REDFISH_NODE_LABEL value would make one BMC the witness for
+    two machines (a copied label), and one's Off prove the other down; another node reporting the same
+    systemUUID (cloned VM templates, boards whose firmware left it unset) makes that UUID no machine's identity."""
+    label, key = settings.redfish_node_label, bmc_key(node, settings)
+    if label and key:
+        other = next((o.name for o in snapshot.nodes if o.name != node.name and o.label(label) == key), None)
+        if other:
+            return f"node {other} carries the same value of label {label}, which keys REDFISH_BMC_FILE: one BMC " \
+                   "cannot answer for two nodes"
+    uuid = same_uuid(node.system_uuid)
+    twin = next((o.name for o in snapshot.nodes if o.name != node.name and uuid and
+                 same_uuid(o.system_uuid) == uuid), None) if uuid else None
+    if twin:
+        return f"node {twin} reports the same status.nodeInfo.systemUUID: a UUID two machines report identifies " \
+               "neither, so no BMC's answer can be matched to this node"
+    return None
 
 
 def fence_step(node: Node, snapshot: Snapshot, settings: Settings) -> tuple[Optional[str], str]:
@@ -161,7 +177,7 @@ def unfence_step(node: Optional[Node], lease: Optional[Lease], fence: Fence, set
     # Only a fence that may still fence is held: once it answered Unfenced (asked by us for the machine judged
     # then, or by a human), deleting it lifts nothing, and holding it would send a human to find a fenced machine.
     lifted = fence.state == "Unfenced" and fence.result == "Succeeded"
-    held = held_by(node, fence) if not lifted else None
+    held = held_by(node, fence, settings) if not lifted else None
     if held:
         return HOLD, held[1]
     if fence.deleting:
@@ -175,9 +191,10 @@ def unfence_step(node: Optional[Node], lease: Optional[Lease], fence: Fence, set
     return None, "unfencing asked; no answer yet"
 
 
-def held_by(node: Node, fence: Fence) -> Optional[tuple[str, str]]:
+def held_by(node: Node, fence: Fence, settings: Settings) -> Optional[tuple[str, str]]:
     """(HELD_* kind, why) when our fence must not be lifted for this node as read now; None when it was made
-    for this very machine: the same Node object, at the addresses it fences, which are the node's now."""
+    for this very machine (the same Node object, at the addresses it fences, which are the node's now) and that
+    machine has been power-cycled since, by UNDO's proof: the rule our out-of-service taint follows."""
     tail = "; left in place: a human checks the fenced machine is off, then unfences and deletes it"
     machine = fence.machine
     if machine is None:
@@ -193,6 +210,11 @@ def held_by(node: Node, fence: Fence) -> Optional[tuple[str, str]]:
         return HELD_ADDRESSES, (f"NetworkFence {fence.node} fences {_few(fence.cidrs)} (made for "
                                 f"{_few(machine.cidrs or [machine.addresses])}), but the node's addresses are now "
                                 f"{_few(sorted(_addresses(node)))}{tail}")
+    why = reboot_blocker(node, machine.boot_id, "our NetworkFence", settings)
+    if why:
+        return HELD_NOT_REBOOTED, (f"NetworkFence {fence.node}: {why}; reboot the machine (a new bootID lets "
+                                   "rwo-failover lift it), or unfence and delete it by hand once nothing there can "
+                                   "still write to the volumes it released")
     return None
 
 
@@ -219,7 +241,7 @@ def unfence_steps(snapshot: Snapshot, settings: Settings) -> tuple[tuple[tuple[s
             continue
         node = nodes.get(name)
         step, why = unfence_step(node, snapshot.leases.get(name), fence, settings, snapshot.now)
-        found = held_by(node, fence) if step == HOLD and node is not None else None
+        found = held_by(node, fence, settings) if step == HOLD and node is not None else None
         if found:
             held.append((name, *found))
             skips.append(Skip("networkfence", name, found[1]))

@@ -76,8 +76,13 @@ def _since(node: Node) -> str:
 
 
 def judge_liveness(node: Node, lease: Optional[Lease], taint: str, min_seconds: int, now: datetime,
-                   seen: Optional[str] = None, status_seen: Optional[datetime] = None) -> NodeVerdict:
+                   seen: Optional[str] = None, status_seen: Optional[datetime] = None, *,
+                   observed: float = 0.0) -> NodeVerdict:
     """Down, not yet, or split-brain; signs of life are checked first, and win.
+
+    `observed` is how long this process itself has seen the node's current Ready=Unknown, on its own monotonic
+    clock (observe/sightings.py): the NotReady wait holds on it too, so no skew between the API server that
+    stamped the verdict and the one answering now can shorten the wait.
 
     `seen` is the Lease's resourceVersion when this pass first read it ("" when it had none): given, a Lease
     that has changed since is a renewal this pass watched happen. `status_seen` is the node's status stamp
@@ -98,7 +103,8 @@ def judge_liveness(node: Node, lease: Optional[Lease], taint: str, min_seconds: 
     if blind:
         # A stamp ahead of the server's now stops being ahead as time passes: from then on the node is judged
         # like any other, so the verdict changes when that judgment first differs from "not yet".
-        later = None if clears_at is None else judge_liveness(node, lease, taint, min_seconds, clears_at, seen)
+        later = None if clears_at is None else judge_liveness(node, lease, taint, min_seconds, clears_at, seen,
+                                                              observed=observed + age(clears_at, now))
         changes = later and (clears_at if later.state is not NodeState.NOT_YET else later.changes_at)
         return verdict(NodeState.NOT_YET, blind, changes, unjudged=blind)
     if node.shutting_down:
@@ -108,7 +114,7 @@ def judge_liveness(node: Node, lease: Optional[Lease], taint: str, min_seconds: 
         return verdict(NodeState.NOT_YET, f"Ready={node.ready or 'absent'}: reported by the kubelet, which was "
                                           "alive to post it; down needs the node lifecycle controller's "
                                           "Ready=Unknown")
-    return _down_or_not_yet(node, lease, min_seconds, now, verdict)
+    return _down_or_not_yet(node, lease, min_seconds, now, verdict, observed)
 
 
 def _unjudgeable(node: Node, lease: Optional[Lease], now: datetime) -> tuple[str, Optional[datetime]]:
@@ -156,15 +162,18 @@ def _alive(node: Node, lease: Optional[Lease], now: datetime,
 
 
 def _down_or_not_yet(node: Node, lease: Optional[Lease], min_seconds: int, now: datetime,
-                     verdict: Callable[..., NodeVerdict]) -> NodeVerdict:
+                     verdict: Callable[..., NodeVerdict], observed: float) -> NodeVerdict:
     assert node.status_written_at is not None
     not_ready = node.status_written_at + STAMP
     silent = lease.changed_at + STAMP if lease is not None and lease.changed_at is not None else None
     needed = max(min_seconds, lease.duration) if lease is not None else 0
     due = max(not_ready + timedelta(seconds=min_seconds),
-              silent + timedelta(seconds=needed) if silent else not_ready)
+              silent + timedelta(seconds=needed) if silent else not_ready,
+              now + timedelta(seconds=max(0.0, min_seconds - observed)))
     quiet = f"Lease unrenewed for {age(now, silent):.0f}s" if silent else "no Lease"
     if now < due:
         return verdict(NodeState.NOT_YET, f"Ready=Unknown for {max(0.0, age(now, not_ready)):.0f}s (needs "
-                                          f"{min_seconds}s), {quiet} (needs {needed}s)", due)
-    return verdict(NodeState.DOWN, f"Ready=Unknown for {age(now, not_ready):.0f}s, {quiet}")
+                                          f"{min_seconds}s, and as long seen here: {observed:.1f}s), {quiet} (needs "
+                                          f"{needed}s)", due)
+    return verdict(NodeState.DOWN, f"Ready=Unknown for {age(now, not_ready):.0f}s ({observed:.0f}s seen here), "
+                                   f"{quiet}")

@@ -36,9 +36,11 @@ def min_not_ready(settings: Settings, lease: Optional[Lease]) -> int:
 
 
 def judge_tainted_node(node: Node, lease: Optional[Lease], taint: TaintSpec, settings: Settings, now: datetime,
-                       seen: Optional[str] = None, status_seen: Optional[datetime] = None) -> NodeVerdict:
+                       seen: Optional[str] = None, status_seen: Optional[datetime] = None, *,
+                       observed: float = 0.0) -> NodeVerdict:
     """judge_liveness of a node with a shutdown taint (never our own, see shutdown_taint)."""
-    return judge_liveness(node, lease, str(taint), min_not_ready(settings, lease), now, seen, status_seen)
+    return judge_liveness(node, lease, str(taint), min_not_ready(settings, lease), now, seen, status_seen,
+                          observed=observed)
 
 
 OPTED_OUT = (f"opted out by its label {NODE_OPT_OUT_LABEL}: never judged, tainted, fenced or freed (our "
@@ -67,10 +69,12 @@ def judge_nodes(snapshot: Snapshot, settings: Settings) -> list[NodeVerdict]:
               if n.name in tainted or ((n.our_taint is not None or redfish) and not n.opted_out))
     for node in sorted(judged, key=lambda n: n.name):
         lease = snapshot.leases.get(node.name)
+        observed = snapshot.unknown_for.get(node.name, 0.0)
         if node.name in tainted:
-            verdicts.append(judge_tainted_node(node, lease, tainted[node.name], settings, snapshot.now))
+            verdicts.append(judge_tainted_node(node, lease, tainted[node.name], settings, snapshot.now,
+                                               observed=observed))
             continue
-        verdict = judge_untainted(node, lease, settings, snapshot.now)
+        verdict = judge_untainted(node, lease, settings, snapshot.now, observed=observed)
         if verdict is None:
             continue
         counts = node.our_taint is not None and any(spec.matches(node.our_taint.as_dict())
@@ -81,7 +85,8 @@ def judge_nodes(snapshot: Snapshot, settings: Settings) -> list[NodeVerdict]:
 
 
 def judge_untainted(node: Node, lease: Optional[Lease], settings: Settings, now: datetime,
-                    seen: Optional[str] = None, status_seen: Optional[datetime] = None) -> Optional[NodeVerdict]:
+                    seen: Optional[str] = None, status_seen: Optional[datetime] = None, *,
+                    observed: float = 0.0) -> Optional[NodeVerdict]:
     """A node without a shutdown taint: with FENCING=redfish, silent long enough to ask its BMC (our taint or
     not: a node we tainted that is still silent may hold more to free); else, with our taint, judge_ours; None
     when there is nothing to judge."""
@@ -90,17 +95,18 @@ def judge_untainted(node: Node, lease: Optional[Lease], settings: Settings, now:
         if silent is not None and (silent.state is NodeState.DOWN or node.our_taint is None):
             return silent
     if node.our_taint is not None:
-        return judge_ours(node, lease, settings, now, seen, status_seen)
+        return judge_ours(node, lease, settings, now, seen, status_seen, observed=observed)
     return None
 
 
 def judge_ours(node: Node, lease: Optional[Lease], settings: Settings, now: datetime,
-               seen: Optional[str] = None, status_seen: Optional[datetime] = None) -> NodeVerdict:
+               seen: Optional[str] = None, status_seen: Optional[datetime] = None, *,
+               observed: float = 0.0) -> NodeVerdict:
     """A node whose only shutdown taint is the out-of-service taint we added: recovering once alive, else not
     yet. Never down: our taint was added on the evidence of another (the cloud's, a human's), and with that
     gone (the instance runs again, say) it proves nothing by itself, so nothing more is done there."""
     verdict = judge_liveness(node, lease, str(node.our_taint), min_not_ready(settings, lease), now, seen,
-                             status_seen)
+                             status_seen, observed=observed)
     if verdict.state is NodeState.SPLIT_BRAIN:
         return NodeVerdict(node.name, NodeState.RECOVERING, verdict.taint,
                            "alive again and carries only the out-of-service taint rwo-failover added",

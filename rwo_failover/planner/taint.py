@@ -5,11 +5,12 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Optional, Sequence
 
-from ..model import APPLIED_BY, Lease, Node, Pod, Snapshot, boot_id_note
+from ..model import Lease, Node, Pod, Snapshot, TaintRecord, record_name
 from ..settings import Settings
 from .liveness import age, lease_fresh, ready_since
 from .pods import protection
 from .types import NodeState, NodeVerdict, Skip
+from .undo import reboot_blocker as machine_not_rebooted
 
 OUT_OF_SERVICE_SINCE = (1, 28)  # the out-of-service taint's force-detach is GA from Kubernetes 1.28
 
@@ -53,31 +54,25 @@ def recovered_at(node: Node, lease: Optional[Lease], settings: Settings) -> Opti
 
 
 def provenance_blocker(node: Node) -> Optional[str]:
-    """Why the out-of-service taint on this node is not ours to lift: nothing says rwo-failover added it, or
-    it was added for another Node object (a machine registered since under the same name)."""
+    """Why the out-of-service taint on this node is not ours to lift: no record of ours in RECOVERY_NAMESPACE
+    says we added it, or the record is for another Node object (a machine registered since under the name).
+    Nothing on the Node itself counts: its kubelet may write every annotation there."""
     record = node.taint_record
-    if record.applied_by != APPLIED_BY:
-        return "the out-of-service taint stays: no rwo-failover.io/out-of-service-applied-by annotation says " \
-               "rwo-failover added it (a human's taint, or one added by a version that did not record it)"
+    if not record.node_uid:
+        return "the out-of-service taint stays: no record of rwo-failover's in its namespace says rwo-failover " \
+               "added it (a human's taint, or one rwo-failover 0.1 recorded in the Node's annotations, which the " \
+               "node itself may write)"
     if record.node_uid != node.uid:
         return f"the out-of-service taint stays: rwo-failover added it for the Node object with uid " \
-               f"{record.node_uid or '(none recorded)'}, and this one has uid {node.uid or '(none)'}"
+               f"{record.node_uid[:64]}, and this one has uid {node.uid[:64] or '(none)'}"
     return None
 
 
-def reboot_blocker(node: Node) -> Optional[str]:
-    """Why the node is not proven power-cycled since we tainted it: the kubelet's bootID is new at every boot,
-    and the same bootID means the machine only got its network back, still running what the taint released
-    (Rook's guidance: never remove the taint before a full power cycle)."""
-    recorded = node.taint_record.boot_id
-    if not recorded or not node.boot_id:
-        return "our out-of-service taint stays: no bootID " + ("was recorded when it was added" if not recorded
-                                                                else "is reported by the node now") + \
-               ", so a reboot since cannot be proven"
-    if recorded in (node.boot_id, boot_id_note(node.boot_id)):  # recorded as written, or by its digest
-        return f"our out-of-service taint stays: the node came back without rebooting (bootID {recorded[:80]} is " \
-               "the one recorded when rwo-failover added the taint), so it may still run what the taint released"
-    return None
+def reboot_blocker(node: Node, settings: Settings) -> Optional[str]:
+    """Why the machine is not proven power-cycled since we tainted it (planner/undo.py, the rule our
+    NetworkFences follow too)."""
+    record = node.taint_record
+    return machine_not_rebooted(node, record.boot_id, "our out-of-service taint", settings, record.bmc_off_at)
 
 
 def lift_blocker(node: Node, lease: Optional[Lease], settings: Settings, now: datetime) -> tuple[Optional[str], bool]:
@@ -89,7 +84,7 @@ def lift_blocker(node: Node, lease: Optional[Lease], settings: Settings, now: da
     why = recovered(node, lease, settings, now)
     if why:
         return why, False
-    why = reboot_blocker(node)
+    why = reboot_blocker(node, settings)
     return why, why is not None
 
 
@@ -115,10 +110,10 @@ def undo_blocker(node: Node, snapshot: Snapshot, settings: Settings) -> tuple[Op
 
 
 def untaint(verdicts: Sequence[NodeVerdict], snapshot: Snapshot, settings: Settings
-            ) -> tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, str], ...], list[Skip]]:
-    """Recovering nodes whose taint (ours) comes off now; nodes whose annotation outlived our taint (a human
-    removed it) and is dropped; the nodes whose taint stays until a human acts, with why; and a skip for each
-    recovering node that must wait."""
+            ) -> tuple[tuple[str, ...], tuple[TaintRecord, ...], tuple[tuple[str, str], ...], list[Skip]]:
+    """Recovering nodes whose taint (ours) comes off now; our records that outlived their taint (a human removed
+    it, or the Node object is gone), to drop; the nodes whose taint stays until a human acts,
+    with why; and a skip for each recovering node that must wait."""
     nodes = snapshot.by_name
     ready, kept, skips = [], [], []
     for verdict in (v for v in verdicts if v.state is NodeState.RECOVERING):
@@ -129,5 +124,18 @@ def untaint(verdicts: Sequence[NodeVerdict], snapshot: Snapshot, settings: Setti
                 kept.append((verdict.node, reason))
         else:
             ready.append(verdict.node)
-    stale = tuple(sorted(n.name for n in snapshot.marked if n.oos_added_at and n.our_taint is None))
-    return tuple(ready), stale, tuple(kept), skips
+    return tuple(ready), stale_records(snapshot), tuple(kept), skips
+
+
+def stale_records(snapshot: Snapshot) -> tuple[TaintRecord, ...]:
+    """Our taint records whose taint is gone: no node of that uid carries the taint with the recorded timeAdded.
+    Act drops each only after reading its node again, live, and only the record as read here."""
+    nodes = snapshot.by_name
+    stale = []
+    for name, record in sorted(snapshot.taint_records.items()):
+        node = nodes.get(record.node)
+        held = node is not None and node.uid == record.node_uid and name == record_name(node.uid) and \
+            node.our_taint is not None
+        if not held:
+            stale.append(record)
+    return tuple(stale)

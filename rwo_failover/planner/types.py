@@ -7,6 +7,8 @@ from datetime import datetime
 from enum import Enum
 from typing import Optional
 
+from ..model import TaintRecord
+
 
 # The recovery verdicts whose settling writes (act/recovery.py): a record deleted, with its Event.
 SETTLING = ("recovered", "not-recovered", "obsolete")
@@ -72,6 +74,9 @@ class NodePlan:
     # The NetworkFence the plan judged, (uid, resourceVersion): a write the plan decided on it (the delete that
     # recreates it) is preconditioned on exactly that object.
     fence_seen: tuple[str, str] = ("", "")
+    # FENCING=redfish: (the REDFISH_BMC_FILE key, the node's systemUUID) as the plan judged them unique among the
+    # nodes; the BMC is asked only while the node, read live, still carries both.
+    machine_seen: tuple[str, str] = ("", "")
     # The node's Lease as this pass first read it (its resourceVersion, "" when it had none): every live
     # re-check before a write compares, so a renewal the pass watches happen is seen as one.
     lease_seen: str = ""
@@ -148,7 +153,8 @@ class Plan:
     not_ready: int = 0
     total_nodes: int = 0
     untaint: tuple[str, ...] = ()  # recovered nodes whose out-of-service taint (ours) comes off
-    drop_annotation: tuple[str, ...] = ()  # nodes whose annotation outlived our taint (a human removed it)
+    # Our taint records (ConfigMap names) whose taint is gone (a human removed it, the Node object is gone)
+    stale_records: tuple[TaintRecord, ...] = ()
     # Recovering nodes whose out-of-service taint stays until a human acts (not ours, or not rebooted), and why
     taint_kept: tuple[tuple[str, str], ...] = ()
     unfence: tuple[tuple[str, str], ...] = ()  # (node, fencing.UNFENCE or DELETE) for nodes back for good
@@ -173,7 +179,7 @@ class Plan:
         """Whether acting on this plan, were no brake in the way, writes anything but an Event: a fence, a taint,
         a pod or an attachment delete, an undo, a recovery record settled. A pass judged from the watch cache
         re-reads live before any of these (run/runner.py); one with nothing to write reads nothing more."""
-        return bool(self.busy_nodes or self.untaint or self.drop_annotation or self.unfence or
+        return bool(self.busy_nodes or self.untaint or self.stale_records or self.unfence or
                     any(getattr(v, "state", "") in SETTLING for v in self.recovery))
 
     @property

@@ -20,6 +20,7 @@ from ..act.writer import Guard
 from ..kube import Api, WatchedCluster, load_api_client
 from ..kube.clock import SharedServerClock
 from ..kube.leader import LeaderElector
+from ..observe.sightings import Sightings
 from ..planner import NodeState, Plan
 from . import logs, plan_table
 from .exitcodes import EXIT_CONFIG, EXIT_CRASH
@@ -41,8 +42,11 @@ FENCES_ON_THE_TAINT = "ceph-csi 3.15+ rbd (*rbd.csi.ceph.com) and cephfs (*cephf
 
 def main(argv: Optional[Sequence[str]] = None, environ: Optional[Mapping[str, str]] = None,
          stdout: Optional[IO[str]] = None, stderr: Optional[IO[str]] = None,
-         sleep: Callable[[float], None] = time.sleep) -> int:
-    """The entry point; `sleep` is injectable so tests can check retry delays without waiting them out."""
+         sleep: Callable[[float], None] = time.sleep, sightings: Optional[Sightings] = None) -> int:
+    """The entry point; `sleep` is injectable so tests can check retry delays without waiting them out, and
+    `sightings` (the process's memory of when it first saw each node Ready=Unknown; a new one by default) so a
+    test's pass can stand for one of a process that has watched for long."""
+    sightings = sightings or Sightings()
     argv = sys.argv[1:] if argv is None else argv
     environ = os.environ if environ is None else environ
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
@@ -86,12 +90,12 @@ def main(argv: Optional[Sequence[str]] = None, environ: Optional[Mapping[str, st
         guard = elector.write_guard if elector else None
         if not settings.watch:
             return _crash_is_exit_70(metrics, lambda: _checked(new_api(), settings, lambda: run_loop(
-                lambda: _listing_pass(new_api(), settings, metrics, guard, show), settings,
+                lambda: _listing_pass(new_api(), settings, metrics, guard, show, sightings), settings,
                 elector=elector, metrics=metrics)))
         trigger = Trigger()
         cluster = WatchedCluster(new_api, settings, trigger.fire, metrics)
         return _crash_is_exit_70(metrics, lambda: _checked(new_api(), settings, lambda: run_loop(
-            lambda: _watched_pass(new_api(), settings, metrics, guard, show, cluster), settings,
+            lambda: _watched_pass(new_api(), settings, metrics, guard, show, cluster, sightings), settings,
             elector=elector, metrics=metrics, watched=(cluster, trigger))))
     api = new_api()  # the start-up check shares the pass's deadline: an unreachable server costs it once
     with _stop_on_signals() as stop:
@@ -100,7 +104,7 @@ def main(argv: Optional[Sequence[str]] = None, environ: Optional[Mapping[str, st
         def next_api() -> Api:
             return first.pop() if first else new_api()
         code = _crash_is_exit_70(metrics, lambda: _checked(api, settings, lambda: run_once(
-            next_api, settings, metrics, stop, show)))
+            next_api, settings, metrics, stop, show, sightings)))
         if settings.pushgateway_url:  # after a crash too: the alerts must see it
             metrics.push(settings.pushgateway_url, settings.pushgateway_instance)
     return code
@@ -113,13 +117,14 @@ def _checked(api: Api, settings: config.Settings, run: Callable[[], int]) -> int
 
 
 def _listing_pass(api: Api, settings: config.Settings, metrics: Metrics, guard: Optional[Guard],
-                  show: Optional[Callable[[Plan], None]]) -> None:
+                  show: Optional[Callable[[Plan], None]], sightings: Sightings) -> None:
     """One pass that lists what it needs (WATCH=false): the loop passes every INTERVAL."""
-    run_pass(api, settings, metrics=metrics, guard=guard, show=show)
+    run_pass(api, settings, metrics=metrics, guard=guard, show=show, sightings=sightings)
 
 
 def _watched_pass(api: Api, settings: config.Settings, metrics: Metrics, guard: Optional[Guard],
-                  show: Optional[Callable[[Plan], None]], cluster: WatchedCluster) -> Optional[float]:
+                  show: Optional[Callable[[Plan], None]], cluster: WatchedCluster,
+                  sightings: Sightings) -> Optional[float]:
     """One pass from the watch cache; the seconds until time alone changes a verdict (None: only a change),
     on the server's clock: the plan's wake_at less the server's time now. Then the pods on the nodes it found
     proven down are watched, so a change to one wakes a pass (kube/pod_watch.py)."""
@@ -132,7 +137,7 @@ def _watched_pass(api: Api, settings: config.Settings, metrics: Metrics, guard: 
         if show:
             show(plan)
     run_pass(api, settings, metrics=metrics, guard=guard, show=seen, cache=cluster.view,
-             watched_pause=cluster.paused, nodes_now=cluster.nodes_now)
+             watched_pause=cluster.paused, nodes_now=cluster.nodes_now, sightings=sightings)
     if wake:  # a pass that could not read the cluster judged nothing: the watches stay as they are
         cluster.pods.follow(down, api)
     if not wake or wake[0] is None:

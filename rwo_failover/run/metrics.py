@@ -118,7 +118,7 @@ class Metrics:
                                 registry=r)
         self.fences_held = Gauge(P + "fences_left_in_place", "NetworkFences of ours on nodes back for good, left "
                                  "in place in the last pass for a human, by cause (other-machine, addresses, "
-                                 "no-record).", ["cause"], registry=r)
+                                 "not-rebooted, no-record).", ["cause"], registry=r)
         # Every known label value starts at zero, so every pass exposes, and pushes, every series it owns: a
         # push is a POST, which replaces only the families it carries samples for, and a family left without
         # samples would keep an earlier pass's series on the Pushgateway for ever (an old refusal, say).

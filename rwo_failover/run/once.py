@@ -5,8 +5,10 @@ one. When a pass finds a node "not yet" down and the moment it will be (on the A
 plan) falls within ONCE_WAIT_SECONDS and leaves the next pass a third of PASS_TIMEOUT_SECONDS, this run
 sleeps until that moment and passes again, reading everything afresh: the second pass judges live, exactly as
 the first did, so the wait decides only *when* a pass runs, never what it does. The whole run stays inside
-one PASS_TIMEOUT_SECONDS, so the CronJob's activeDeadlineSeconds still holds. A dry run never waits: it shows
-the plan and exits. A stop signal ends the wait at once.
+one PASS_TIMEOUT_SECONDS, so the CronJob's activeDeadlineSeconds still holds. A new process has not seen any node
+NotReady itself (observe/sightings.py), so a node already NotReady is due MIN_NOT_READY_SECONDS after its first
+pass: the run waits for that too. A dry run waits as a real one does, so its plan is the one a real run would act
+on. A stop signal ends the wait at once.
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ from typing import Callable, Optional
 
 from ..act.writer import Guard
 from ..kube import Api, ServerClockUnknown
+from ..observe.sightings import Sightings
 from ..planner import NodeState, Plan
 from ..settings import Settings
 from . import logs
-from .exitcodes import EXIT_OK
+from .exitcodes import EXIT_OK, EXIT_REFUSED
 from .metrics import Metrics
 from .quiet_wait import wait_for_taint
 from .runner import run_pass
@@ -35,14 +38,16 @@ STOP_CHECK_SECONDS = 0.2  # how soon a stop signal ends the wait
 
 
 def run_once(new_api: Callable[[], Api], settings: Settings, metrics: Metrics, guard: Guard,
-             show: Optional[Callable[[Plan], None]] = None) -> int:
+             show: Optional[Callable[[Plan], None]] = None, sightings: Optional[Sightings] = None) -> int:
     """One pass, then at most MAX_PASSES - 1 more, each after waiting for a node due to be proven down; the last
-    pass's exit code. Every pass shares the first one's deadline."""
+    pass's exit code. Every pass shares the first one's deadline, and one memory of what the run has seen (a node
+    first seen Ready=Unknown by the first pass is proven down by the second, MIN_NOT_READY_SECONDS later)."""
+    sightings = sightings or Sightings()
     api = new_api()
     for number in range(1, MAX_PASSES + 1):
         plans: list[Plan] = []
-        code = run_pass(api, settings, metrics=metrics, guard=guard, show=_keep(plans, show))
-        if code != EXIT_OK or number == MAX_PASSES or guard() is not None or not plans:
+        code = run_pass(api, settings, metrics=metrics, guard=guard, show=_keep(plans, show), sightings=sightings)
+        if not _may_wait(code, plans) or number == MAX_PASSES or guard() is not None:
             return code
         due = _due(plans, api, settings)
         if due is not None:
@@ -59,6 +64,15 @@ def run_once(new_api: Callable[[], Api], settings: Settings, metrics: Metrics, g
     return code
 
 
+def _may_wait(code: int, plans: list[Plan]) -> bool:
+    """Whether the run may wait for a node due soon and pass again: after a clean pass, or one refused only for
+    a split-brain node (exit 3 with no brake): that node's alarm comes back every pass, and must not keep a node
+    proven down moments later from being freed in the same run."""
+    if not plans:
+        return False
+    return code == EXIT_OK or (code == EXIT_REFUSED and plans[0].refusal is None and bool(plans[0].split_brain))
+
+
 def _keep(plans: list[Plan], show: Optional[Callable[[Plan], None]]) -> Callable[[Plan], None]:
     def seen(plan: Plan) -> None:
         plans.append(plan)
@@ -69,7 +83,7 @@ def _keep(plans: list[Plan], show: Optional[Callable[[Plan], None]]) -> Callable
 
 def _due(plans: list[Plan], api: Api, settings: Settings) -> Optional[tuple[str, float]]:
     """The node due to be proven down soonest, and the seconds until then, when waiting for it is worth it."""
-    if not plans or settings.dry_run or not settings.once_wait_seconds:
+    if not plans or not settings.once_wait_seconds:  # a dry run waits too: its plan is then the real run's
         return None
     moments = [(v.changes_at, v.node) for v in plans[0].verdicts
                if v.state is NodeState.NOT_YET and v.changes_at is not None and not v.unjudged]

@@ -24,7 +24,9 @@ def _needs(settings: Settings) -> Iterator[tuple[str, str, str, dict, str]]:
     yield (f"RECOVERY_NAMESPACE={ns}", RECOVERY_RECORDS, f"/api/v1/namespaces/{ns}/configmaps",
            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _PROBE},
            "recovery confirmation: no record of a freed pod can be kept, so no RWOVolumeRecovered or "
-           "RWOVolumeNotRecovered follows, and every pass that frees a pod fails"
+           "RWOVolumeNotRecovered follows, and every pass that frees a pod fails; and the out-of-service taint: no "
+           "record of it can be kept, so it is never added, and with the handoff on (OUT_OF_SERVICE_TAINT) no "
+           "VolumeAttachment is released"
            + ("; and the storm cool-down (STORM_COOLDOWN_SECONDS): no storm moment can be kept, so after a brake "
               "the first calm pass acts" if settings.storm_cooldown_seconds else ""))
     if settings.leader_election:

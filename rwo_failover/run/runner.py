@@ -17,6 +17,7 @@ from ..kube import Api, ApiError, Forbidden
 from ..kube.clock import ServerClockUnknown
 from ..model import Cached, Snapshot
 from ..observe import observe, observe_again
+from ..observe.sightings import Sightings
 from ..settings import Settings
 from . import logs
 from .exitcodes import EXIT_FAILED, EXIT_FORBIDDEN, EXIT_OK, EXIT_PAUSED, EXIT_REFUSED, EXIT_UNAVAILABLE
@@ -28,7 +29,8 @@ log = logging.getLogger(logs.LOGGER)
 def run_pass(api: Api, settings: Settings, metrics: Optional[Metrics] = None, guard: Optional[Guard] = None,
              show: Optional[Callable[[planner.Plan], None]] = None,
              cache: Optional[Callable[[Api], Cached]] = None, watched_pause: Optional[Callable[[], str]] = None,
-             nodes_now: Optional[Callable[[Api], Optional[tuple]]] = None) -> int:
+             nodes_now: Optional[Callable[[Api], Optional[tuple]]] = None,
+             sightings: Optional[Sightings] = None) -> int:
     """Observe, decide, act; log one summary line; return the exit code.
 
     Every age is judged on the API server's clock (clock.ServerClock, fed by the Date header of each
@@ -38,11 +40,14 @@ def run_pass(api: Api, settings: Settings, metrics: Optional[Metrics] = None, gu
     `cache` gives continuous mode's watched lists to observe (kube.cache), and `watched_pause` its watched pause
     switch, which the write guard asks before every write. A paused pass (planner/control.py) acts as a dry run.
     `nodes_now`: the cache's nodes as of a consistent read made now, when it has caught up (see decide).
+    `sightings`: the process's memory of when it first saw each node Ready=Unknown (observe/sightings.py); one
+    for the process, kept across its passes; a pass without one remembers nothing before itself.
     """
     started = time.monotonic()
     now = api.server_clock.now
+    sightings = sightings or Sightings()
     try:
-        snapshot, plan = decide(api, settings, now, cache, nodes_now)
+        snapshot, plan = decide(api, settings, now, sightings, cache, nodes_now)
     except (ApiError, ServerClockUnknown) as err:
         code = EXIT_FORBIDDEN if isinstance(err, Forbidden) else EXIT_UNAVAILABLE
         log.error("cannot read the cluster; nothing was changed", extra={"error": str(err)})
@@ -55,7 +60,7 @@ def run_pass(api: Api, settings: Settings, metrics: Optional[Metrics] = None, gu
     if plan.paused:
         log.warning("paused: this pass observes and plans, and writes nothing", extra={"pause": plan.paused})
     acting = dataclasses.replace(settings, dry_run=True) if plan.paused else settings
-    actor = Actor(api, acting, now, metrics, pause, {n.name: n.uid for n in snapshot.nodes})
+    actor = Actor(api, acting, now, sightings, metrics, pause, {n.name: n.uid for n in snapshot.nodes})
     actor.warn_unreadable(snapshot.unreadable, plan)
     actor.warn_unjudged(plan)
     actor.warn_split_brain(plan.split_brain)
@@ -72,7 +77,8 @@ def run_pass(api: Api, settings: Settings, metrics: Optional[Metrics] = None, gu
     return code
 
 
-def decide(api: Api, settings: Settings, now: Callable[[], datetime], cache: Optional[Callable[[Api], Cached]] = None,
+def decide(api: Api, settings: Settings, now: Callable[[], datetime], sightings: Sightings,
+           cache: Optional[Callable[[Api], Cached]] = None,
            nodes_now: Optional[Callable[[Api], Optional[tuple]]] = None) -> tuple[Snapshot, planner.Plan]:
     """The snapshot and the plan a pass acts on. The watch cache decides *when* a pass runs, never *what* it
     writes: a plan judged from the cache that would write anything (planner.Plan.writes, brakes or not) is
@@ -82,14 +88,14 @@ def decide(api: Api, settings: Settings, now: Callable[[], datetime], cache: Opt
     consistent read made now (`nodes_now`): the same moment, without 50 MB at 5,000 nodes. Only that plan is
     acted on. A cached pass with nothing to write reads nothing more: steady state stays as cheap as the cache
     makes it."""
-    snapshot = observe(api, settings, now, cache)
+    snapshot = observe(api, settings, now, sightings, cache)
     plan = planner.plan(snapshot, settings)
     if cache is None or not plan.writes:
         return snapshot, plan
     log.info("the cached plan writes: reading live before acting",
              extra={"pods_planned": plan.pod_count, "attachments_planned": plan.attachment_count,
                     "nodes_not_ready": plan.not_ready, "nodes": plan.total_nodes})
-    live = observe_again(api, settings, now, snapshot, nodes_now)
+    live = observe_again(api, settings, now, sightings, snapshot, nodes_now)
     live_plan = planner.plan(live, settings)
     if (live_plan.refusal, live_plan.not_ready, live_plan.total_nodes, live_plan.pod_count) != \
             (plan.refusal, plan.not_ready, plan.total_nodes, plan.pod_count):

@@ -1,9 +1,13 @@
 """The BMC map of FENCING=redfish (REDFISH_BMC_FILE): which BMC answers for which node, with what credentials.
 
 The file is a Secret key mounted as a file: a JSON object from a key (the node's name, or the value of its
-REDFISH_NODE_LABEL label) to {"endpoint", "username", "password", "ca"?}. `endpoint` is the https:// URL of
-the node's ComputerSystem resource (/redfish/v1/Systems/<id>), without user:password@; `ca` is an optional PEM
-bundle that verifies the BMC's certificate (else the system's CAs). It is read at start-up (exit 2 naming what
+REDFISH_NODE_LABEL label) to {"endpoint", "username", "password", "uuid"?, "serial"?, "ca"?}. `endpoint` is the
+https:// URL of the node's ComputerSystem resource (/redfish/v1/Systems/<id>), without user:password@; `uuid`
+and `serial` are the machine's identity as its BMC reports it (the ComputerSystem's UUID and SerialNumber), at
+least one of them: the operator's word for which machine answers, since a node's own status.nodeInfo.systemUUID
+is written by its kubelet. A UUID that firmware leaves unset (all zeros, all ones, a board maker's fixed default)
+or that two entries share identifies no one machine and is refused: give `serial` for such boards. `ca` is an
+optional PEM bundle that verifies the BMC's certificate (else the system's CAs). It is read at start-up (exit 2 naming what
 is wrong) and again before each call, so a rotated password is picked up. No message ever quotes the file, an
 endpoint, a user name or a password: BmcMapError names the key and the field, never a value.
 """
@@ -17,13 +21,13 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
+from ..model.names import same_uuid
 from .urls import check_url
 
 MAX_MAP_BYTES = 4 * 1024 * 1024
 BMC_MAP_ALLOWED = ('a readable JSON file: {"<node name or label value>": {"endpoint": "https://...", "username": '
-                   '"...", "password": "...", "ca": "<PEM, optional>"}}')
-
-
+                   '"...", "password": "...", "uuid": "<the machine\'s SMBIOS UUID>" and/or "serial": "<its serial '
+                   'number>", "ca": "<PEM, optional>"}}, each uuid a machine\'s own')
 class BmcMapError(ValueError):
     """A BMC map that cannot be used; the message names what is wrong, never a value from the file."""
 
@@ -34,6 +38,8 @@ class Bmc:
     username: str = field(repr=False)
     password: str = field(repr=False)
     ca: Optional[str] = field(default=None, repr=False)
+    uuid: str = field(default="", repr=False)  # same_uuid() form; "" when the entry names a serial only
+    serial: str = field(default="", repr=False)
 
     def __str__(self) -> str:  # never the address nor the credentials, wherever it is formatted
         return "Bmc(...)"
@@ -49,6 +55,15 @@ def _entry(key: str, raw: object) -> Bmc:
     ca = raw.get("ca")
     if ca is not None and (not isinstance(ca, str) or "-----BEGIN CERTIFICATE-----" not in ca):
         raise BmcMapError(f"{where} has a ca that is not a PEM certificate")
+    uuid, serial = raw.get("uuid"), raw.get("serial")
+    if uuid is None and serial is None:
+        raise BmcMapError(f"{where} has neither uuid nor serial: the identity of the machine its BMC must answer "
+                          "for, which no node may tell about itself")
+    if uuid is not None and not same_uuid(uuid):
+        raise BmcMapError(f"{where} has a uuid that is not a UUID one machine alone carries (all zeros, all ones "
+                          "and firmware defaults are shared by many: give serial instead)")
+    if serial is not None and (not isinstance(serial, str) or not serial.strip() or len(serial) > 256):
+        raise BmcMapError(f"{where} has a serial that is not a non-empty string of at most 256 characters")
     try:
         endpoint = check_url(raw["endpoint"], ("https",), userinfo_ok=False)
     except ValueError as err:
@@ -56,7 +71,8 @@ def _entry(key: str, raw: object) -> Bmc:
     if "?" in endpoint or "#" in endpoint or "/redfish/v1/" not in endpoint:
         raise BmcMapError(f"{where} has an endpoint that is not a Redfish ComputerSystem URL "
                           "(https://host/redfish/v1/Systems/<id>, no query)")
-    return Bmc(endpoint, raw["username"], raw["password"], ca)
+    return Bmc(endpoint, raw["username"], raw["password"], ca, same_uuid(uuid) if uuid is not None else "",
+               serial.strip() if isinstance(serial, str) else "")
 
 
 def read_bmc_map(path: str) -> dict[str, Bmc]:
@@ -74,7 +90,21 @@ def read_bmc_map(path: str) -> dict[str, Bmc]:
         raise BmcMapError("it is not JSON") from None
     if not isinstance(data, dict) or not data:
         raise BmcMapError("it is not a JSON object with at least one entry")
-    return {str(key): _entry(str(key), value) for key, value in data.items()}
+    entries = {str(key): _entry(str(key), value) for key, value in data.items()}
+    seen: dict[str, str] = {}
+    for key, bmc in entries.items():
+        for identity in (f"uuid {bmc.uuid}", f"serial {bmc.serial}") if bmc.uuid and bmc.serial else \
+                ((f"uuid {bmc.uuid}",) if bmc.uuid else (f"serial {bmc.serial}",)):
+            if identity in seen:
+                first = seen[identity]
+                raise BmcMapError(f"entries {_where(first)} and {_where(key)} name the same {identity.split()[0]}: "
+                                  "one machine's identity cannot answer for two entries")
+            seen[identity] = key
+    return entries
+
+
+def _where(key: str) -> str:
+    return repr(key) if len(key) <= 63 and key.isprintable() else "(an entry)"
 
 
 _PEM = re.compile(r"-----BEGIN CERTIFICATE-----(.*?)-----END CERTIFICATE-----", re.DOTALL)

@@ -48,6 +48,9 @@ def _check_fencing(settings: Settings) -> None:
         raise ConfigError("FENCING=webhook needs FENCE_WEBHOOK_URL; allowed: an https:// URL")
     if settings.fencing == "redfish" or settings.redfish_bmc_file:
         _check_redfish(settings)
+    if settings.undo == "bmc" and settings.fencing != "redfish":
+        raise ConfigError(f"UNDO=bmc needs FENCING=redfish, the only mode with a BMC to see the machine power-cycled "
+                          f"(FENCING={settings.fencing}); allowed: UNDO=bootid or operator")
     if settings.fence_webhook_ca_file:
         try:
             with open(settings.fence_webhook_ca_file, "rb"):

@@ -17,6 +17,7 @@ from .values import (
     LOG_LEVELS,
     OUT_OF_SERVICE_MODES,
     OUTPUTS,
+    UNDO_MODES,
     STUCK_STATES,
     UNSAFE_RULES,
     boolean,
@@ -80,6 +81,7 @@ class Settings:
     redfish_silent_seconds: int
     redfish_power_off: bool
     redfish_off_wait_seconds: int
+    undo: str
     recovery_timeout_seconds: int
     metrics_port: int
     pushgateway_url: Optional[str]
@@ -167,7 +169,7 @@ SPECS: tuple[Spec, ...] = (
          "One pass (a CronJob's): when a node will be proven down within this many seconds, wait for that moment "
          "and pass again; with none due, watch nodes whose kubelet missed a Lease renewal this long for a shutdown "
          "taint, then pass again. Only while PASS_TIMEOUT_SECONDS leaves the next pass a third of itself; 0 never "
-         "waits, nor does a dry run.", "a whole number from 0 to 3600"),
+         "waits.", "a whole number from 0 to 3600"),
     Spec("WATCH", boolean, "true",
          "Continuous mode: keep nodes (and our NetworkFences and recovery records) current with a watch, "
          "and pass when they change or time alone changes a verdict, at least every INTERVAL; false lists every "
@@ -200,10 +202,12 @@ SPECS: tuple[Spec, ...] = (
          "lease, or " + _RANGE.format(0, DAY)),
     Spec("REDFISH_BMC_FILE", optional_text, "",
          "FENCING=redfish: a JSON file (a Secret key mounted as a file) from node name, or REDFISH_NODE_LABEL value, "
-         "to its BMC: {endpoint (the https:// ComputerSystem URL), username, password, ca (PEM, optional)}. Read "
-         "again before each call; never logged.", "a path, or empty", empty_ok=True),
+         "to its BMC: {endpoint (the https:// ComputerSystem URL), username, password, uuid and/or serial (the "
+         "machine's own identity, as its BMC reports it), ca (PEM, optional)}. Read again before each call; never "
+         "logged.", "a path, or empty", empty_ok=True),
     Spec("REDFISH_NODE_LABEL", lambda t: label_key(t) if t.strip() else None, "",
-         "FENCING=redfish: the node label whose value keys REDFISH_BMC_FILE; empty keys it by node name.",
+         "FENCING=redfish: the node label whose value keys REDFISH_BMC_FILE, one no kubelet may set on its own Node "
+         "(node-restriction.kubernetes.io/...); empty keys it by node name.",
          "a label key, or empty", empty_ok=True),
     Spec("REDFISH_SILENT_SECONDS", int_in(5, 3600), "20",
          "FENCING=redfish: how long a node's Lease must have gone unrenewed, on the API server's clock, before "
@@ -216,6 +220,13 @@ SPECS: tuple[Spec, ...] = (
     Spec("REDFISH_OFF_WAIT_SECONDS", int_in(1, 600), "30",
          "FENCING=redfish: after ForceOff, how long to wait for the BMC to report PowerState Off (never past "
          "the pass deadline, less a third of it kept for acting).", _RANGE.format(1, 600)),
+    Spec("UNDO", choice(UNDO_MODES), "bootid",
+         "What proves a node's machine power-cycled before our out-of-service taint or NetworkFence comes off: bootid "
+         "(a new status.nodeInfo.bootID, which the node itself reports), operator (that, and the node labelled "
+         "node-restriction.kubernetes.io/rwo-failover-rebooted with that new bootID, a label no kubelet may set), or "
+         "bmc "
+         "(that, and its BMC seen Off when we acted and On now; FENCING=redfish only).",
+         f"one of {', '.join(UNDO_MODES)}"),
     Spec("RECOVERY_TIMEOUT_SECONDS", int_in(1, WEEK), "600",
          "After a force-delete, how long its replacement may take to be Running and Ready elsewhere with the "
          "volume attached, before a RWOVolumeNotRecovered Warning.", _RANGE.format(1, WEEK)),
@@ -266,7 +277,8 @@ SPECS: tuple[Spec, ...] = (
     Spec("ALLOW_UNSAFE", unsafe_rules, "",
          "Safety rules a value may switch off, each named: unhealthy-fraction (MAX_UNHEALTHY_FRACTION of 0.9 or "
          "more, the brake all but never trips), min-not-ready (MIN_NOT_READY_SECONDS=0 without FENCING), "
-         "storm-cooldown (STORM_COOLDOWN_SECONDS=0, no cool-down after a brake). Without it such a value exits 2; "
+         "storm-cooldown (STORM_COOLDOWN_SECONDS=0, no cool-down after a brake), kubelet-label (a REDFISH_NODE_LABEL that a "
+         "kubelet may set on its own Node). Without it such a value exits 2; "
          "with it, start-up warns what is off.",
          f"a comma-separated list of {', '.join(UNSAFE_RULES)}, or empty", empty_ok=True),
 )

@@ -4,6 +4,7 @@ and each rule is named, so acknowledging one never lets another through."""
 
 from __future__ import annotations
 
+from ..model.names import kubelet_may_set
 from .errors import ConfigError
 from .table import Settings
 
@@ -27,6 +28,12 @@ def switched_off(settings: Settings) -> list[tuple[str, str]]:
         found.append(("storm-cooldown", "STORM_COOLDOWN_SECONDS=0: after a brake trips, passes act again at the "
                                         "first calm moment, so a flapping partition may have volumes released "
                                         "between two flaps"))
+    label = settings.redfish_node_label
+    if settings.fencing == "redfish" and label and kubelet_may_set(label):
+        # The label picks the BMC map entry, so the machine to power off: a node could point it at another's.
+        found.append(("kubelet-label", f"REDFISH_NODE_LABEL={label}: a node's own kubelet may set this label on its "
+                                       "Node (NodeRestriction allows it), and so choose which BMC map entry, and "
+                                       "which machine, answers for it; use a node-restriction.kubernetes.io/ key"))
     return found
 
 

@@ -14,6 +14,8 @@ STUCK_STATES = ("Terminating", "Unknown", "NodeLost", "NotReady", "NotStarted")
 LOG_FORMATS = ("auto", "json", "text")
 OUT_OF_SERVICE_MODES = ("auto", "always", "never")
 FENCING_MODES = ("none", "networkfence", "webhook", "redfish")
+# What proves a machine power-cycled before our taint or fence comes off (planner/undo.py).
+UNDO_MODES = ("bootid", "operator", "bmc")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 OUTPUTS = ("auto", "table", "none")
 
@@ -174,7 +176,7 @@ def lease_or_seconds(high: int) -> Callable[[str], Optional[int]]:
 
 
 # Safety rules that a value may switch off only when ALLOW_UNSAFE names them (checks.py says which values).
-UNSAFE_RULES = ("unhealthy-fraction", "min-not-ready", "storm-cooldown")
+UNSAFE_RULES = ("unhealthy-fraction", "min-not-ready", "storm-cooldown", "kubelet-label")
 
 
 def unsafe_rules(text: str) -> frozenset[str]:

@@ -1,0 +1,100 @@
+"""Our records of the out-of-service taints we add (model/taint_record.py), through the writer.
+
+A record is written before its taint (write-ahead), so a taint of ours never exists without the record that
+makes it ours; a record whose taint never landed is stale, and a later pass drops it. Each record is removed
+after its taint comes off, or dropped once its taint is gone, and only the record as judged (a delete carries
+its uid and resourceVersion), after its node was read again, live.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Optional
+
+from ..kube import Api, ApiError
+from ..model import BadObject, Node, TaintRecord, record_name
+from .writer import Result, Writer
+
+log = logging.getLogger("rwo_failover")
+
+
+def _record(obj: dict) -> Optional[TaintRecord]:
+    try:
+        return TaintRecord.from_json(obj)
+    except BadObject:
+        return None  # unreadable: no taint is ours by it (and observe's list names it in a skip)
+
+
+class TaintRecords:
+    def __init__(self, api: Api, writer: Writer, namespace: str) -> None:
+        self.api, self.writer, self.namespace = api, writer, namespace
+        self._written: dict[str, TaintRecord] = {}  # what this pass wrote, by ConfigMap name
+
+    def read(self, node: Node, purpose: str) -> Optional[dict[str, TaintRecord]]:
+        """The record of this Node object, read now ({} when none, or unreadable); None once a failed read is
+        recorded."""
+        name = record_name(node.uid)
+        try:
+            found = [r for r in self.api.find_taint_record(self.namespace, name, _record) if r is not None]
+        except ApiError as err:
+            self.writer.fail(f"{purpose} of node {node.name}: reading its taint record failed: {err}", err)
+            return None
+        return {r.name: r for r in found}
+
+    def write_ahead(self, raw_node: dict, added_at: str, bmc_off_at: str) -> bool:
+        """Record the taint we are about to add, with timeAdded `added_at`, for the node as read (`raw_node`).
+        True once it is recorded (or would be, in a dry run)."""
+        record = TaintRecord.of(raw_node, added_at, bmc_off_at)
+        if not record.node_uid:
+            self.writer.fail(f"node {record.node}: read without a uid, so a record of our taint could not name it; "
+                             "the out-of-service taint is not added")
+            return False
+        name = record_name(record.node_uid)
+        if name in self._written and self._written[name].same_content(record):
+            return True
+        body = record.body(self.namespace)
+        result = self.writer.create_taint_record(self.namespace, body)
+        if result is Result.CONFLICT:  # a record of an earlier taint of ours, gone since (add_patch saw none)
+            result = self._replace(record, name)
+        if result in (Result.DONE, Result.WOULD):
+            self._written[name] = record
+            return True
+        return False
+
+    def _replace(self, record: TaintRecord, name: str) -> Result:
+        try:
+            found = self.api.find_taint_record(self.namespace, name, lambda obj: obj)
+        except ApiError as err:
+            self.writer.fail(f"replacing the taint record {name}: reading it failed: {err}", err)
+            return Result.FAILED
+        version = str(((found[0].get("metadata") or {}).get("resourceVersion") or "")) if found else ""
+        if not version:
+            self.writer.fail(f"replacing the taint record {name}: it cannot be read back to precondition the write")
+            return Result.FAILED
+        result = self.writer.patch_taint_record(self.namespace, name, {"metadata": {"resourceVersion": version},
+                                                                      "data": record.data()})
+        if result is Result.CONFLICT:
+            self.writer.fail(f"replacing the taint record {name}: it changed while we wrote it; the out-of-service "
+                             "taint is not added in this pass")
+            return Result.FAILED
+        return result
+
+    def remove(self, record: TaintRecord) -> None:
+        """Our taint came off: its record goes too (a failure leaves it stale, for a later pass to drop)."""
+        result = self.writer.delete_taint_record(self.namespace, record.name, record.uid, record.version)
+        if result is Result.CONFLICT:
+            log.warning("taint record changed since it was read; left for a later pass",
+                        extra={"record": record.name})
+
+    def drop(self, record: TaintRecord, live: Optional[Node]) -> bool:
+        """Drop a record whose taint is gone, judged again on its node as read now (`live`, None when the node is
+        gone): kept when the node still carries the recorded taint. True when it was dropped."""
+        if live is not None and live.uid == record.node_uid and \
+                any(t.is_ours and t.time_added == record.added_at for t in live.taints):
+            log.info("taint record kept: its taint is on the node after all", extra={"record": record.name})
+            return False
+        result = self.writer.delete_taint_record(self.namespace, record.name, record.uid, record.version)
+        if result is Result.DONE:
+            log.info("dropped our taint record: its taint is gone", extra={"record": record.name,
+                                                                          "node": record.node})
+        return result in (Result.DONE, Result.GONE, Result.WOULD)
