@@ -118,3 +118,26 @@ def test_a_bump_of_our_warning_points_it_at_the_node_as_it_is_now(api, run_pass,
 
     [warning] = warnings_on(api, node)
     assert warning["metadata"]["name"] == SQUATTED and warning["count"] == 2
+
+
+def test_a_warning_the_node_wrote_under_our_name_first_shows_ours_on_the_next_pass(api, run_pass):
+    """A kubelet may create Events about its own Node (the Node authorizer allows it): it can write our repeated
+    Warning's deterministic name first, with our type, reason, source and its own uid, a fresh lastTimestamp and
+    a message of its choosing. The bump interval must not keep that message on the node: a pass whose Warning
+    says something else bumps it at once (tests/e2e/test_e2e_node_identity.py on a real control plane)."""
+    node = split_brain(api)
+    api.add({"apiVersion": "v1", "kind": "Event", "metadata": {"name": SQUATTED, "namespace": "default"},
+             "involvedObject": {"apiVersion": "v1", "kind": "Node", "name": "odd", "uid": node["metadata"]["uid"]},
+             "type": "Warning", "reason": "ShutdownTaintOnLiveNode", "source": {"component": "rwo-failover"},
+             "message": "planned maintenance, nothing to do", "count": 1,
+             "firstTimestamp": fc.stamp(5), "lastTimestamp": fc.stamp(1)})
+
+    first = run_pass()
+
+    assert first.code == EXIT_REFUSED
+    [warning] = warnings_on(api, node)
+    assert "rwo-failover will not touch this node" in warning["message"], warning["message"]
+    assert warning["count"] == 2
+    second = run_pass()  # ours now, and bumped within the interval only when what it says changes
+    assert second.code == EXIT_REFUSED
+    assert api.get("events", SQUATTED, "default")["count"] == 2

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import socket
 from datetime import datetime
 from typing import Callable, Optional
@@ -73,13 +74,24 @@ def _ours(found: object, node: str, reason: str) -> Json:
     return found
 
 
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+def _gist(message: object) -> str:
+    """What a message says, its figures aside: "Lease renewed 3s ago" says what "... 9s ago" does."""
+    return _NUMBER.sub("#", message[:1024]) if isinstance(message, str) else ""
+
+
 def bump_of(found: object, now: datetime, stamp: str, message: str, node: str, uid: str, reason: str) -> Optional[dict]:
     """The merge patch that bumps our existing repeated Warning; None while it was bumped within
-    REPEAT_EVERY_SECONDS and names the node as it is now. NotOurs when it is not ours (_ours).
+    REPEAT_EVERY_SECONDS, names the node as it is now and says what `message` says. NotOurs when it is not ours
+    (_ours).
 
     The patch points the Event at the node as it is now: describe finds Events by uid, so one written before
     Events carried it, or about a Node since re-registered under the same name, would otherwise never show.
-    Whatever else it holds, a count or a time that cannot be read, the bump repairs."""
+    A message that says something else is replaced at once: the node's kubelet may create Events about itself,
+    and could write ours first, fresh, with words of its own. Whatever else it holds, a count or a time that
+    cannot be read, the bump repairs."""
     event = _ours(found, node, reason)
     involved = {"apiVersion": "v1", "kind": "Node", "name": node, "uid": uid or None, "namespace": None}
     current = {k: v for k, v in involved.items() if v is not None}
@@ -89,7 +101,8 @@ def bump_of(found: object, now: datetime, stamp: str, message: str, node: str, u
         pointed = {k: v for k, v in obj_at(event, "involvedObject").items() if k in involved} == current
     except BadObject:
         last, count, version, pointed = None, 1, None, False
-    if pointed and last is not None and 0 <= (now - last).total_seconds() < REPEAT_EVERY_SECONDS:
+    said = _gist(event.get("message")) == _gist(message)
+    if pointed and said and last is not None and 0 <= (now - last).total_seconds() < REPEAT_EVERY_SECONDS:
         return None
     return {"count": max(count, 1) + 1, "lastTimestamp": stamp, "message": message[:1024],
             "involvedObject": involved, "metadata": {"resourceVersion": version}}
