@@ -194,7 +194,20 @@ class FakeApiServer:
         self.missing_namespaces: set[str] = set()  # creates there answer 404, as in a namespace never created
         self.missing_apis: set[str] = set()  # resources whose API is not installed: every call answers 404
         self.date_offset = 0.0  # seconds added to the Date header: a proxy sending its own, skewed Date
+        # A list at resourceVersion "0" is served from kube-apiserver's watch cache, at whatever version it holds,
+        # which may lag etcd (kubernetes#141887, KEP-5647): lag_watch_cache() freezes what such lists answer
+        # until catch_up_watch_cache(). None: the cache is current (the kind case, and the default).
+        self.watch_cache: Optional[tuple[int, dict[str, dict[str, bytes]]]] = None
         self._server: Optional[ThreadingHTTPServer] = None
+
+    def lag_watch_cache(self) -> None:
+        """From now on, lists at resourceVersion "0" answer the cluster as it is now, whatever changes after."""
+        with self.lock:
+            self.watch_cache = (self.resource_version, {plural: dict(objs) for plural, objs in self.store.items()})
+
+    def catch_up_watch_cache(self) -> None:
+        with self.lock:
+            self.watch_cache = None
 
     # --- lifecycle -------------------------------------------------------------------------
     def __enter__(self) -> "FakeApiServer":
@@ -438,21 +451,29 @@ class FakeApiServer:
 
     def _do_list(self, req: Request) -> Response:
         kind = KINDS[req.resource]
-        keys = self._candidate_keys(kind, req)
-        matches = _selector_filter(kind, self.store[kind.plural], keys, req)
+        at_zero = req.query.get("resourceVersion") == "0"
+        objects, version = self.store[kind.plural], self.resource_version
+        if at_zero and self.watch_cache is not None:  # a lagging watch cache answers, at its own version
+            version, stores = self.watch_cache
+            objects = stores[kind.plural]
+            keys = sorted(k for k in objects if not (kind.namespaced and req.namespace)
+                          or k.startswith(req.namespace + "/"))
+        else:
+            keys = self._candidate_keys(kind, req)
+        matches = _selector_filter(kind, objects, keys, req)
         # As kube-apiserver v1.36.2 (measured): a list at resourceVersion "0" is served whole from its watch cache,
         # whatever the limit; only a list without a resourceVersion is paginated.
-        limit = 0 if req.query.get("resourceVersion") == "0" else int(req.query.get("limit") or 0)
+        limit = 0 if at_zero else int(req.query.get("limit") or 0)
         start = _decode_continue(req.query) if "continue" in req.query else None
         if start is not None:
             matches = [k for k in matches if k > start]
         page, rest = (matches[:limit], matches[limit:]) if limit else (matches, [])
-        meta: dict[str, Any] = {"resourceVersion": str(self.resource_version)}
+        meta: dict[str, Any] = {"resourceVersion": str(version)}
         if rest:
             meta["continue"] = base64.urlsafe_b64encode(json.dumps({"start": page[-1]}).encode()).decode()
             meta["remainingItemCount"] = len(rest)
         head = json.dumps({"kind": kind.kind + "List", "apiVersion": kind.api_version, "metadata": meta})
-        items = managed_fields.expand(b",".join(self.store[kind.plural][k] for k in page))
+        items = managed_fields.expand(b",".join(objects[k] for k in page))
         body = head[:-1].encode() + b',"items":[' + items + b"]}"
         return Response(200, body, {"Content-Type": "application/json"})
 

@@ -26,7 +26,7 @@ def test_a_node_list_trickled_within_every_read_timeout_ends_with_the_pass(api, 
         fc.live_node(api, name)
     api.faults.append(Fault("trickle", verb="list", resource="nodes", delay=0.05))
     started = time.monotonic()
-    result = run_pass(PASS_TIMEOUT_SECONDS=str(PASS_TIMEOUT), REQUEST_TIMEOUT_SECONDS="1")
+    result = run_pass(PASS_TIMEOUT_SECONDS=str(PASS_TIMEOUT), REQUEST_TIMEOUT_SECONDS="1", MIN_NOT_READY_SECONDS="2")
     took = time.monotonic() - started
     assert result.code == EXIT_UNAVAILABLE
     assert took < PASS_TIMEOUT + SLACK, f"the pass ran {took:.1f}s with a {PASS_TIMEOUT}s deadline"
@@ -57,7 +57,8 @@ def test_trickled_headers_end_with_the_pass_too(tmp_path):
             "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
         started = time.monotonic()
         code = main(["--once"], {"KUBECONFIG": str(kubeconfig), "LOG_FORMAT": "json",
-                                 "PASS_TIMEOUT_SECONDS": str(PASS_TIMEOUT), "REQUEST_TIMEOUT_SECONDS": "1"},
+                                 "PASS_TIMEOUT_SECONDS": str(PASS_TIMEOUT), "REQUEST_TIMEOUT_SECONDS": "1",
+                                 "MIN_NOT_READY_SECONDS": "2"},
                     io.StringIO(), io.StringIO())
         took = time.monotonic() - started
     assert code == EXIT_UNAVAILABLE

@@ -95,7 +95,7 @@ def test_a_tenants_recovery_record_never_makes_a_pass_list_its_namespace(api, ru
 def split_brain_next_to_an_outage(api, run_pass):
     fc.outage(api)
     fc.live_node(api, "alive", taints=[fc.SHUTDOWN])
-    assert run_pass(MIN_NOT_READY_SECONDS="86400").code == EXIT_REFUSED  # the Warning Event exists now
+    assert run_pass(MIN_NOT_READY_SECONDS="2000", PASS_TIMEOUT_SECONDS="3600").code == EXIT_REFUSED  # the Warning
     return api
 
 

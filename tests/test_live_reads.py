@@ -102,16 +102,40 @@ def lists(requests: list, resource: str) -> list:
     return [r for r in requests if r.verb == "list" and r.resource == resource]
 
 
-def test_a_cached_pass_with_nothing_to_write_reads_nothing_more(api, kubeconfig):
-    """Steady state stays cheap: a tainted node not yet down, judged from the cache, costs its Lease and the
-    clock's cross-check; no list of anything."""
+def test_a_cached_pass_with_nothing_to_write_judges_the_brakes_on_current_nodes_and_reads_nothing_more(api,
+                                                                                                      kubeconfig):
+    """Steady state stays cheap, and its brakes current (issue 36): a tainted node not yet down, judged with the
+    cache's fences and records, costs its Lease, the clock's cross-check and the node list as of now: one
+    consistent list when the cache cannot stand in for it (no nodes_now here), and no list of anything else."""
     live_nodes(api, 3)
     api.add(fc.node("slow", ready="Unknown", since=1, taints=[fc.SHUTDOWN]))
     api.add(fc.lease("slow", 100))
     code, requests = one_pass(api, kubeconfig, frozen_cache(api, settings_for(kubeconfig)))
     assert code == EXIT_OK
-    assert not [r for r in requests if r.verb == "list"], [(r.verb, r.resource) for r in requests]
+    assert [(r.resource, "resourceVersion" in r.query) for r in requests if r.verb == "list"] == [("nodes", False)]
     assert [r.name for r in requests if r.resource == "leases"] == ["slow"]
+
+
+def test_a_cache_that_missed_a_storm_still_has_it_remembered(api, kubeconfig):
+    """Item 3: the node watch never saw a partition (6 of 9 live nodes NotReady for a moment, during its lag), and
+    the pass it would leave final writes nothing. Judged on the nodes as of now, the brake trips, and the storm is
+    remembered (stormTrippedAt), as WATCH=false would: the cache decides when a pass runs, never what it
+    remembers. The calm pass after refuses for the cool-down."""
+    from test_storm_cooldown import data
+    live_nodes(api, 9)
+    api.add(fc.node("dead", ready="Unknown", since=1, taints=[fc.SHUTDOWN, fc.UNREACHABLE]))  # not down yet
+    api.add(fc.lease("dead", 100))
+    fc.add_volume(api, "data-db-0", attached_to="dead")
+    api.add(fc.pod("db-0", "dead", claims=["data-db-0"], terminating=True))
+    cache = frozen_cache(api, settings_for(kubeconfig))
+    partition(api, 6)
+    code, _ = one_pass(api, kubeconfig, cache, MAX_UNHEALTHY_FRACTION="0.5")
+    assert code == EXIT_REFUSED and "stormTrippedAt" in data(api), "the storm, remembered"
+    for i in range(6):  # the flap ends, and the dead node is proven down by now
+        fc.live_node(api, f"w{i}")
+    fc.dead_node(api, "dead")
+    code, _ = one_pass(api, kubeconfig, cache, MAX_UNHEALTHY_FRACTION="0.5")
+    assert code == EXIT_REFUSED and api.get("pods", "db-0", "default") is not None, "cooling down"
 
 
 def test_a_cached_plan_that_writes_is_made_again_from_a_consistent_live_read(api, kubeconfig):
@@ -126,8 +150,10 @@ def test_a_cached_plan_that_writes_is_made_again_from_a_consistent_live_read(api
         # configmaps: the recovery records and the taint records (by label); the control ConfigMap's read by name
         # is the pause's own
         found = [r for r in lists(requests, resource) if r.query.get("labelSelector", "") == label]
-        assert len(found) == 1 and "resourceVersion" not in found[0].query, (resource, label, found)
-    node_list = requests.index(lists(requests, "nodes")[0])
+        # the nodes twice: as of now for the cached pass's brakes, and again just before it writes
+        assert len(found) == (2 if resource == "nodes" else 1), (resource, label, found)
+        assert all("resourceVersion" not in r.query for r in found), (resource, label, found)
+    node_list = requests.index(lists(requests, "nodes")[-1])
     assert [r for r in requests[node_list:] if r.resource == "leases" and r.name == "dead"], "Leases after nodes"
     assert [r for r in api.mutations() if r.resource == "networkfences"], "the live plan still fences"
 
@@ -149,11 +175,13 @@ def test_the_live_read_keeps_the_pods_and_attachments_it_just_read_live(api, kub
     fc.outage(api)
     _, requests = one_pass(api, kubeconfig, frozen_cache(api, settings_for(kubeconfig)))
     assert len(lists(requests, "volumeattachments")) == 1 and len(lists(requests, "pods")) == 1
-    assert len(lists(requests, "nodes")) == 1 and not api.objects("pods")
+    # The nodes: as of now for the cached pass's brakes, and again just before it writes.
+    assert len(lists(requests, "nodes")) == 2 and not api.objects("pods")
 
 
 def test_the_live_read_reads_the_pods_of_a_node_the_cache_had_not_seen_down(api, kubeconfig):
-    """The cache lags behind a second outage: the live read judges it down too, and reads its pods."""
+    """The cache lags behind a second outage: the pass judges the nodes as of now anyway, finds it down too,
+    and reads its pods once."""
     fc.outage(api)
     api.add(fc.node("late", ready="True", since=3600, taints=[]))
     api.add(fc.lease("late", 2))
@@ -164,7 +192,7 @@ def test_the_live_read_reads_the_pods_of_a_node_the_cache_had_not_seen_down(api,
     code, requests = one_pass(api, kubeconfig, cache)
     assert code == EXIT_OK and not api.objects("pods") and not api.objects("volumeattachments")
     assert sorted(r.query.get("fieldSelector") for r in lists(requests, "pods")) == \
-        ["spec.nodeName=dead", "spec.nodeName=dead", "spec.nodeName=late"]
+        ["spec.nodeName=dead", "spec.nodeName=late"]
 
 # --- item 7: a dead kubelet's last word is no alibi ---------------------------------------------------------
 

@@ -13,6 +13,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from conftest import ROOT
 from rwo_failover.run.exitcodes import EXIT_OK, EXIT_REFUSED
 from rwo_testkit import fake_cluster as fc
@@ -74,17 +76,47 @@ def test_a_split_brain_node_does_not_end_the_run_before_a_node_due_soon_is_freed
 
 
 def test_a_wait_that_would_not_leave_a_pass_its_time_is_not_taken(api, kubeconfig):
-    """With PASS_TIMEOUT_SECONDS=31 a wait of 30 s would leave the second pass a second, under the third it needs:
-    the next CronJob pass does it instead. A start-up slower than 9 s would be needed to bring the wait within
-    reach (at 15 s of 16, a loaded machine's 4 s start-up did)."""
-    about_to_be_down(api, 30, min_seconds=60)
+    """With PASS_TIMEOUT_SECONDS=31 a wait of 25 s would leave the second pass 6 s, under the third it needs: the
+    next CronJob pass does it instead."""
+    about_to_be_down(api, 25, min_seconds=10)
 
-    code, logs, took = one_pass(kubeconfig, MIN_NOT_READY_SECONDS="60", PASS_TIMEOUT_SECONDS="31",
+    code, logs, took = one_pass(kubeconfig, MIN_NOT_READY_SECONDS="10", PASS_TIMEOUT_SECONDS="31",
                                 REQUEST_TIMEOUT_SECONDS="5")
 
     assert code == EXIT_OK and len(api.objects("pods")) == 1
     assert [line["not_yet"] for line in logs if line["message"] == "pass finished"] == [1]
-    assert took < 30
+    assert took < 25
+
+
+def test_a_not_ready_wait_no_run_can_pass_is_refused_at_start_up(api, kubeconfig):
+    """A new process proves a node down only after seeing it NotReady for MIN_NOT_READY_SECONDS itself, inside
+    PASS_TIMEOUT_SECONDS less the third kept for acting: MIN_NOT_READY_SECONDS=60 (the old default) with the
+    default 45 s could never fit, and every CronJob run exited 0 and freed nothing (found by an attack on issue
+    35). Exit 2, naming both settings, before any API call."""
+    about_to_be_down(api, 0, min_seconds=60)
+    before = len(api.requests)
+
+    code, _logs, _took = one_pass(kubeconfig, MIN_NOT_READY_SECONDS="60")
+
+    assert code == 2 and len(api.requests) == before
+
+
+@pytest.mark.parametrize("env", [{"ONCE_WAIT_SECONDS": "0"}, {"ONCE_WAIT_SECONDS": "2"}],
+                         ids=["once-wait-0", "once-wait-below-min-not-ready"])
+def test_a_run_always_waits_its_own_sighting_of_a_node_long_down(api, kubeconfig, env):
+    """Found by an attack on issue 35: a node down for ten minutes by every stamp is only "not yet" to a new
+    process, which must see it NotReady for MIN_NOT_READY_SECONDS itself; with ONCE_WAIT_SECONDS below that (0
+    included) no run ever waited, and no CronJob run ever freed it. That wait is taken whatever ONCE_WAIT_SECONDS
+    says (it is what every failover of a one-shot run needs), and the run frees the node."""
+    for i in range(4):
+        fc.live_node(api, f"w{i}")
+    fc.dead_node(api, "dead", down_for=600)
+    stuck(api, "dead")
+
+    code, logs, _took = one_pass(kubeconfig, MIN_NOT_READY_SECONDS="3", **env)
+
+    assert code == EXIT_OK and api.objects("pods") == [] and api.objects("volumeattachments") == []
+    assert [line["not_yet"] for line in logs if line["message"] == "pass finished"] == [1, 0]
 
 
 def test_once_wait_seconds_0_never_waits(api, kubeconfig):

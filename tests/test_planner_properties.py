@@ -292,7 +292,11 @@ def test_caps_hold_or_the_plan_refuses(snapshot, settings):
     assert plan.pod_count <= settings.max_pods_per_pass, "a pass never deletes more pods than the cap"
     if plan.refusal is None:
         assert len(plan.busy_nodes) <= settings.max_nodes_per_pass
-        idle = len(plan.nodes) - len(plan.busy_nodes)  # proven down, nothing to release: they count neither way
+        # Proven down (or down by the server's stamps, not yet seen here so long) with nothing to release: they
+        # count neither way, and only they.
+        idle = len(plan.left_out)
+        assert plan.left_out <= {n.verdict.node for n in plan.nodes if not n.counted} | \
+            {v.node for v in plan.verdicts if v.sighting_pending}
         assert plan.not_ready - idle <= settings.max_unhealthy_fraction * max(plan.total_nodes - idle, 1)
     else:
         with pytest.raises(decide.UnsafePlan):

@@ -160,11 +160,14 @@ def test_on_with_power_off_enabled_is_powered_off_then_freed(api, kubeconfig, tm
     logs = [json.loads(line) for line in out.getvalue().splitlines() if line.strip()]
 
     assert code == EXIT_OK, logs
-    assert Run(code, logs, "").summary["powered_off"] == 1
+    # A new process first sees the Lease silent, and waits a renewal interval of its own (12 s) before any BMC is
+    # told anything (issue 35: no skew between API servers makes a heartbeating kubelet look silent).
+    passes = [line for line in logs if line["message"] == "pass finished"]
+    assert [p["powered_off"] for p in passes] == [0, 1]
     assert bmc.power("on-poweroff") == "Off"
     assert freed(api)
     assert [e for e in api.objects("events") if e["reason"] == "NodePoweredOff"]
-    assert took < 30, f"the pass took {took:.1f} s"
+    assert took < 40, f"the run took {took:.1f} s"
     no_secret(Run(code, logs, err.getvalue()), api, bmc.endpoint("on-poweroff"))
 
 

@@ -30,15 +30,29 @@ def lease(name: str, silent: float, version: str = "1") -> Lease:
 
 
 def snapshot(silences: dict[str, float]) -> Snapshot:
-    return Snapshot(NOW, tuple(node(n) for n in silences), {n: lease(n, s) for n, s in silences.items()})
+    """Nodes whose Leases went silent so long ago, each seen unchanged here as long (observe/sightings.py)."""
+    return Snapshot(NOW, tuple(node(n) for n in silences), {n: lease(n, s) for n, s in silences.items()},
+                    lease_seen_for=dict(silences))
 
 
 @pytest.mark.parametrize("silent, state", [(3, None), (11, None), (15, NodeState.NOT_YET), (25, NodeState.DOWN)])
 def test_a_node_is_a_candidate_only_once_its_lease_is_silent_long_enough(silent, state):
-    verdict = judge_silent(node("n"), lease("n", silent), settings(), NOW)
+    verdict = judge_silent(node("n"), lease("n", silent), settings(), NOW, observed=silent)
     assert (verdict.state if verdict else None) is state
     if state is NodeState.NOT_YET:  # continuous and one-shot mode wake for the moment it is due
         assert verdict.changes_at == NOW - timedelta(seconds=silent) + timedelta(seconds=1 + 20)
+
+
+@pytest.mark.parametrize("observed, state", [(0.0, NodeState.NOT_YET), (11.9, NodeState.NOT_YET),
+                                             (12.0, NodeState.DOWN)])
+def test_a_lease_only_stamped_silent_is_no_candidate_until_seen_unchanged_for_a_renewal_interval(observed, state):
+    """Issue 35's attack: a renewal stamped by an API server 12 s behind reads 21 s old at the default
+    REDFISH_SILENT_SECONDS=20; a kubelet renewing every 10 s would have its machine powered off. Silence counts
+    only once this process has itself seen the Lease unchanged for a renewal interval (40 s / 4 + 2 s)."""
+    verdict = judge_silent(node("n"), lease("n", 25), settings(), NOW, observed=observed)
+    assert verdict.state is state
+    if state is NodeState.NOT_YET:
+        assert verdict.sighting_pending and verdict.changes_at == NOW + timedelta(seconds=12 - observed)
 
 
 def test_a_renewal_while_the_pass_watched_is_never_a_candidate():

@@ -53,19 +53,20 @@ def deletes(api) -> list:
     return [r for r in api.requests if r.verb == "delete" and r.resource in ("pods", "volumeattachments")]
 
 
-def test_a_verdict_that_only_looks_old_is_not_acted_on_by_a_pass_that_has_not_seen_it_for_long(api, kubeconfig):
-    """The issue's case, in one pass that does not wait (ONCE_WAIT_SECONDS=0): by the stamps the verdict is 6.3 s
-    old, over the 3 s wait; this process has seen it for no time at all. Not yet: nothing deleted, exit 0, and the
-    verdict says what it waits for."""
+def test_a_verdict_that_only_looks_old_is_not_acted_on_before_this_process_has_seen_it_for_long(api, kubeconfig):
+    """The issue's case: by the stamps the verdict is 6.3 s old, over the 3 s wait; this process has seen it for no
+    time at all. Its first pass deletes nothing and says what it waits for; nothing is deleted until
+    MIN_NOT_READY_SECONDS after the run first read the node (before, the first pass deleted at once)."""
     stamped_by_a_server_behind(api)
 
     code, logs, _took = fresh_process_pass(kubeconfig, ONCE_WAIT_SECONDS="0")
 
-    assert code == EXIT_OK and deletes(api) == []
-    [verdict] = [line for line in logs if line["message"] == "node verdict" and line["node"] == "dead"]
-    assert verdict["state"] == "not-yet" and "as long seen here" in verdict["reason"], verdict
-    [summary] = [line for line in logs if line["message"] == "pass finished"]
-    assert summary["not_yet"] == 1 and summary["pods_deleted"] == 0
+    first_read = min(r.at for r in api.requests if r.verb == "list" and r.resource == "nodes")
+    assert deletes(api) and min(r.at for r in deletes(api)) - first_read >= 3.0, "not before its own sighting"
+    verdicts = [line for line in logs if line["message"] == "node verdict" and line["node"] == "dead"]
+    assert verdicts[0]["state"] == "not-yet" and "as long seen here" in verdicts[0]["reason"], verdicts[0]
+    summaries = [line for line in logs if line["message"] == "pass finished"]
+    assert summaries[0]["not_yet"] == 1 and summaries[0]["pods_deleted"] == 0 and code == EXIT_OK
 
 
 def test_a_held_back_renewal_that_lands_within_the_wait_is_seen_and_nothing_is_freed(api, kubeconfig):
@@ -126,3 +127,23 @@ def test_a_sighting_ages_on_the_monotonic_clock_and_a_new_transition_is_a_new_si
     clock[0] = 107.0
     assert seen.update([_node("a", "Unknown", uid="u2", since="2026-11-28T00:01:00Z")]) == {"a": 0.0}, \
         "seen Ready in between: forgotten"
+
+
+def test_stopped_instances_still_count_neither_way_for_a_process_that_has_just_seen_them(api, kubeconfig):
+    """Found on the real control plane (tests/e2e/test_e2e_liveness.py): six stopped instances (shutdown taint,
+    NotReady for 10 minutes, nothing on them) beside three live nodes and a real outage. A new process had seen
+    none of them NotReady itself, so none was proven down, none was left out of the unhealthy fraction as a
+    stopped instance, and every CronJob run refused (7 of 10 not Ready) without ever waiting. Down by the
+    server's stamps with nothing to release, they count neither way while the run waits its own sighting out."""
+    for i in range(3):
+        fc.live_node(api, f"w{i}")
+    for i in range(6):
+        fc.dead_node(api, f"stopped-{i}")
+    fc.dead_node(api, "dead")
+    stuck(api, "dead")
+
+    code, logs, _took = fresh_process_pass(kubeconfig)
+
+    summaries = [line for line in logs if line["message"] == "pass finished"]
+    assert [s["brake"] for s in summaries] == ["", ""], summaries
+    assert code == EXIT_OK and api.objects("pods") == [] and api.objects("volumeattachments") == []

@@ -30,18 +30,29 @@ from .taint_records import TaintRecords
 from .writer import Guard, Result, Writer
 
 log = logging.getLogger("rwo_failover")
+# What lifts our taint from a node that came back, by UNDO's proof of a power cycle (planner/undo.py).
+UNDO_HOW = {"bootid": "Reboot the machine (a new bootID lets rwo-failover remove its taint)",
+            "operator": "Power-cycle the machine, then confirm it as said above (UNDO=operator)",
+            "bmc": "Power-cycle the machine; rwo-failover removes its taint once the node reports a new bootID and "
+                   "its BMC answers PowerState On (UNDO=bmc)"}
 
 
 class Actor:
     def __init__(self, api: Api, settings: Settings, now: Callable[[], datetime], sightings: Sightings,
                  metrics: Optional[RecoveryMetrics] = None, guard: Optional[Guard] = None,
-                 node_uids: Optional[Mapping[str, str]] = None) -> None:
+                 node_uids: Optional[Mapping[str, str]] = None, *, live_pause: Optional[Guard] = None,
+                 memory: Optional[tuple[bool, Optional[Guard]]] = None) -> None:
+        """`guard` is asked before every write, `live_pause` (the pause switch read live) before every destructive
+        one. `memory` (dry run, guard) is for what a pass remembers, the storm moments: written under the stop and
+        leadership guard alone, so a storm seen by a paused pass is still remembered; by default as the rest."""
         self.api, self.settings, self.now = api, settings, now
         # Each node's uid, for its Events: from the snapshot, then from the live re-checks (a node deleted and
         # re-registered under the same name is another object).
         self.node_uids = dict(node_uids or {})
         self.outcome = Outcome()
-        self.writer = Writer(api, settings.dry_run, self.outcome, guard)
+        memory_dry_run, memory_guard = memory if memory is not None else (settings.dry_run, guard)
+        self.memory = Writer(api, memory_dry_run, self.outcome, memory_guard)
+        self.writer = Writer(api, settings.dry_run, self.outcome, guard, live_pause)
         self.events = EventRecorder(self.writer, now)
         self.records = TaintRecords(api, self.writer, settings.recovery_namespace)
         self.live = Rechecker(api, settings, self.writer, self.outcome, now,
@@ -102,7 +113,7 @@ class Actor:
         # One Event per down node that has work, capped, so a mass outage does not become an Event storm;
         # with the unhealthy-fraction brake no node was planned, so every down node is named (capped).
         if plan.storm_mark is not None:  # first: the cool-down's memory matters more than the Events
-            record_storm(self.writer, self.settings, plan.storm_mark)
+            record_storm(self.memory, self.settings, plan.storm_mark)
         # The cool-down has its own reason: its message (when it resumes) must not be hidden under a brake's.
         busy = [n.verdict for n in plan.busy_nodes] or [v for v in plan.verdicts if v.state is NodeState.DOWN]
         cooling = plan.refusal is not None and plan.refusal.kind is RefusalKind.STORM_COOLDOWN
@@ -122,9 +133,9 @@ class Actor:
             self.taint.drop(record)
         for name, why in plan.taint_kept:  # comes back every pass until a human acts: one Warning, bumped
             self.events.repeated(name, self.node_uids.get(name, ""), "OutOfServiceTaintKept",
-                                 f"{why}; rwo-failover will not remove it. Reboot the machine (a new bootID lets "
-                                 "rwo-failover remove its taint), or remove the taint by hand once nothing there "
-                                 "can still write to the volumes it released (docs/fencing.md)")
+                                 f"{why}; rwo-failover will not remove it. {UNDO_HOW[self.settings.undo]}, or remove "
+                                 "the taint by hand once nothing there can still write to the volumes it released "
+                                 "(docs/fencing.md)")
         for name, step in plan.unfence:
             self.fencer.unfence(name, step)
         for name, _kind, why in plan.fences_held:

@@ -1,9 +1,11 @@
 """The pause switch at write time, and the storm cool-down's memory, both in the control ConfigMap.
 
-A pass read the pause switch when it started (observe); an operator may set it while the pass plans, so the
-write guard reads it again, live, before the pass's first write, and (continuous mode) asks the watched copy
-before every write after that. A storm moment is written with the resourceVersion the pass read as its
-precondition (or created, which fails if someone created it first): two writers never lose each other's word.
+A pass read the pause switch when it started (observe); an operator may set it while the pass plans or waits, so
+the write guard reads it again, live, before the pass's first write and before every destructive write (a fence,
+a power-off, a taint, a pod or attachment delete), and (continuous mode) asks the watched copy before every other
+write. A storm moment is memory, not an action: it is written whatever the switch says (never in a dry run),
+with the resourceVersion the pass read as its precondition (or created, which fails if someone created it
+first): two writers never lose each other's word.
 """
 
 from __future__ import annotations
@@ -45,6 +47,19 @@ class PauseCheck:
             self.found = self.watched()
         if self.found:
             log.error("paused before a write: nothing more is written this pass", extra={"pause": self.found})
+        return self.found or None
+
+    def live(self) -> Optional[str]:
+        """Before each destructive write: `inner`'s reason, or the pause switch read live now (in every mode: the
+        watched copy may lag, and a pass may have waited seconds since its first write for a BMC or a fence)."""
+        why = self.inner() if self.inner else None
+        if why or self.found:
+            return why or self.found
+        control, error = read_control(self.api, self.settings)
+        self.found = _reason(error, control.describe() if control and control.paused else None)
+        if self.found:
+            log.error("paused before a destructive write: nothing more is written this pass",
+                      extra={"pause": self.found})
         return self.found or None
 
 

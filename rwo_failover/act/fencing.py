@@ -85,7 +85,7 @@ class Fencer:
                                  f"fence webhook did not confirm: {why}; rwo-failover touched nothing on this node")
         return False
 
-    def _redfish(self, node: Node, judged: tuple[str, str]) -> bool:
+    def _redfish(self, node: Node, judged: tuple[str, str, str]) -> bool:
         """Proven down only when its BMC answers PowerState Off, in this pass; otherwise nothing is touched."""
         why = self.power.prove_off(node, judged)
         if why is None:

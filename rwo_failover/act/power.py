@@ -30,19 +30,25 @@ class PowerWitness:
         self.api, self.settings, self.writer, self.events = api, settings, writer, events
         self.outcome, self.sleep = outcome, sleep
 
-    def _entry(self, node: Node, judged: Optional[tuple[str, str]]) -> tuple[Optional[Bmc], str]:
-        """The node's BMC map entry, by the key the plan judged unique (`judged`: the key and the node's systemUUID
-        then), while the node as read now still carries both; else (None, why)."""
+    def _entry(self, node: Node, judged: Optional[tuple[str, str, str]]) -> tuple[Optional[Bmc], str]:
+        """The node's BMC map entry, by the key the plan judged unique (`judged`: the key, the node's systemUUID
+        then, and another node reporting that UUID), while the node as read now still carries both; else (None,
+        why). An entry that names its machine by uuid proves nothing when another node reports that UUID too."""
         label, key = self.settings.redfish_node_label, bmc_key(node, self.settings)
         if not key:
             return None, f"the node has no label {label}, which keys REDFISH_BMC_FILE"
-        if judged is not None and (key, node.system_uuid) != judged:
+        if judged is not None and (key, node.system_uuid) != judged[:2]:
             return None, ("its REDFISH_BMC_FILE key or its systemUUID changed since the plan judged them unique "
                           "among the nodes; asked again next pass")
         try:
-            return bmc_for(str(self.settings.redfish_bmc_file), key), ""
+            bmc = bmc_for(str(self.settings.redfish_bmc_file), key)
         except BmcMapError as err:
             return None, f"REDFISH_BMC_FILE cannot be used for this node ({err})"
+        if judged is not None and judged[2] and bmc.uuid:
+            return None, (f"node {judged[2]} reports the same status.nodeInfo.systemUUID: a UUID two machines "
+                          "report identifies neither, so the entry's uuid cannot be matched to this node (name "
+                          "its machine by serial)")
+        return bmc, ""
 
     def shows_on(self, node: Node) -> Optional[str]:
         """UNDO=bmc's last witness, asked just before our taint comes off: None when the machine the map names for
@@ -56,7 +62,7 @@ class PowerWitness:
             return f"its BMC does not show the machine back on ({why})"
         return None if state == "On" else f"its BMC answers PowerState {state}, not On"
 
-    def prove_off(self, node: Node, judged: tuple[str, str]) -> Optional[str]:
+    def prove_off(self, node: Node, judged: tuple[str, str, str]) -> Optional[str]:
         """None once the BMC answers Off (after ForceOff, with REDFISH_POWER_OFF) for the machine the map names;
         else why not ("" when the writer recorded it already). No reason holds the BMC's address or credentials."""
         bmc, why = self._entry(node, judged)

@@ -69,18 +69,20 @@ class Rechecker:
                                          observed=self.sightings.age(node))
         else:  # FENCING=redfish's silent node, or a node with only our taint, or nothing to judge any more
             verdict = judge_untainted(node, lease, self.settings, self.now(), seen, status_seen,
-                                      observed=self.sightings.age(node)) or \
+                                      observed=self.sightings.age(node),
+                                      lease_observed=self.sightings.lease_age(name, lease)) or \
                 NodeVerdict(name, NodeState.NOT_YET, "", "shutdown taint removed since the pass began")
         return verdict, node, raw
 
     @contextmanager
     def on_every_retry(self, node_plan: NodePlan) -> Iterator[None]:
         """Within: a destructive write whose answer was lost is resent only after the node passes another live
-        re-check (a kubelet may come back while the attempt went unanswered)."""
+        re-check (a kubelet may come back while the attempt went unanswered), and the pause switch, read live,
+        is still off."""
         def guard() -> Optional[str]:
             if self.confirm_down(node_plan) is None:
                 return "the node is no longer proven down on the live re-check before a retry"
-            return None
+            return self.writer.live_pause() if self.writer.live_pause else None  # the pause, read live too
         self.api.retry_guard = guard
         try:
             yield

@@ -12,7 +12,7 @@ import logging
 from typing import Optional
 
 from ..kube import Api, ApiError
-from ..model import BadObject, Node, TaintRecord, record_name
+from ..model import POWER_CYCLED_ANNOTATION, BadObject, Node, TaintRecord, record_name
 from .writer import Result, Writer
 
 log = logging.getLogger("rwo_failover")
@@ -53,7 +53,9 @@ class TaintRecords:
         if name in self._written and self._written[name].same_content(record):
             return True
         body = record.body(self.namespace)
-        result = self.writer.create_taint_record(self.namespace, body)
+        result = self.writer.record(f"creating taint record {self.namespace}/{name}",
+                                    "would record the out-of-service taint", name,
+                                    lambda: self.api.create_taint_record(self.namespace, body))
         if result is Result.CONFLICT:  # a record of an earlier taint of ours, gone since (add_patch saw none)
             result = self._replace(record, name)
         if result in (Result.DONE, Result.WOULD):
@@ -71,17 +73,28 @@ class TaintRecords:
         if not version:
             self.writer.fail(f"replacing the taint record {name}: it cannot be read back to precondition the write")
             return Result.FAILED
-        result = self.writer.patch_taint_record(self.namespace, name, {"metadata": {"resourceVersion": version},
-                                                                      "data": record.data()})
+        # A new taint, a new outage: an operator's word given for the record's earlier one does not carry over.
+        patch = {"metadata": {"resourceVersion": version, "annotations": {POWER_CYCLED_ANNOTATION: None}},
+                 "data": record.data()}
+        result = self.writer.record(f"replacing taint record {self.namespace}/{name}",
+                                    "would record the out-of-service taint", name,
+                                    lambda: self.api.patch_taint_record(self.namespace, name, patch))
         if result is Result.CONFLICT:
             self.writer.fail(f"replacing the taint record {name}: it changed while we wrote it; the out-of-service "
                              "taint is not added in this pass")
             return Result.FAILED
         return result
 
+    def _delete(self, record: TaintRecord) -> Result:
+        """Preconditioned on the record judged: CONFLICT when it was written again since."""
+        return self.writer.record(f"deleting taint record {self.namespace}/{record.name}",
+                                  "would delete the taint record", record.name,
+                                  lambda: self.api.delete_taint_record(self.namespace, record.name, record.uid,
+                                                                       record.version))
+
     def remove(self, record: TaintRecord) -> None:
         """Our taint came off: its record goes too (a failure leaves it stale, for a later pass to drop)."""
-        result = self.writer.delete_taint_record(self.namespace, record.name, record.uid, record.version)
+        result = self._delete(record)
         if result is Result.CONFLICT:
             log.warning("taint record changed since it was read; left for a later pass",
                         extra={"record": record.name})
@@ -93,7 +106,7 @@ class TaintRecords:
                 any(t.is_ours and t.time_added == record.added_at for t in live.taints):
             log.info("taint record kept: its taint is on the node after all", extra={"record": record.name})
             return False
-        result = self.writer.delete_taint_record(self.namespace, record.name, record.uid, record.version)
+        result = self._delete(record)
         if result is Result.DONE:
             log.info("dropped our taint record: its taint is gone", extra={"record": record.name,
                                                                           "node": record.node})

@@ -34,8 +34,11 @@ class Result(str, Enum):
 
 
 class Writer:
-    def __init__(self, api: Api, dry_run: bool, outcome: Outcome, guard: Optional[Guard] = None) -> None:
-        self.api, self.dry_run, self.outcome, self.guard = api, dry_run, outcome, guard
+    def __init__(self, api: Api, dry_run: bool, outcome: Outcome, guard: Optional[Guard] = None,
+                 live_pause: Optional[Guard] = None) -> None:
+        """`guard` is asked before every write attempt; `live_pause` (the pause switch read live) before every
+        destructive one too: a fence, a power-off, a taint, a pod or attachment delete."""
+        self.api, self.dry_run, self.outcome, self.guard, self.live_pause = api, dry_run, outcome, guard, live_pause
         self.body: Optional[dict] = None  # the response body of the last write that landed
         self.held_by: tuple[str, ...] = ()  # the finalizers the last pod delete's answer named
         api.write_guard = self.stopped
@@ -46,13 +49,19 @@ class Writer:
             return "the pass deadline (PASS_TIMEOUT_SECONDS) has passed"
         return self.guard() if self.guard else None
 
+    def stopped_destructive(self) -> Optional[str]:
+        """Why no destructive write may start now: stopped(), or the pause switch as read live now (an operator
+        may set it during a pass's wait, for a BMC's Off or a fence's answer)."""
+        return self.stopped() or (self.live_pause() if self.live_pause else None)
+
     def delete_pod(self, namespace: str, name: str, uid: str, fields: dict) -> Result:
         """Force-delete (grace 0) the pod with this UID; 409 when it was replaced since it was read. HELD, with
         `held_by`, when finalizers keep it; UNCONFIRMED when the answer cannot say whether any do."""
         key = f"{namespace}/{name}"
         what = f"force-delete of pod {key}"
         result = self._landed(self._write(what, "would force-delete pod", fields,
-                                          lambda: self.api.delete_pod(namespace, name, uid), conflict_ok=True),
+                                          lambda: self.api.delete_pod(namespace, name, uid), conflict_ok=True,
+                                          destructive=True),
                               what, fields, uid, lambda: self.api.read_pod(namespace, name))
         if result is Result.DONE:
             result = self._finalizers(what, fields)
@@ -67,7 +76,8 @@ class Writer:
     def delete_attachment(self, name: str, uid: str, fields: dict) -> Result:
         what = f"delete of VolumeAttachment {name}"
         result = self._landed(self._write(what, "would delete VolumeAttachment", fields,
-                                          lambda: self.api.delete_attachment(name, uid), conflict_ok=True),
+                                          lambda: self.api.delete_attachment(name, uid), conflict_ok=True,
+                                          destructive=True),
                               what, fields, uid, lambda: self.api.find_attachment(name))
         if result is Result.DONE:
             self.outcome.attachments_deleted.append(name)
@@ -119,7 +129,7 @@ class Writer:
         """A resourceVersion-preconditioned merge patch to `purpose` ("add the ... taint");
         CONFLICT tells the caller to read again."""
         return self._write(f"patching node {name} to {purpose}", f"would {purpose}", {"node": name},
-                           lambda: self.api.patch_node(name, patch), conflict_ok=True)
+                           lambda: self.api.patch_node(name, patch), conflict_ok=True, destructive=True)
 
     def create_event(self, namespace: str, event: dict, repeat: bool = False) -> Result:
         """Events have deterministic names (events.build_event), so a retry after a lost answer gets 409:
@@ -157,24 +167,9 @@ class Writer:
         return self._write(f"deleting recovery record {namespace}/{name}", "would settle the recovery record",
                            {"record": name}, lambda: self.api.delete_recovery_record(namespace, name))
 
-    def create_taint_record(self, namespace: str, body: dict) -> Result:
-        """CONFLICT when a record for that Node object exists (of an earlier taint of ours)."""
-        name = body["metadata"]["name"]
-        return self._write(f"creating taint record {namespace}/{name}", "would record the out-of-service taint",
-                           {"record": name}, lambda: self.api.create_taint_record(namespace, body), conflict_ok=True)
-
-    def patch_taint_record(self, namespace: str, name: str, patch: dict) -> Result:
-        """Preconditioned on the resourceVersion in `patch`: CONFLICT when it changed since it was read."""
-        return self._write(f"replacing taint record {namespace}/{name}", "would record the out-of-service taint",
-                           {"record": name}, lambda: self.api.patch_taint_record(namespace, name, patch),
-                           conflict_ok=True)
-
-    def delete_taint_record(self, namespace: str, name: str, uid: str, resource_version: str) -> Result:
-        """Preconditioned on the record judged: CONFLICT when it was written again since."""
-        return self._write(f"deleting taint record {namespace}/{name}", "would delete the taint record",
-                           {"record": name},
-                           lambda: self.api.delete_taint_record(namespace, name, uid, resource_version),
-                           conflict_ok=True)
+    def record(self, what: str, would: str, name: str, call: Callable[[], Optional[dict]]) -> Result:
+        """A write of one of our records (act/taint_records.py); CONFLICT on a 409 (it exists, or changed)."""
+        return self._write(what, would, {"record": name}, call, conflict_ok=True)
 
     def create_control(self, namespace: str, body: dict) -> Result:
         """CONFLICT when someone created the control ConfigMap since this pass read it."""
@@ -190,16 +185,17 @@ class Writer:
 
     def create_networkfence(self, name: str, body: dict) -> Result:
         return self._write(f"creating NetworkFence {name}", "would create NetworkFence", {"networkfence": name},
-                           lambda: self.api.create_networkfence(body), conflict_ok=True)
+                           lambda: self.api.create_networkfence(body), conflict_ok=True, destructive=True)
 
     def patch_networkfence(self, name: str, patch: dict, purpose: str) -> Result:
         return self._write(f"patching NetworkFence {name} to {purpose}", f"would {purpose}", {"networkfence": name},
-                           lambda: self.api.patch_networkfence(name, patch), conflict_ok=True)
+                           lambda: self.api.patch_networkfence(name, patch), conflict_ok=True, destructive=True)
 
     def delete_networkfence(self, name: str, uid: str, resource_version: str) -> Result:
         """CONFLICT when the fence changed, or was replaced, since it was read."""
         return self._write(f"deleting NetworkFence {name}", "would delete NetworkFence", {"networkfence": name},
-                           lambda: self.api.delete_networkfence(name, uid, resource_version), conflict_ok=True)
+                           lambda: self.api.delete_networkfence(name, uid, resource_version), conflict_ok=True,
+                           destructive=True)
 
     def call_fence_webhook(self, node: str, call: Callable[[Guard], tuple[bool, str]]) -> tuple[Result, str]:
         """The webhook is a write too: dry-run logs it, the deadline and the guard refuse it, and `call` gets
@@ -235,7 +231,7 @@ class Writer:
         if self.dry_run:
             log.info(f"dry-run: {would}", extra={"node": node})
             return Result.WOULD, ""
-        stopped = self.stopped()
+        stopped = self.stopped_destructive()
         if stopped:
             self._not_attempted(what, stopped, {"node": node})
             return Result.NOT_ATTEMPTED, stopped
@@ -264,14 +260,15 @@ class Writer:
         log.error(message)
 
     def _write(self, what: str, would: str, fields: dict, call: Callable[[], Optional[dict]],
-               conflict_ok: bool = False, quiet_dry_run: bool = False) -> Result:
+               conflict_ok: bool = False, quiet_dry_run: bool = False, destructive: bool = False) -> Result:
         if self.dry_run:
             log.log(logging.DEBUG if quiet_dry_run else logging.INFO, f"dry-run: {would}", extra=fields)
             return Result.WOULD
-        stopped = self.stopped()
+        stopped = self.stopped_destructive() if destructive else self.stopped()
         if stopped:
             self._not_attempted(what, stopped, fields)
             return Result.NOT_ATTEMPTED
+        self.api.write_guard = self.stopped  # this writer's guard for this call's attempts (one Api, two writers)
         try:
             self.body = call()
         except WriteStopped as err:

@@ -39,7 +39,7 @@ def parse_version(git_version: str) -> Optional[tuple[int, int]]:
 class Api(Lister):
     """The calls a pass makes, each retried within bounds and charged to one deadline (transport.Transport)."""
 
-    def list_nodes(self, convert: Callable[[dict], T], consistent: bool = False) -> list[T]:
+    def list_nodes(self, convert: Callable[[dict], T], consistent: Optional[bool] = None) -> list[T]:
         return self.list_all("nodes", "/api/v1/nodes", shapes.Node, convert, consistent=consistent)
 
     def watch_nodes(self, version: str, timeout_seconds: int, watcher: k8s_watch.Watch) -> Iterator[dict]:
@@ -59,9 +59,9 @@ class Api(Lister):
     def list_node_leases(self, convert: Callable[[dict], T]) -> list[T]:
         """Every node's Lease (one-shot mode's early sign of an outage: planner/quiet.py)."""
         return self.list_all("leases", f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases",
-                             shapes.Lease, convert, page_factor=SMALL_OBJECT_PAGE_FACTOR)
+                             shapes.Lease, convert, page_factor=SMALL_OBJECT_PAGE_FACTOR, consistent=False)
 
-    def list_pods_on(self, node: str, convert: Callable[[dict], T], consistent: bool = False,
+    def list_pods_on(self, node: str, convert: Callable[[dict], T], consistent: Optional[bool] = None,
                      mounting: Optional[tuple[AbstractSet[str], AbstractSet[str]]] = None) -> list[T]:
         """The pods bound to a node; with `mounting`, only those kube.keep.mounting keeps."""
         return self.list_all("pods", "/api/v1/pods", shapes.Pod, convert,
@@ -84,11 +84,12 @@ class Api(Lister):
                              page_factor=SMALL_OBJECT_PAGE_FACTOR, keep=None if only is None else keep.named_in(only))
 
     def list_pods_in(self, namespace: str, convert: Callable[[dict], T],
-                     mounting: Optional[tuple[AbstractSet[str], AbstractSet[str]]] = None) -> list[T]:
+                     mounting: Optional[tuple[AbstractSet[str], AbstractSet[str]]] = None,
+                     consistent: Optional[bool] = None) -> list[T]:
         """The namespace's pods, or (`mounting`: claim names, uids) those mounting one of the claims or with one of
         the uids, and any whose volumes cannot be told."""
         return self.list_all("pods", f"/api/v1/namespaces/{namespace}/pods", shapes.Pod, convert,
-                             keep=None if mounting is None else keep.mounting(*mounting))
+                             keep=None if mounting is None else keep.mounting(*mounting), consistent=consistent)
 
     def read_pod(self, namespace: str, name: str) -> Optional[dict]:
         return self.read("pods", f"/api/v1/namespaces/{namespace}/pods/{name}", shapes.Pod)
@@ -161,7 +162,7 @@ class Api(Lister):
         return parse_version(str(found.get("gitVersion", "")))
 
     # Fencing with FENCING=networkfence; RBAC in the optional deploy/components/networkfence.
-    def list_networkfences(self, convert: Callable[[dict], T], consistent: bool = False) -> list[T]:
+    def list_networkfences(self, convert: Callable[[dict], T], consistent: Optional[bool] = None) -> list[T]:
         return self.list_all("networkfences", NETWORK_FENCES, shapes.Fence, convert, consistent=consistent)
 
     def watch_networkfences(self, version: str, timeout_seconds: int, watcher: k8s_watch.Watch) -> Iterator[dict]:
@@ -185,7 +186,7 @@ class Api(Lister):
 
     # Recovery records: ConfigMaps in RECOVERY_NAMESPACE (a Role there; tenants cannot write them).
     def list_recovery_records(self, namespace: str, label: str, convert: Callable[[dict], T],
-                              consistent: bool = False) -> list[T]:
+                              consistent: Optional[bool] = None) -> list[T]:
         return self.list_all(RECOVERY_RECORDS, f"/api/v1/namespaces/{namespace}/configmaps", shapes.Record, convert,
                              page_factor=SMALL_OBJECT_PAGE_FACTOR, query=[("labelSelector", label)],
                              consistent=consistent)
@@ -207,7 +208,7 @@ class Api(Lister):
 
     # Taint records: ConfigMaps in RECOVERY_NAMESPACE labelled TAINT_RECORD_LABEL, one per Node object we tainted.
     def list_taint_records(self, namespace: str, label: str, convert: Callable[[dict], T],
-                           consistent: bool = False) -> list[T]:
+                           consistent: Optional[bool] = None) -> list[T]:
         return self.list_all(TAINT_RECORDS, f"/api/v1/namespaces/{namespace}/configmaps", shapes.Record, convert,
                              page_factor=SMALL_OBJECT_PAGE_FACTOR, query=[("labelSelector", label)],
                              consistent=consistent)
@@ -239,7 +240,7 @@ class Api(Lister):
 
     # The control ConfigMap: read and watched by its name, written with its resourceVersion as precondition.
     def list_control(self, namespace: str, name: str, convert: Callable[[dict], T],
-                     consistent: bool = False) -> list[T]:
+                     consistent: Optional[bool] = None) -> list[T]:
         return self.list_all(CONTROL, f"/api/v1/namespaces/{namespace}/configmaps", shapes.Control, convert,
                              query=[("fieldSelector", f"metadata.name={name}")], consistent=consistent)
 

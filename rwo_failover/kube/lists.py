@@ -32,9 +32,10 @@ class Lister(Transport):
         # again. Not kept longer: the next pass asks the watch cache first again, so a list that is small again,
         # or one etcd cannot page during an outage, is served from it.
         self.too_large_whole: set[tuple[str, tuple]] = set()
+        self.consistent_reads = True  # what a list without an explicit `consistent` reads: see list_all
 
     def list_all(self, what: str, path: str, shape: type, convert: Callable[[dict], T], page_factor: int = 1,
-                 query: Optional[list] = None, consistent: bool = False,
+                 query: Optional[list] = None, consistent: Optional[bool] = None,
                  keep: Optional[Callable[[Any], bool]] = None) -> list[T]:
         """Every item of a paginated list, each converted as its page arrives (so only slim objects are kept).
         Pages are decoded to `shape` (kube/shapes.py): only the fields a pass reads are built, and an item that
@@ -43,11 +44,15 @@ class Lister(Transport):
         When a continue token expires (410) the list restarts, at most MAX_LIST_RESTARTS times, and what the
         failed attempt had gathered is discarded: a restarted list never holds an object twice. The first
         page's resourceVersion (the list's snapshot) is left in `listed_version`. `consistent` reads the
-        latest state (no resourceVersion) instead of whatever the API server's watch cache holds ("0").
+        latest state (no resourceVersion) instead of whatever the API server's watch cache holds ("0"), which may
+        lag etcd; by default (None) every list of a pass is consistent (`consistent_reads`): its brakes and its
+        memory rest on current reads. Only what decides *when* a pass runs (the watch cache's own relists, one-shot
+        mode's early look at the Leases) asks for version "0".
         `keep` drops, before conversion, the items the caller does not want (decode_page); a decode.Memo as
         `convert` converts again only what changed since the list it remembers.
         """
         memo = convert if isinstance(convert, Memo) else None
+        consistent = self.consistent_reads if consistent is None else consistent
         for restart in range(MAX_LIST_RESTARTS + 1):
             items: list[T] = []
             try:

@@ -236,8 +236,12 @@ class RecordData(Shape):
     record: Any = None  # parsed, and judged, by planner.recovery
 
 
+class RecordMeta(Meta):
+    annotations: Any = None  # a taint record's: an operator's word that the machine was power-cycled
+
+
 class Record(Shape):
-    metadata: Optional[Meta] = None
+    metadata: Optional[RecordMeta] = None
     data: Optional[RecordData] = None
 
 

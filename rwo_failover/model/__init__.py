@@ -48,7 +48,7 @@ from .names import (
                      OUT_OF_SERVICE_KEY,
                      OUT_OF_SERVICE_VALUE,
                      RECOVERY_ANNOTATION,
-                     REBOOT_ACK_LABEL,
+                     POWER_CYCLED_ANNOTATION,
                      RECOVERY_LABEL,
                      TAINT_RECORD_LABEL,
                      is_name,
@@ -68,7 +68,8 @@ __all__ = [
     "FENCE_ASKED_ANNOTATION", "FENCE_LABEL", "int_at", "is_name", "items_at", "Json", "Lease", "Machine",
     "MIRROR_ANNOTATION", "MULTI_ATTACH_MODES", "name_of", "Node", "obj_at",
     "OPT_OUT_ANNOTATION", "opted_out", "OUT_OF_SERVICE_KEY", "OUT_OF_SERVICE_VALUE", "parse_time",
-    "Pod", "Reader", "REBOOT_ACK_LABEL", "RECOVERY_ANNOTATION", "RECOVERY_LABEL", "record_name", "RecoveryEntry", "server_time", "SHUTTING_DOWN",
+    "Pod", "POWER_CYCLED_ANNOTATION", "Reader", "RECOVERY_ANNOTATION", "RECOVERY_LABEL", "record_name",
+    "RecoveryEntry", "server_time", "SHUTTING_DOWN",
     "Snapshot", "strings_at", "Taint", "TAINT_RECORD_LABEL", "TaintRecord", "text_at", "texts_at", "time_at",
     "TIME_YEARS", "typed_at", "Undecodable", "Unreadable", "Volume"
 ]

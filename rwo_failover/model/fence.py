@@ -9,7 +9,7 @@ from typing import Optional
 from .bounded import DIGEST, MAX_ADDRESSES_NOTE, MAX_MESSAGE_NOTE, boot_id_note, note
 from .fields import BadObject, Json, int_at, items_at, obj_at, strings_at, text_at, texts_at, time_at
 from .names import (FENCE_ADDRESSES_ANNOTATION, FENCE_ASKED_ANNOTATION, FENCE_BOOT_ID_ANNOTATION, FENCE_LABEL,
-                    FENCE_NODE_UID_ANNOTATION)
+                    FENCE_NODE_UID_ANNOTATION, POWER_CYCLED_ANNOTATION)
 
 
 
@@ -69,6 +69,7 @@ class Fence:
     uid: str = ""  # metadata.uid and resourceVersion: what every write of ours is preconditioned on
     version: str = ""
     machine: Optional[Machine] = None  # the machine we made it for; None: no record of ours on it
+    acknowledged: bool = False  # POWER_CYCLED_ANNOTATION on it: an operator's word for this outage (UNDO=operator)
 
     @classmethod
     def from_json(cls, obj: Json) -> "Fence":
@@ -91,7 +92,8 @@ class Fence:
         return cls(text_at(meta, "name"), strings_at(meta, "labels").get(FENCE_LABEL) == "rwo-failover",
                    text_at(spec, "fenceState"), result if current else "", message, texts_at(spec, "cidrs"),
                    time_at(meta, "deletionTimestamp") is not None, generation, (result, message),
-                   text_at(meta, "uid"), text_at(meta, "resourceVersion"), _machine(notes))
+                   text_at(meta, "uid"), text_at(meta, "resourceVersion"), _machine(notes),
+                   notes.get(POWER_CYCLED_ANNOTATION) == "true")
 
 
 def fence_asked(generation: int, status: tuple[str, str]) -> str:

@@ -13,10 +13,11 @@ NODE_OPT_OUT_LABEL = OPT_OUT_ANNOTATION
 # a pass finds them with one label-selected list. Until version 0.2 the record was annotations on the Node,
 # which its own kubelet may write; they are read no more (CHANGELOG says what to do with a taint they record).
 TAINT_RECORD_LABEL = "rwo-failover.io/taint-record"
-# UNDO=operator: an operator's word that the machine behind a node was power-cycled, as a Node label whose value is
-# the bootID it came back with. NodeRestriction forbids a kubelet to set any node-restriction.kubernetes.io/ label
-# on its own Node, so the accused cannot vouch for itself.
-REBOOT_ACK_LABEL = "node-restriction.kubernetes.io/rwo-failover-rebooted"
+# UNDO=operator: an operator's word that the machine was power-cycled since we acted, as this annotation ("true")
+# on our own record of that outage: the taint record in RECOVERY_NAMESPACE, or our NetworkFence. No kubelet may
+# write either, and the word lives and dies with the record of the one outage it was given for: it cannot be
+# replayed for another (a label on the Node, bound to a bootID, could be: the node reports the bootID it likes).
+POWER_CYCLED_ANNOTATION = "rwo-failover.io/power-cycled"
 # The one name for the out-of-service taint key across the code.
 OUT_OF_SERVICE_KEY = "node.kubernetes.io/out-of-service"
 OUT_OF_SERVICE_VALUE = "nodeshutdown"

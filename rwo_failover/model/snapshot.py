@@ -56,6 +56,8 @@ class Snapshot:
     # How long this process itself has seen each Ready=Unknown node so (observe/sightings.py), in seconds: the
     # NotReady wait holds on it too. A node missing from it has not been seen at all (0).
     unknown_for: Mapping[str, float] = field(default_factory=dict)
+    # How long this process has seen each Lease read at its current version, in seconds (FENCING=redfish's silence).
+    lease_seen_for: Mapping[str, float] = field(default_factory=dict)
 
     # Both computed once per snapshot: a pass from continuous mode's cache at 5,000 nodes swept every node a
     # dozen times, which made a pass a second (a flapping shutdown taint) cost 5% of a core (bench/storms.py).

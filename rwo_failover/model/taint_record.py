@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Optional
 
 from .bounded import MAX_NODE_ADDRESSES_NOTE, boot_id_note, note
-from .fields import BadObject, Json, items_at, obj_at, text_at
-from .names import TAINT_RECORD_LABEL
+from .fields import BadObject, Json, items_at, obj_at, strings_at, text_at
+from .names import POWER_CYCLED_ANNOTATION, TAINT_RECORD_LABEL
 
 RECORD_PREFIX = "rwo-taint-"  # then the Node's uid: one record per Node object, never keyed by a reusable name
 
@@ -43,6 +43,7 @@ class TaintRecord:
     name: str = ""  # the ConfigMap's name and resourceVersion, as read: a drop is preconditioned on them
     version: str = ""
     uid: str = ""
+    acknowledged: bool = False  # POWER_CYCLED_ANNOTATION on it: an operator's word for this outage (UNDO=operator)
 
     @classmethod
     def of(cls, raw_node: Json, added_at: str, bmc_off_at: str = "") -> "TaintRecord":
@@ -67,7 +68,8 @@ class TaintRecord:
             raise BadObject("data.record is not a JSON object")
         found = cls(*(text_at(data, key) for key in ("node", "nodeUID", "bootID", "addresses", "addedAt",
                                                       "bmcOffAt")),
-                    text_at(meta, "name"), text_at(meta, "resourceVersion"), text_at(meta, "uid"))
+                    text_at(meta, "name"), text_at(meta, "resourceVersion"), text_at(meta, "uid"),
+                    strings_at(meta, "annotations").get(POWER_CYCLED_ANNOTATION) == "true")
         if not (found.node and found.node_uid and found.added_at) or found.name != record_name(found.node_uid):
             raise BadObject("data.record names no node, Node uid and time added, or another Node object than the "
                             "ConfigMap's name")

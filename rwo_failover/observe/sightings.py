@@ -11,6 +11,7 @@ controller itself judges by the time it observed a change, on its own clock.
 A sighting is of one verdict: the Node object (uid) with the Ready condition's lastTransitionTime it carried
 when first seen Unknown. Another transition is another verdict, seen afresh. Memory is one entry per node now
 Unknown: a full node list drops the rest. A watch cache that lags can only make a sighting later, never earlier.
+The same memory keeps, for FENCING=redfish, how long each node's Lease has been seen at its current version.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ from __future__ import annotations
 import threading
 import time
 from datetime import datetime
-from typing import Callable, Iterable, Optional
+from typing import Callable, Iterable, Mapping, Optional
 
-from ..model import Node
+from ..model import Lease, Node
 
 Key = tuple[str, Optional[datetime]]
 
@@ -31,6 +32,7 @@ class Sightings:
         (0 for every real process: a test double's pass that stands for one that watched long before)."""
         self.monotonic, self.watched_for = monotonic, watched_for
         self._first: dict[str, tuple[Key, float]] = {}
+        self._leases: dict[str, tuple[str, float]] = {}  # node -> (its Lease's resourceVersion, first seen at it)
         self._lock = threading.Lock()
 
     def update(self, nodes: Iterable[Node]) -> dict[str, float]:
@@ -54,6 +56,31 @@ class Sightings:
         with self._lock:
             self._first[node.name] = _key, first = self._sighting(node, now)
         return now - first + self.watched_for
+
+    def leases(self, leases: Mapping[str, Optional[Lease]], nodes: Iterable[str]) -> dict[str, float]:
+        """Record the Leases a pass read; the seconds each has been seen here at its current resourceVersion (a
+        renewal is another version: seen anew). FENCING=redfish times a Lease's silence on it too, so no skew between
+        API servers can make a heartbeating kubelet look silent. Nodes gone from `nodes` are forgotten."""
+        now = self.monotonic()
+        with self._lock:
+            for name, lease in leases.items():
+                self._lease_sighting(name, lease, now)
+            known = set(nodes)
+            self._leases = {name: seen for name, seen in self._leases.items() if name in known}
+            return {name: now - self._leases[name][1] + self.watched_for for name in leases if name in self._leases}
+
+    def lease_age(self, name: str, lease: Optional[Lease]) -> float:
+        """The seconds this Lease has been seen here at its current version, read live now (a re-check's)."""
+        now = self.monotonic()
+        with self._lock:
+            self._lease_sighting(name, lease, now)
+            return now - self._leases[name][1] + self.watched_for if name in self._leases else 0.0
+
+    def _lease_sighting(self, name: str, lease: Optional[Lease], now: float) -> None:
+        version = lease.version if lease is not None else ""
+        found = self._leases.get(name)
+        if found is None or found[0] != version:
+            self._leases[name] = (version, now)
 
     def _sighting(self, node: Node, now: float) -> tuple[Key, float]:
         key = (node.uid, node.ready_since)

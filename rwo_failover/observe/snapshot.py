@@ -1,11 +1,10 @@
 """Observe: read what one pass needs, and no more, into a Snapshot.
 
 Cost: one paginated node list, one GET per Lease of a tainted node (or one carrying our taint), one
-label-selected list each of our recovery records and of our taint records, and, only when a node is proven down or back from an outage
-with our taint: one field-selected pod list per such node, the claims of its pods and the PVs those claims
-and the node's attachments name (a GET each, or one paginated list past 20, or one per 50 nodes in a larger
-cluster, at most 100), and one paginated
-VolumeAttachment list. All pods in the cluster are never listed. Each recovery record adds at most its
+label-selected list each of our recovery records and of our taint records, and, only when a node is proven
+down or back from an outage with our taint: one field-selected pod list per such node, the claims of its pods
+and the PVs those claims and the node's attachments name (a GET each, or one paginated list past 20, or one per
+50 nodes in a larger cluster, at most 100), and one paginated VolumeAttachment list. All pods in the cluster are never listed. Each recovery record adds at most its
 claim, its PV and one pod GET (a StatefulSet's) or one list of its namespace's pods (other controllers).
 
 Every object goes through one Reader: an object that cannot be read becomes an Unreadable (a skip with its
@@ -65,12 +64,16 @@ BASE_KINDS = frozenset({"node", "lease", "networkfence", "recovery record", "tai
 
 
 def observe(api: Api, settings: Settings, now: Callable[[], datetime], sightings: Sightings,
-            cache: Optional[Callable[[Api], Cached]] = None) -> Snapshot:
+            cache: Optional[Callable[[Api], Cached]] = None,
+            nodes_now: Optional[Callable[[Api], Optional[tuple]]] = None) -> Snapshot:
     """`now` is read after the nodes and Leases, so ages are judged against the time of the reads. With a
-    `cache` (continuous mode's watches), nodes, fences and recovery records come from it instead of lists.
+    `cache` (continuous mode's watches), fences and our records come from it instead of lists; the nodes, which
+    both brakes judge, never do unless the cache has provably caught up with a consistent read made now
+    (`nodes_now`): else they are listed, consistently. Every list here is consistent (kube/lists.py).
     `sightings` is this process's memory of when it first saw each node Ready=Unknown."""
     reader = Reader()
-    snapshot = _base(api, settings, now, reader, sightings, cache)
+    snapshot = _base(api, settings, now, reader, sightings, cache,
+                     nodes_at=nodes_now(api) if cache and nodes_now else None)
     return _details(api, settings, reader, snapshot)
 
 
@@ -85,7 +88,7 @@ def observe_again(api: Api, settings: Settings, now: Callable[[], datetime], sig
     (recovery_pods reads more for a due one); else they are read again too."""
     reader = Reader()
     caught_up = nodes_now(api) if nodes_now else None
-    snapshot = _base(api, settings, now, reader, sightings, None, consistent=True, nodes_at=caught_up)
+    snapshot = _base(api, settings, now, reader, sightings, None, nodes_at=caught_up)
     inspect, before = set(nodes_to_inspect(snapshot, settings)), set(nodes_to_inspect(earlier, settings))
     records = readable(snapshot.recovery_records)
     if not inspect <= before or any(e not in earlier.recovery_records for e in snapshot.recovery_records) or \
@@ -99,28 +102,25 @@ def observe_again(api: Api, settings: Settings, now: Callable[[], datetime], sig
 
 
 def _base(api: Api, settings: Settings, now: Callable[[], datetime], reader: Reader, sightings: Sightings,
-          cache: Optional[Callable[[Api], Cached]], consistent: bool = False,
-          nodes_at: Optional[tuple] = None) -> Snapshot:
-    """The nodes, fences and recovery records (from the cache, or listed), and the Leases of the nodes judged.
-    `nodes_at`: the nodes (and Unreadables) as of a consistent read, instead of listing them."""
+          cache: Optional[Callable[[Api], Cached]], nodes_at: Optional[tuple] = None) -> Snapshot:
+    """The nodes (listed, or `nodes_at`: the nodes and Unreadables as of a consistent read), the fences and our
+    records (from the cache, or listed), and the Leases of the nodes judged."""
     cached = cache(api) if cache else None
-    if cached:
-        reader.unreadable.extend(cached.unreadable)
+    if cached:  # the cache's nodes are never judged: only its fences and records, and what of them it could not read
+        reader.unreadable.extend(u for u in cached.unreadable if u.kind != "node")
     if nodes_at is not None:
         reader.unreadable.extend(u for u in nodes_at if isinstance(u, Unreadable))
         listed = [n for n in nodes_at if not isinstance(n, Unreadable)]
     else:
-        listed = cached.nodes if cached else reader.each(api.list_nodes(reader.parse("node", Node.from_json),
-                                                                        consistent))
+        listed = reader.each(api.list_nodes(reader.parse("node", Node.from_json)))
     nodes = tuple({n.name: n for n in listed}.values())  # keyed by name: never judged with a node twice
     # Which out-of-service taint is ours is read from our records, never from the Node (its kubelet writes there).
     records = {r.name: r for r in (cached.taint_records if cached else reader.each(api.list_taint_records(
-        settings.recovery_namespace, TAINT_RECORD_LABEL, reader.parse("taint record", TaintRecord.from_json),
-        consistent)))}
+        settings.recovery_namespace, TAINT_RECORD_LABEL, reader.parse("taint record", TaintRecord.from_json))))}
     if records:
         nodes = tuple(n.with_record(records) for n in nodes)
     fences = {f.node: f for f in (cached.fences if cached else reader.each(
-        api.list_networkfences(reader.parse("networkfence", Fence.from_json), consistent)))} \
+        api.list_networkfences(reader.parse("networkfence", Fence.from_json))))} \
         if settings.fencing == "networkfence" else {}
     names = {n.name for n in nodes}
     marked = [n for n in nodes if n.marked]
@@ -128,7 +128,7 @@ def _base(api: Api, settings: Settings, now: Callable[[], datetime], reader: Rea
         {name for name, f in fences.items() if f.ours and name in names}
     if settings.fencing == "redfish":  # a silent Lease is what starts it: every node's is read (one GET each),
         watched |= names  # opted-out nodes' too: the silent brake counts a node whose Lease it has not read as silent
-    if not cached or watched or cached.recovery_records:  # a pass from the cache with nothing to judge reads nothing
+    if not cached or watched or cached.recovery_records:  # a pass from the cache with nothing to judge stamps nothing
         check_server_clock(api)
     leases = {name: reader.one("lease", Lease.from_json, api.read_lease(name), name) for name in sorted(watched)}
     nodes = _unknown_stays_unknown(nodes, reader.unreadable)
@@ -137,11 +137,10 @@ def _base(api: Api, settings: Settings, now: Callable[[], datetime], reader: Rea
     control, control_error = (cached.control, cached.control_error) if cached else read_control(api, settings)
     at = now()
     entries = cached.recovery_records if cached else tuple(reader.each(api.list_recovery_records(
-        settings.recovery_namespace, RECOVERY_LABEL, reader.parse("recovery record", RecoveryEntry.from_json),
-        consistent)))
+        settings.recovery_namespace, RECOVERY_LABEL, reader.parse("recovery record", RecoveryEntry.from_json))))
     return Snapshot(at, nodes, leases, fences=fences, recovery_records=entries, unreadable=tuple(reader.unreadable),
                     control=control, control_error=control_error, taint_records=records,
-                    unknown_for=sightings.update(nodes))
+                    unknown_for=sightings.update(nodes), lease_seen_for=sightings.leases(leases, names))
 
 
 def _details(api: Api, settings: Settings, reader: Reader, snapshot: Snapshot) -> Snapshot:
@@ -172,7 +171,8 @@ def _details(api: Api, settings: Settings, reader: Reader, snapshot: Snapshot) -
     replacing = recovery_pods(api, settings, reader, records, attachments, snapshot.now)
     return Snapshot(snapshot.now, snapshot.nodes, snapshot.leases, pods, claims, attachments, volumes, version,
                     snapshot.fences, entries, replacing, tuple(reader.unreadable), snapshot.control,
-                    snapshot.control_error, snapshot.taint_records, snapshot.unknown_for)
+                    snapshot.control_error, snapshot.taint_records, snapshot.unknown_for,
+                    snapshot.lease_seen_for)
 
 
 def _unknown_stays_unknown(nodes: tuple[Node, ...], unreadable: list[Unreadable]) -> tuple[Node, ...]:

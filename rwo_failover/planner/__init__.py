@@ -22,7 +22,7 @@ from .attachments import attachments_for
 from .caps import cap_pods
 from .control import pause_reason, storm
 from .evidence import ignored, left_out, unproven, unproven_attachments
-from .fencing import bmc_key, fence_step, unfence_step, unfence_steps
+from .fencing import bmc_key, fence_step, unfence_step, unfence_steps, uuid_twin
 from .liveness import judge_liveness, lease_expires_at, lease_fresh
 from .nodes import (
     judge_nodes,
@@ -103,8 +103,9 @@ def _plan_node(verdict: NodeVerdict, node: Node, snapshot: Snapshot, settings: S
         seen = snapshot.fences.get(node.name)
         node_plan = dataclasses.replace(node_plan, fence=step, fence_reason=why,
                                         fence_seen=(seen.uid, seen.version) if seen else ("", ""),
-                                        machine_seen=(bmc_key(node, settings), node.system_uuid)
-                                        if settings.fencing == "redfish" else ("", ""))
+                                        machine_seen=(bmc_key(node, settings), node.system_uuid,
+                                                      uuid_twin(node, snapshot))
+                                        if settings.fencing == "redfish" else ("", "", ""))
     return node_plan, skips
 
 
@@ -148,12 +149,17 @@ def plan(snapshot: Snapshot, settings: Settings) -> Plan:
     # one we tainted (its BMC answered Off in an earlier pass) and still silent is, as a stopped instance.
     idle = left_out([p for p in node_plans if p.verdict.taint != WITNESS or nodes[p.verdict.node].our_taint],
                     snapshot)
+    # Down by the server's stamps, not yet by this process's own sighting (a one-shot run's first pass): planned
+    # only to tell a stopped instance, which holds nothing and counts neither way, from an outage; never acted on.
+    idle |= left_out([_plan_node(v, nodes[v.node], snapshot, settings)[0] for v in verdicts if v.sighting_pending],
+                     snapshot)
     recovery = judge_all(snapshot, settings)
     skips += [Skip("recovery record", v.entry.name, v.detail) for v in recovery if v.state == "unreadable"]
     totals = {"not_ready": not_ready_count(snapshot), "total_nodes": len(snapshot.nodes), "untaint": untainted,
               "stale_records": stale, "taint_kept": kept, "unfence": unfence, "recovery": recovery,
               "fences_held": fences_held,
-              "wake_at": wake_at(verdicts, snapshot, settings, recovery), "ignored": ignored(node_plans, idle)}
+              "wake_at": wake_at(verdicts, snapshot, settings, recovery), "ignored": ignored(node_plans, idle),
+              "left_out": idle}
     brake = (unhealthy_brake(snapshot, settings, idle) or silent_brake(snapshot, settings, idle)
              or nodes_brake(node_plans, settings))
     refusal, mark, resumes = storm(snapshot, settings, brake)

@@ -20,7 +20,7 @@ from typing import Iterable, Optional
 
 from ..model import Fence, Lease, Node, Snapshot, addresses_note
 from ..settings import Settings
-from ..model.names import NODE_OPT_OUT_LABEL, same_uuid
+from ..model.names import NODE_OPT_OUT_LABEL, POWER_CYCLED_ANNOTATION, same_uuid
 from .nodes import shutdown_taint
 from .taint import recovered
 from .types import Skip
@@ -92,21 +92,23 @@ def bmc_key(node: Node, settings: Settings) -> str:
 
 def _shared_bmc(node: Node, snapshot: Snapshot, settings: Settings) -> Optional[str]:
     """FENCING=redfish: another node carrying the same REDFISH_NODE_LABEL value would make one BMC the witness for
-    two machines (a copied label), and one's Off prove the other down; another node reporting the same
-    systemUUID (cloned VM templates, boards whose firmware left it unset) makes that UUID no machine's identity."""
+    two machines (a copied label), and one's Off prove the other down."""
     label, key = settings.redfish_node_label, bmc_key(node, settings)
     if label and key:
         other = next((o.name for o in snapshot.nodes if o.name != node.name and o.label(label) == key), None)
         if other:
             return f"node {other} carries the same value of label {label}, which keys REDFISH_BMC_FILE: one BMC " \
                    "cannot answer for two nodes"
-    uuid = same_uuid(node.system_uuid)
-    twin = next((o.name for o in snapshot.nodes if o.name != node.name and uuid and
-                 same_uuid(o.system_uuid) == uuid), None) if uuid else None
-    if twin:
-        return f"node {twin} reports the same status.nodeInfo.systemUUID: a UUID two machines report identifies " \
-               "neither, so no BMC's answer can be matched to this node"
     return None
+
+
+def uuid_twin(node: Node, snapshot: Snapshot) -> str:
+    """Another node reporting the same systemUUID (cloned VM templates, boards whose firmware left it at a
+    default), or "": such a UUID identifies neither machine, so a map entry that names its machine by uuid cannot
+    be matched to this node (act/power.py; an entry that names it by serial can)."""
+    uuid = same_uuid(node.system_uuid)
+    return next((o.name for o in snapshot.nodes if o.name != node.name and same_uuid(o.system_uuid) == uuid),
+                "") if uuid else ""
 
 
 def fence_step(node: Node, snapshot: Snapshot, settings: Settings) -> tuple[Optional[str], str]:
@@ -210,7 +212,8 @@ def held_by(node: Node, fence: Fence, settings: Settings) -> Optional[tuple[str,
         return HELD_ADDRESSES, (f"NetworkFence {fence.node} fences {_few(fence.cidrs)} (made for "
                                 f"{_few(machine.cidrs or [machine.addresses])}), but the node's addresses are now "
                                 f"{_few(sorted(_addresses(node)))}{tail}")
-    why = reboot_blocker(node, machine.boot_id, "our NetworkFence", settings)
+    why = reboot_blocker(node, machine.boot_id, "our NetworkFence", settings, acknowledged=fence.acknowledged,
+                         confirm=f"kubectl annotate networkfence {fence.node} {POWER_CYCLED_ANNOTATION}=true")
     if why:
         return HELD_NOT_REBOOTED, (f"NetworkFence {fence.node}: {why}; reboot the machine (a new bootID lets "
                                    "rwo-failover lift it), or unfence and delete it by hand once nothing there can "

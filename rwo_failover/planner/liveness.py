@@ -93,8 +93,8 @@ def judge_liveness(node: Node, lease: Optional[Lease], taint: str, min_seconds: 
         node = dataclasses.replace(node, status_written_at=min(node.status_written_at, status_seen))
 
     def verdict(state: NodeState, reason: str, changes_at: Optional[datetime] = None,
-                unjudged: str = "") -> NodeVerdict:
-        return NodeVerdict(node.name, state, taint, reason, _since(node), changes_at, unjudged)
+                unjudged: str = "", sighting_pending: bool = False) -> NodeVerdict:
+        return NodeVerdict(node.name, state, taint, reason, _since(node), changes_at, unjudged, sighting_pending)
 
     alive = _alive(node, lease, now, seen)
     if alive is not None:
@@ -167,13 +167,13 @@ def _down_or_not_yet(node: Node, lease: Optional[Lease], min_seconds: int, now: 
     not_ready = node.status_written_at + STAMP
     silent = lease.changed_at + STAMP if lease is not None and lease.changed_at is not None else None
     needed = max(min_seconds, lease.duration) if lease is not None else 0
-    due = max(not_ready + timedelta(seconds=min_seconds),
-              silent + timedelta(seconds=needed) if silent else not_ready,
-              now + timedelta(seconds=max(0.0, min_seconds - observed)))
+    stamped = max(not_ready + timedelta(seconds=min_seconds),
+                  silent + timedelta(seconds=needed) if silent else not_ready)
+    due = max(stamped, now + timedelta(seconds=max(0.0, min_seconds - observed)))
     quiet = f"Lease unrenewed for {age(now, silent):.0f}s" if silent else "no Lease"
     if now < due:
         return verdict(NodeState.NOT_YET, f"Ready=Unknown for {max(0.0, age(now, not_ready)):.0f}s (needs "
                                           f"{min_seconds}s, and as long seen here: {observed:.1f}s), {quiet} (needs "
-                                          f"{needed}s)", due)
+                                          f"{needed}s)", due, sighting_pending=stamped <= now)
     return verdict(NodeState.DOWN, f"Ready=Unknown for {age(now, not_ready):.0f}s ({observed:.0f}s seen here), "
                                    f"{quiet}")

@@ -74,7 +74,8 @@ def judge_nodes(snapshot: Snapshot, settings: Settings) -> list[NodeVerdict]:
             verdicts.append(judge_tainted_node(node, lease, tainted[node.name], settings, snapshot.now,
                                                observed=observed))
             continue
-        verdict = judge_untainted(node, lease, settings, snapshot.now, observed=observed)
+        verdict = judge_untainted(node, lease, settings, snapshot.now, observed=observed,
+                                  lease_observed=snapshot.lease_seen_for.get(node.name, 0.0))
         if verdict is None:
             continue
         counts = node.our_taint is not None and any(spec.matches(node.our_taint.as_dict())
@@ -86,12 +87,12 @@ def judge_nodes(snapshot: Snapshot, settings: Settings) -> list[NodeVerdict]:
 
 def judge_untainted(node: Node, lease: Optional[Lease], settings: Settings, now: datetime,
                     seen: Optional[str] = None, status_seen: Optional[datetime] = None, *,
-                    observed: float = 0.0) -> Optional[NodeVerdict]:
+                    observed: float = 0.0, lease_observed: float = 0.0) -> Optional[NodeVerdict]:
     """A node without a shutdown taint: with FENCING=redfish, silent long enough to ask its BMC (our taint or
     not: a node we tainted that is still silent may hold more to free); else, with our taint, judge_ours; None
     when there is nothing to judge."""
     if settings.fencing == "redfish":
-        silent = judge_silent(node, lease, settings, now, seen)
+        silent = judge_silent(node, lease, settings, now, seen, observed=lease_observed)
         if silent is not None and (silent.state is NodeState.DOWN or node.our_taint is None):
             return silent
     if node.our_taint is not None:
@@ -116,7 +117,8 @@ def judge_ours(node: Node, lease: Optional[Lease], settings: Settings, now: date
                            "its only shutdown taint is the one rwo-failover added: the taint that proved it shut "
                            "down is gone, so nothing more is done until it is back or tainted again",
                            verdict.not_ready_since)
-    return dataclasses.replace(verdict, changes_at=None)  # time alone can only make it "down", which it never is
+    # Time alone can only make it "down", which it never is.
+    return dataclasses.replace(verdict, changes_at=None, sighting_pending=False)
 
 
 def not_ready_count(snapshot: Snapshot) -> int:
@@ -150,8 +152,9 @@ def nodes_brake(node_plans: Sequence[NodePlan], settings: Settings) -> Optional[
 
 
 def nodes_to_inspect(snapshot: Snapshot, settings: Settings) -> list[str]:
-    """The nodes whose pods observe must read: proven down, or back with our taint to undo. Read even when the
+    """The nodes whose pods observe must read: proven down (or so by the server's stamps, while this process has
+    not yet seen them NotReady long enough itself), or back with our taint to undo. Read even when the
     unhealthy-fraction brake may refuse, since only their pods tell a stopped instance (nothing to release,
     left out of the fraction) from an outage; a partition's nodes carry no shutdown taint and are not read."""
     return [v.node for v in judge_nodes(snapshot, settings)
-            if v.state in (NodeState.DOWN, NodeState.RECOVERING)]
+            if v.state in (NodeState.DOWN, NodeState.RECOVERING) or v.sighting_pending]

@@ -38,11 +38,15 @@ def renews(lease: Lease) -> float:
 
 
 def judge_silent(node: Node, lease: Optional[Lease], settings: Settings, now: datetime,
-                 seen: Optional[str] = None) -> Optional[NodeVerdict]:
+                 seen: Optional[str] = None, *, observed: float = 0.0) -> Optional[NodeVerdict]:
     """DOWN (a candidate for the BMC's word) once the kubelet has been silent REDFISH_SILENT_SECONDS; NOT_YET
-    once it has missed a renewal; None while it heartbeats, so a healthy node costs no verdict."""
-    def verdict(state: NodeState, reason: str, changes_at: Optional[datetime] = None) -> NodeVerdict:
-        return NodeVerdict(node.name, state, WITNESS, reason, "", changes_at)
+    once it has missed a renewal; None while it heartbeats, so a healthy node costs no verdict. Silence is timed
+    by the server's stamps and also by `observed`, how long this process itself has seen the Lease at its current
+    version (observe/sightings.py): a renewal stamped by an API server whose clock is behind looks older than it
+    is, and a kubelet renewing on time would otherwise look silent, and have its machine powered off."""
+    def verdict(state: NodeState, reason: str, changes_at: Optional[datetime] = None,
+                pending: bool = False) -> NodeVerdict:
+        return NodeVerdict(node.name, state, WITNESS, reason, "", changes_at, sighting_pending=pending)
 
     if seen is not None and (lease.version if lease else "") != seen:
         return verdict(NodeState.NOT_YET, "its Lease changed while this pass watched it")
@@ -54,6 +58,10 @@ def judge_silent(node: Node, lease: Optional[Lease], settings: Settings, now: da
                                           "API server's now: two clocks disagree, so it is judged neither way")
     assert lease is not None
     silent, needed = age(now, heard + STAMP), max(settings.redfish_silent_seconds, renews(lease))
+    if silent >= needed and observed < renews(lease):  # a live kubelet would have renewed while we watched
+        return verdict(NodeState.NOT_YET, f"Lease unrenewed for {silent:.0f}s by the server's stamps, and seen "
+                                          f"unchanged here for {observed:.1f}s (needs {renews(lease):g}s, a renewal "
+                                          "interval)", now + timedelta(seconds=renews(lease) - observed), True)
     if silent >= needed:
         return verdict(NodeState.DOWN, f"Lease unrenewed for {silent:.0f}s (REDFISH_SILENT_SECONDS="
                                        f"{settings.redfish_silent_seconds}, renewals due every "

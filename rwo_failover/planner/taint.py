@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Optional, Sequence
 
-from ..model import Lease, Node, Pod, Snapshot, TaintRecord, record_name
+from ..model import POWER_CYCLED_ANNOTATION, Lease, Node, Pod, Snapshot, TaintRecord, record_name
 from ..settings import Settings
 from .liveness import age, lease_fresh, ready_since
 from .pods import protection
@@ -72,7 +72,10 @@ def reboot_blocker(node: Node, settings: Settings) -> Optional[str]:
     """Why the machine is not proven power-cycled since we tainted it (planner/undo.py, the rule our
     NetworkFences follow too)."""
     record = node.taint_record
-    return machine_not_rebooted(node, record.boot_id, "our out-of-service taint", settings, record.bmc_off_at)
+    confirm = f"kubectl -n {settings.recovery_namespace} annotate configmap {record.name} " \
+              f"{POWER_CYCLED_ANNOTATION}=true"
+    return machine_not_rebooted(node, record.boot_id, "our out-of-service taint", settings,
+                                bmc_off_at=record.bmc_off_at, acknowledged=record.acknowledged, confirm=confirm)
 
 
 def lift_blocker(node: Node, lease: Optional[Lease], settings: Settings, now: datetime) -> tuple[Optional[str], bool]:

@@ -33,6 +33,10 @@ class NodeVerdict:
     changes_at: Optional[datetime] = None
     # Why the node could not be judged at all (no server stamp, clocks that disagree): a human should look.
     unjudged: str = ""
+    # NOT_YET only because this process has not itself seen the node so long yet (observe/sightings.py): by the
+    # server's stamps it is down. The brakes leave it out when it holds nothing (a stopped instance is still one),
+    # and a one-shot run always waits for it (run/once.py), whatever ONCE_WAIT_SECONDS.
+    sighting_pending: bool = False
 
 
 @dataclass(frozen=True)
@@ -74,9 +78,10 @@ class NodePlan:
     # The NetworkFence the plan judged, (uid, resourceVersion): a write the plan decided on it (the delete that
     # recreates it) is preconditioned on exactly that object.
     fence_seen: tuple[str, str] = ("", "")
-    # FENCING=redfish: (the REDFISH_BMC_FILE key, the node's systemUUID) as the plan judged them unique among the
-    # nodes; the BMC is asked only while the node, read live, still carries both.
-    machine_seen: tuple[str, str] = ("", "")
+    # FENCING=redfish: (the REDFISH_BMC_FILE key, the node's systemUUID) as the plan judged them, the key unique
+    # among the nodes; the BMC is asked only while the node, read live, still carries both. And another node that
+    # reports the same systemUUID, or "": then a map entry that names its machine by uuid proves nothing.
+    machine_seen: tuple[str, str, str] = ("", "", "")
     # The node's Lease as this pass first read it (its resourceVersion, "" when it had none): every live
     # re-check before a write compares, so a renewal the pass watches happen is seen as one.
     lease_seen: str = ""
@@ -168,6 +173,9 @@ class Plan:
     paused: str = ""  # why this pass writes nothing (the pause switch, an unreadable control object): control.py
     storm_mark: Optional[StormMark] = None  # a storm moment for act to record (control.py)
     ignored: tuple[tuple[str, str], ...] = ()  # (node, object) the brakes did not count (planner/evidence.py)
+    # Down (or down but for this process's own sighting) with nothing counted to release: the unhealthy-fraction
+    # brake leaves these nodes out of both sides of its ratio (planner/evidence.py's left_out).
+    left_out: frozenset[str] = frozenset()
 
     @property
     def busy_nodes(self) -> tuple[NodePlan, ...]:
@@ -177,10 +185,10 @@ class Plan:
     @property
     def writes(self) -> bool:
         """Whether acting on this plan, were no brake in the way, writes anything but an Event: a fence, a taint,
-        a pod or an attachment delete, an undo, a recovery record settled. A pass judged from the watch cache
-        re-reads live before any of these (run/runner.py); one with nothing to write reads nothing more."""
+        a pod or an attachment delete, an undo, a recovery record settled, a storm moment remembered. A pass judged
+        from the watch cache re-reads live before any of these (run/runner.py)."""
         return bool(self.busy_nodes or self.untaint or self.stale_records or self.unfence or
-                    any(getattr(v, "state", "") in SETTLING for v in self.recovery))
+                    self.storm_mark is not None or any(getattr(v, "state", "") in SETTLING for v in self.recovery))
 
     @property
     def pod_count(self) -> int:

@@ -14,6 +14,7 @@ on. A stop signal ends the wait at once.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from datetime import datetime
 from typing import Callable, Optional
@@ -82,17 +83,21 @@ def _keep(plans: list[Plan], show: Optional[Callable[[Plan], None]]) -> Callable
 
 
 def _due(plans: list[Plan], api: Api, settings: Settings) -> Optional[tuple[str, float]]:
-    """The node due to be proven down soonest, and the seconds until then, when waiting for it is worth it."""
-    if not plans or not settings.once_wait_seconds:  # a dry run waits too: its plan is then the real run's
+    """The node due to be proven down soonest, and the seconds until then, when waiting for it is worth it: within
+    ONCE_WAIT_SECONDS, or whatever it says for a node down by the server's stamps that only this process's own
+    sighting holds back (without that wait no one-shot run could ever prove a node down). A dry run waits too:
+    its plan is then the real run's."""
+    if not plans:
         return None
-    moments = [(v.changes_at, v.node) for v in plans[0].verdicts
-               if v.state is NodeState.NOT_YET and v.changes_at is not None and not v.unjudged]
+    moments = [(v.changes_at, v.node, v.sighting_pending) for v in plans[0].verdicts
+               if v.state is NodeState.NOT_YET and v.changes_at is not None and not v.unjudged
+               and (settings.once_wait_seconds or v.sighting_pending)]
     if not moments:
         return None
-    moment, node = min(moments)
+    moment, node, pending = min(moments)
     wait = _seconds_until(moment, api) + WAKE_MARGIN_SECONDS
     reserve = settings.pass_timeout_seconds / 3  # what the next pass needs: the fencing wait leaves as much
-    if not 0 < wait <= settings.once_wait_seconds or api.remaining() - wait < reserve:
+    if wait <= 0 or (wait > settings.once_wait_seconds and not pending) or api.remaining() - wait < reserve:
         return None
     return node, wait
 
@@ -121,11 +126,13 @@ def _seconds_until(moment: datetime, api: Api) -> float:
 
 
 def _sleep_unless_stopped(seconds: float, guard: Guard) -> bool:
-    """Sleep in short slices (a signal handler cannot wake an event: it takes no lock); False when a stop was
-    requested meanwhile."""
-    end = time.monotonic() + seconds
+    """Sleep in short slices, asking the guard between them (a signal handler cannot set an event: it takes no
+    lock); False when a stop was requested meanwhile. Each slice is a timed wait on an event nobody sets, a
+    relative timeout: time.sleep's absolute monotonic deadline fails with EINVAL under libfaketime (the suite runs
+    real passes under Debian's faketime, tests/helpers.py)."""
+    end, idle = time.monotonic() + seconds, threading.Event()
     while (left := end - time.monotonic()) > 0:
         if guard() is not None:
             return False
-        time.sleep(min(STOP_CHECK_SECONDS, left))
+        idle.wait(min(STOP_CHECK_SECONDS, left))
     return guard() is None

@@ -60,7 +60,8 @@ def run_pass(api: Api, settings: Settings, metrics: Optional[Metrics] = None, gu
     if plan.paused:
         log.warning("paused: this pass observes and plans, and writes nothing", extra={"pause": plan.paused})
     acting = dataclasses.replace(settings, dry_run=True) if plan.paused else settings
-    actor = Actor(api, acting, now, sightings, metrics, pause, {n.name: n.uid for n in snapshot.nodes})
+    actor = Actor(api, acting, now, sightings, metrics, pause, {n.name: n.uid for n in snapshot.nodes},
+                  live_pause=pause.live, memory=(settings.dry_run, guard))
     actor.warn_unreadable(snapshot.unreadable, plan)
     actor.warn_unjudged(plan)
     actor.warn_split_brain(plan.split_brain)
@@ -81,14 +82,13 @@ def decide(api: Api, settings: Settings, now: Callable[[], datetime], sightings:
            cache: Optional[Callable[[Api], Cached]] = None,
            nodes_now: Optional[Callable[[Api], Optional[tuple]]] = None) -> tuple[Snapshot, planner.Plan]:
     """The snapshot and the plan a pass acts on. The watch cache decides *when* a pass runs, never *what* it
-    writes: a plan judged from the cache that would write anything (planner.Plan.writes, brakes or not) is
-    thrown away and made again from a live, consistent read of everything the cache stood in for (the node
-    list, both brakes and MAX_NODES_PER_PASS judge it; the fences; the recovery records) and of the Leases
-    (observe.observe_again). The node list may come from the cache once it provably caught up with a
-    consistent read made now (`nodes_now`): the same moment, without 50 MB at 5,000 nodes. Only that plan is
-    acted on. A cached pass with nothing to write reads nothing more: steady state stays as cheap as the cache
-    makes it."""
-    snapshot = observe(api, settings, now, sightings, cache)
+    writes or remembers: every pass judges both brakes on the node list as of a consistent read made now (the
+    watch cache's nodes once it provably caught up with one, `nodes_now`: the same moment, without 50 MB at 5,000
+    nodes; else a consistent list), so a storm the cache has not seen is still found and remembered. A plan that
+    would write anything (planner.Plan.writes, brakes or not, a storm moment included) is thrown away and made
+    again from a live, consistent read of everything the cache stood in for (the fences, our records, the
+    control ConfigMap) and of the Leases (observe.observe_again). Only that plan is acted on."""
+    snapshot = observe(api, settings, now, sightings, cache, nodes_now)
     plan = planner.plan(snapshot, settings)
     if cache is None or not plan.writes:
         return snapshot, plan

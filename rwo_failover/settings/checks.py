@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..model.names import DEFAULT_LEASE_SECONDS
 from .bmc import BMC_MAP_ALLOWED, BmcMapError, check_cas, read_bmc_map
 from .errors import ConfigError
 from .table import Settings
@@ -14,6 +15,8 @@ def check_settings(settings: Settings, once: bool) -> None:
     _check_consistent(settings)
     _check_fencing(settings)
     check_unsafe(settings)
+    if once or not settings.interval:
+        _check_one_shot(settings)
     if settings.leader_election and (once or not settings.interval):
         raise ConfigError("LEADER_ELECTION=true needs continuous mode; allowed: INTERVAL > 0 without --once")
     if settings.leader_election and settings.dry_run:
@@ -21,6 +24,23 @@ def check_settings(settings: Settings, once: bool) -> None:
         # switches failover off for the real one, silently.
         raise ConfigError("DRY_RUN=true with LEADER_ELECTION=true would let a replica that changes nothing hold "
                           "the leader Lease; allowed: one of them, not both")
+
+
+def _check_one_shot(settings: Settings) -> None:
+    """A one-shot run (a CronJob's) is a new process: it proves a node down only after seeing it NotReady itself for
+    the NotReady wait (observe/sightings.py), inside its own PASS_TIMEOUT_SECONDS less the third kept for acting.
+    A wait that cannot fit there would have every run exit 0 and never fail anything over."""
+    wait = settings.min_not_ready_seconds
+    if settings.fencing != "none":  # fencing, confirmed first, may make the wait shorter (planner/nodes.py)
+        fenced = settings.fenced_min_not_ready_seconds
+        wait = min(wait, DEFAULT_LEASE_SECONDS if fenced is None else fenced)
+    room = settings.pass_timeout_seconds * 2 / 3
+    if wait > room:
+        raise ConfigError(
+            f"MIN_NOT_READY_SECONDS={settings.min_not_ready_seconds} cannot pass within one run: a one-shot run "
+            f"proves a node down only once it has seen it NotReady that long itself, within PASS_TIMEOUT_SECONDS="
+            f"{settings.pass_timeout_seconds:g} less the third kept for acting ({room:.0f}s), so no run would ever "
+            "fail a node over; allowed: a wait of at most two thirds of PASS_TIMEOUT_SECONDS, or continuous mode")
 
 
 def _check_consistent(settings: Settings) -> None:

@@ -168,8 +168,9 @@ SPECS: tuple[Spec, ...] = (
     Spec("ONCE_WAIT_SECONDS", int_in(0, 3600), "30",
          "One pass (a CronJob's): when a node will be proven down within this many seconds, wait for that moment "
          "and pass again; with none due, watch nodes whose kubelet missed a Lease renewal this long for a shutdown "
-         "taint, then pass again. Only while PASS_TIMEOUT_SECONDS leaves the next pass a third of itself; 0 never "
-         "waits.", "a whole number from 0 to 3600"),
+         "taint, then pass again. A node held back only because this run has not yet seen it NotReady itself for the "
+         "NotReady wait is waited for whatever this says. Only while PASS_TIMEOUT_SECONDS leaves the next pass a "
+         "third of itself; 0 never waits otherwise.", "a whole number from 0 to 3600"),
     Spec("WATCH", boolean, "true",
          "Continuous mode: keep nodes (and our NetworkFences and recovery records) current with a watch, "
          "and pass when they change or time alone changes a verdict, at least every INTERVAL; false lists every "
@@ -222,10 +223,10 @@ SPECS: tuple[Spec, ...] = (
          "the pass deadline, less a third of it kept for acting).", _RANGE.format(1, 600)),
     Spec("UNDO", choice(UNDO_MODES), "bootid",
          "What proves a node's machine power-cycled before our out-of-service taint or NetworkFence comes off: bootid "
-         "(a new status.nodeInfo.bootID, which the node itself reports), operator (that, and the node labelled "
-         "node-restriction.kubernetes.io/rwo-failover-rebooted with that new bootID, a label no kubelet may set), or "
-         "bmc "
-         "(that, and its BMC seen Off when we acted and On now; FENCING=redfish only).",
+         "(a new status.nodeInfo.bootID, which the node itself reports), operator (that, and an operator's "
+         "rwo-failover.io/power-cycled=true annotation on our record of that outage, the taint record ConfigMap in "
+         "RECOVERY_NAMESPACE or our NetworkFence, which no kubelet may write), or bmc (that, and its BMC seen Off "
+         "when we acted and On now; FENCING=redfish only).",
          f"one of {', '.join(UNDO_MODES)}"),
     Spec("RECOVERY_TIMEOUT_SECONDS", int_in(1, WEEK), "600",
          "After a force-delete, how long its replacement may take to be Running and Ready elsewhere with the "

@@ -1,0 +1,196 @@
+"""UNDO: what proves a node's machine power-cycled before our out-of-service taint (or NetworkFence) comes off
+(planner/undo.py), through whole passes. bootid, the default, is the node's own word; operator adds an operator's
+word on our record of that one outage; bmc adds the BMC's Off when we acted and its On now (sushy-tools)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import ssl
+import time
+import urllib.request
+
+import pytest
+
+from rwo_failover.model import POWER_CYCLED_ANNOTATION
+from rwo_failover.run.exitcodes import EXIT_OK
+from rwo_testkit import fake_cluster as fc
+from rwo_testkit.redfish_bmc import PASSWORD, USER, RedfishEmulator
+from test_out_of_service import cluster, oos_taints, stuck  # noqa: F401 - cluster is a fixture
+from test_redfish import SILENT, bmc_file, freed, redfish_pass
+
+OOS = "node.kubernetes.io/out-of-service"
+
+
+def record_of(api, node: str) -> dict:
+    [found] = [c for c in api.objects("configmaps") if c["metadata"]["name"].startswith("rwo-taint-")
+               and json.loads(c["data"]["record"])["node"] == node]
+    return found
+
+
+def acknowledge(api, node: str) -> None:
+    """What the OutOfServiceTaintKept Warning tells the operator to run, done through the fixture."""
+    record = record_of(api, node)
+    record["metadata"].setdefault("annotations", {})[POWER_CYCLED_ANNOTATION] = "true"
+    api.add(record)
+
+
+def back(api, name: str, boot_id: str) -> None:
+    """The node Ready again with a fresh Lease, keeping its uid and our taint, reporting `boot_id`."""
+    current = api.get("nodes", name)
+    ours = [t for t in current["spec"].get("taints") or [] if t["key"] == OOS]
+    node = fc.node(name, ready="True", since=120, taints=ours)
+    node["metadata"]["uid"] = current["metadata"]["uid"]
+    api.add(fc.rebooted(node, boot_id))
+    api.add(fc.lease(name, 2))
+
+
+def dies(api, name: str) -> None:
+    """Its machine stops: NotReady for 10 minutes with the cloud's shutdown taint; its uid and boot kept."""
+    current = api.get("nodes", name)
+    dead = fc.node(name, ready="Unknown", since=600, taints=[fc.SHUTDOWN, fc.UNREACHABLE])
+    dead["metadata"]["uid"] = current["metadata"]["uid"]
+    api.add(fc.rebooted(dead, current["status"]["nodeInfo"]["bootID"]))
+    api.add(fc.lease(name, 640))
+
+
+# --- UNDO=operator ------------------------------------------------------------------------------------------------
+
+def test_operator_keeps_our_taint_until_the_operator_s_word_is_on_our_record_of_the_outage(cluster, run_pass):
+    fc.dead_node(cluster, "n1")
+    stuck(cluster, "n1")
+    assert run_pass(UNDO="operator").code == EXIT_OK and len(oos_taints(cluster, "n1")) == 1
+    back(cluster, "n1", "2b2b2b2b-2b2b-4b2b-8b2b-2b2b2b2b2b2b")  # rebooted, by its own word
+    time.sleep(2.1)
+
+    kept = run_pass(UNDO="operator", RECOVERY_SECONDS="1")
+
+    assert kept.code == EXIT_OK and len(oos_taints(cluster, "n1")) == 1
+    [event] = [e for e in cluster.objects("events") if e["reason"] == "OutOfServiceTaintKept"]
+    command = f"annotate configmap {record_of(cluster, 'n1')['metadata']['name']} {POWER_CYCLED_ANNOTATION}=true"
+    assert command in event["message"] and "UNDO=operator" in event["message"]
+    acknowledge(cluster, "n1")
+
+    lifted = run_pass(UNDO="operator", RECOVERY_SECONDS="1")
+
+    assert lifted.code == EXIT_OK and oos_taints(cluster, "n1") == [] and fc.taint_records(cluster) == []
+
+
+def test_an_operator_s_word_from_an_earlier_outage_is_never_replayed(cluster, run_pass):
+    """Found by an attack on issue 35, when the word was a Node label bound to a bootID: the label outlived its
+    outage, and a node whose kubelet credential is stolen reported that old bootID again after a later outage, with
+    no power cycle, and had our taint lifted. The word now lives on our record of one outage, in our namespace."""
+    b2, b3 = "2b2b2b2b-2b2b-4b2b-8b2b-2b2b2b2b2b2b", "3c3c3c3c-3c3c-4c3c-8c3c-3c3c3c3c3c3c"
+    fc.dead_node(cluster, "n1")
+    stuck(cluster, "n1")
+    run_pass(UNDO="operator")
+    back(cluster, "n1", b2)
+    acknowledge(cluster, "n1")
+    time.sleep(2.1)
+    assert run_pass(UNDO="operator", RECOVERY_SECONDS="1").summary["taints_removed"] == 1, "outage 1, confirmed"
+    cluster.add(fc.rebooted(cluster.get("nodes", "n1"), b3))  # a maintenance reboot; then a real outage
+    dies(cluster, "n1")
+    stuck(cluster, "n1")
+    assert run_pass(UNDO="operator").code == EXIT_OK and len(oos_taints(cluster, "n1")) == 1
+    back(cluster, "n1", b2)  # no power cycle; the kubelet reports the bootID an operator once vouched for
+    time.sleep(2.1)
+
+    result = run_pass(UNDO="operator", RECOVERY_SECONDS="1")
+
+    assert len(oos_taints(cluster, "n1")) == 1 and result.summary["taints_removed"] == 0
+    assert [s for s in result.lines("skipped") if s["object"] == "n1" and "UNDO=operator" in s["reason"]]
+
+
+def test_a_record_written_again_for_a_new_outage_drops_the_word_given_for_the_old_one(cluster, run_pass):
+    """Our record of a taint a human removed (the word on it) is written again, not replaced whole, when the node
+    is tainted anew: the word must not carry over to the new outage."""
+    node = fc.node("n1", ready="Unknown", since=600, taints=[fc.SHUTDOWN, fc.UNREACHABLE])
+    cluster.add(fc.mark_ours(cluster, node))  # a record of ours, its taint removed since
+    cluster.add(fc.lease("n1", 640))
+    acknowledge(cluster, "n1")
+    stuck(cluster, "n1")
+    cluster.hooks.append(lambda req: time.sleep(0) or None)
+
+    # The plan drops the stale record after the taint's write-ahead replaced it (the drop's precondition fails).
+    assert run_pass(UNDO="operator").code == EXIT_OK and len(oos_taints(cluster, "n1")) == 1
+    found = record_of(cluster, "n1")
+    assert POWER_CYCLED_ANNOTATION not in (found["metadata"].get("annotations") or {})
+
+
+# --- UNDO=bmc --------------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def bmc():
+    with RedfishEmulator({"m": "Off"}) as emulator:
+        yield emulator
+
+
+def power_on(bmc: RedfishEmulator, name: str) -> None:
+    auth = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
+    request = urllib.request.Request(
+        f"{bmc.endpoint(name)}/Actions/ComputerSystem.Reset", data=json.dumps({"ResetType": "On"}).encode(),
+        headers={"Authorization": f"Basic {auth}", "Content-Type": "application/json"}, method="POST")
+    with urllib.request.urlopen(request, context=ssl.create_default_context(cafile=bmc.ca_file), timeout=5):
+        pass
+    ends = time.monotonic() + 20  # the fake driver applies a reset 1 to 11 s after accepting it
+    while bmc.power(name) != "On" and time.monotonic() < ends:
+        time.sleep(0.5)
+    assert bmc.power(name) == "On"
+
+
+def silent_oos(api) -> list:
+    return [t for t in api.get("nodes", SILENT)["spec"].get("taints") or () if t["key"] == OOS]
+
+
+def back_claiming_a_reboot(api) -> None:
+    current = api.get("nodes", SILENT)
+    node = fc.node(SILENT, ready="True", since=1, taints=silent_oos(api), machine="m")
+    node["metadata"]["uid"] = current["metadata"]["uid"]
+    api.add(fc.rebooted(node))
+    api.add(fc.lease(SILENT, 1))
+
+
+def tainted_by_a_redfish_pass(api, run_pass, path: str, bmc: RedfishEmulator) -> None:
+    from test_redfish import cluster as redfish_cluster
+    redfish_cluster(api, machine="m")
+    first = redfish_pass(run_pass, path, UNDO="bmc")  # the machine is off (a power cut): its BMC answers Off
+    assert first.code == EXIT_OK and freed(api), first.logs[-5:]
+    [record] = fc.taint_records(api)
+    assert record["bmcOffAt"], "the BMC's Off recorded with our taint"
+
+
+def test_bmc_lifts_our_taint_once_the_bmc_shows_the_machine_back_on(api, run_pass, tmp_path, bmc):
+    path = bmc_file(tmp_path, {SILENT: bmc.entry("m")})
+    tainted_by_a_redfish_pass(api, run_pass, path, bmc)
+    power_on(bmc, "m")
+    back_claiming_a_reboot(api)
+    time.sleep(2.1)
+
+    result = redfish_pass(run_pass, path, UNDO="bmc", RECOVERY_SECONDS="1")
+
+    assert result.code == EXIT_OK and silent_oos(api) == [] and fc.taint_records(api) == []
+
+
+def test_bmc_keeps_our_taint_when_the_node_claims_a_reboot_and_the_bmc_says_off(api, run_pass, tmp_path, bmc):
+    """A stolen kubelet credential, used from elsewhere, posts Ready, renews the Lease and reports a new bootID;
+    the machine stays Off."""
+    path = bmc_file(tmp_path, {SILENT: bmc.entry("m")})
+    tainted_by_a_redfish_pass(api, run_pass, path, bmc)
+    back_claiming_a_reboot(api)
+    time.sleep(2.1)
+
+    result = redfish_pass(run_pass, path, UNDO="bmc", RECOVERY_SECONDS="1")
+
+    assert bmc.power("m") == "Off" and len(silent_oos(api)) == 1 and result.summary["taints_removed"] == 0
+    assert [line for line in result.lines("out-of-service taint left in place") if "UNDO=bmc" in line["reason"]]
+
+
+def test_bootid_lifts_our_taint_on_the_node_s_own_word_the_documented_limit(cluster, run_pass):
+    """The default: a node that reports a new bootID without a power cycle has our taint lifted. Only the node can
+    tell its reboot; docs/safety.md says so (Known limits), and the stronger modes above close it."""
+    fc.dead_node(cluster, "n1")
+    stuck(cluster, "n1")
+    run_pass()
+    back(cluster, "n1", "2b2b2b2b-2b2b-4b2b-8b2b-2b2b2b2b2b2b")  # claimed, no power cycle
+    time.sleep(2.1)
+    assert run_pass(RECOVERY_SECONDS="1").summary["taints_removed"] == 1
