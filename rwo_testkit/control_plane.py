@@ -1,8 +1,12 @@
 """A real Kubernetes control plane on loopback, for the end-to-end tier (like envtest in the Go world).
 
-It runs etcd, kube-apiserver (RBAC, static-token and ServiceAccount-token auth), kube-controller-manager
+It runs etcd, kube-apiserver (the Node and RBAC authorizers, the NodeRestriction admission plugin, static-token,
+ServiceAccount-token and client-certificate auth), kube-controller-manager
 (every controller, a short node-monitor grace) and kube-scheduler in a temporary folder, on free loopback
-ports, and stops exactly the processes it started. There is no kubelet: `node_sim` plays it.
+ports, and stops exactly the processes it started. There is no kubelet: `node_sim` plays it, with
+the admin token, or with a node's own kubelet credential (`node_kubeconfig`: a client certificate for
+`system:node:NAME` in `system:nodes`, as the kubelet's TLS bootstrap gets one), which the Node authorizer and
+NodeRestriction judge as they judge a real kubelet.
 
 Binaries come from one place: the folder named by KUBE_ASSETS (kube-apiserver, kube-controller-manager,
 kube-scheduler, and optionally etcd). Without it, the archive in ../shared/k8s beside the repository is
@@ -120,6 +124,20 @@ def make_pki(folder: Path) -> None:
     _openssl("rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=folder)
 
 
+def node_certificate(pki: Path, name: str) -> tuple[Path, Path]:
+    """A kubelet's client certificate and key for node `name`, signed by the CA in `pki`: CN=system:node:NAME,
+    O=system:nodes, the identity the Node authorizer and NodeRestriction recognise (what the CSR signer
+    kubernetes.io/kube-apiserver-client-kubelet issues to a kubelet)."""
+    stem = f"node-{name}"
+    _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{stem}.key", "-out", f"{stem}.csr",
+             "-subj", f"/O=system:nodes/CN=system:node:{name}", cwd=pki)
+    (pki / f"{stem}.ext").write_text("keyUsage=critical,digitalSignature,keyEncipherment\n"
+                                     "extendedKeyUsage=clientAuth\n")
+    _openssl("x509", "-req", "-in", f"{stem}.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+             "-out", f"{stem}.crt", "-days", "2", "-extfile", f"{stem}.ext", cwd=pki)
+    return pki / f"{stem}.crt", pki / f"{stem}.key"
+
+
 class ControlPlane:
     """`with ControlPlane(assets, workdir) as cp:`; `cp.kubeconfig` is an admin kubeconfig."""
 
@@ -173,14 +191,14 @@ class ControlPlane:
             "--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1", "--secure-port", self.port,
             "--tls-cert-file", pki / "server.crt", "--tls-private-key-file", pki / "server.key",
             "--client-ca-file", pki / "ca.crt", "--token-auth-file", self.workdir / "tokens.csv",
-            "--authorization-mode", "Node,RBAC",
+            "--authorization-mode", "Node,RBAC", "--enable-admission-plugins", "NodeRestriction",
             "--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
             "--service-account-key-file", pki / "sa.pub", "--service-account-signing-key-file", pki / "sa.key",
             "--service-cluster-ip-range", "10.0.0.0/24", "--endpoint-reconciler-type", "none",
             "--allow-privileged=true", "--profiling=false", *self.apiserver_args]
         self._apiserver = self._spawn("kube-apiserver", argv), argv
         self._wait(f"{self.url}/readyz", "kube-apiserver")
-        self._write_kubeconfig(self.kubeconfig, ADMIN_TOKEN)
+        self._write_kubeconfig(self.kubeconfig, {"token": ADMIN_TOKEN})
         kc = self.kubeconfig
         self._spawn("kube-controller-manager", [
             self.assets.folder / "kube-controller-manager", "--kubeconfig", kc, "--authentication-kubeconfig", kc,
@@ -227,18 +245,25 @@ class ControlPlane:
             time.sleep(0.2)
         raise RuntimeError(f"{what} not ready within {timeout:.0f}s; see {self.workdir}/{what}.log")
 
-    def _write_kubeconfig(self, path: Path, token: str) -> Path:
+    def _write_kubeconfig(self, path: Path, user: dict) -> Path:
         config = {"apiVersion": "v1", "kind": "Config", "current-context": "e2e",
                   "clusters": [{"name": "e2e", "cluster": {"server": self.url,
                                                             "certificate-authority": str(self.workdir / "pki" / "ca.crt")}}],
-                  "users": [{"name": "e2e", "user": {"token": token}}],
+                  "users": [{"name": "e2e", "user": user}],
                   "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": "e2e"}}]}
         path.write_text(json.dumps(config))
         return path
 
     def kubeconfig_for(self, token: str, name: str) -> Path:
         """A kubeconfig that authenticates with `token` (a ServiceAccount's, say): RBAC judges every call."""
-        return self._write_kubeconfig(self.workdir / f"{name}.kubeconfig", token)
+        return self._write_kubeconfig(self.workdir / f"{name}.kubeconfig", {"token": token})
+
+    def node_kubeconfig(self, node: str) -> Path:
+        """A kubeconfig for node `node`'s own kubelet: its client certificate (node_certificate), so the Node
+        authorizer and the NodeRestriction admission plugin judge every call as they judge a real kubelet's."""
+        cert, key = node_certificate(self.workdir / "pki", node)
+        return self._write_kubeconfig(self.workdir / f"node-{node}.kubeconfig",
+                                      {"client-certificate": str(cert), "client-key": str(key)})
 
     def stop(self) -> None:
         """Stop exactly the processes this object started, newest first."""

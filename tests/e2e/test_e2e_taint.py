@@ -9,15 +9,19 @@ out-of-service taint at that moment; the simulated attacher records what it woul
 
 from __future__ import annotations
 
+import json
 import time
+from typing import Optional
 
 import pytest
 
+from rwo_failover.model.taint_record import record_name
 from rwo_failover.run.exitcodes import EXIT_OK
 from rwo_testkit.e2e import CLOUD_TAINT, OOS_KEY, outage, record, wait_for
 
 pytestmark = pytest.mark.e2e
 RECOVERY = {"RECOVERY_SECONDS": "20"}
+RECORDS = "rwo-failover"  # RECOVERY_NAMESPACE's default, where our taint records live
 
 
 @pytest.fixture(scope="module")
@@ -49,6 +53,12 @@ def test_every_attachment_is_released_while_the_node_carries_the_taint(cluster, 
     cluster.sim.remove_node(node)
 
 
+def taint_record(cluster, node_uid: str) -> Optional[dict]:
+    """Our record of the out-of-service taint we added to the node with that uid, as its data says."""
+    found = cluster.kube.get(f"/api/v1/namespaces/{RECORDS}/configmaps/{record_name(node_uid)}")
+    return json.loads(found["data"]["record"]) if found else None
+
+
 def kept_warnings(cluster, node: str) -> list[dict]:
     return [e for e in cluster.kube.items("/api/v1/namespaces/default/events",
                                           fieldSelector=f"involvedObject.name={node}")
@@ -62,10 +72,10 @@ def test_our_taint_stays_until_the_machine_reboots(cluster, sa):
     booted = cluster.node(node)["status"]["nodeInfo"]["bootID"]
     timing = outage(cluster, "boot", "db", node, lambda: cluster.run_pass(sa))
     assert timing is not None
-    annotations = cluster.node(node)["metadata"]["annotations"]
-    assert annotations["rwo-failover.io/out-of-service-applied-by"] == "rwo-failover"
-    assert annotations["rwo-failover.io/taint-boot-id"] == booted
-    assert annotations["rwo-failover.io/taint-node-uid"] == cluster.node(node)["metadata"]["uid"]
+    uid = cluster.node(node)["metadata"]["uid"]
+    ours = taint_record(cluster, uid)  # our record, where the node cannot write; nothing of ours on the Node
+    assert ours is not None and (ours["bootID"], ours["nodeUID"]) == (booted, uid), ours
+    assert not [k for k in cluster.node(node)["metadata"].get("annotations", {}) if k.startswith("rwo-failover.io/")]
 
     # Its network comes back; the machine never went down: Ready, a fresh Lease, the same bootID.
     cluster.sim.reconnect(node)
@@ -92,7 +102,7 @@ def test_our_taint_stays_until_the_machine_reboots(cluster, sa):
     late = cluster.run_pass(sa, **RECOVERY)
     assert late.code == EXIT_OK and late.summary["taints_removed"] == 1, late.logs
     assert not any(t["key"] == OOS_KEY for t in cluster.taints(node))
-    assert not [k for k in cluster.node(node)["metadata"].get("annotations", {}) if k.startswith("rwo-failover.io/")]
+    assert taint_record(cluster, uid) is None, "the record goes with the taint"
     record(f"reboot rule: our taint kept on a node back without rebooting ({len(kept_warnings(cluster, node))} "
            "OutOfServiceTaintKept Warning), removed 20 s (RECOVERY_SECONDS) after a power cycle")
     cluster.sim.remove_node(node)
