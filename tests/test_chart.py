@@ -96,13 +96,63 @@ def test_the_schema_rejects_a_value_that_is_not_a_setting(values, complaint):
         chart.render(values)
 
 
-def test_the_image_is_the_app_version_or_pinned_by_digest():
+def container_of(values: dict, mode: str = "cronjob") -> dict:
+    return pod_spec_of(chart.render({**values, "mode": mode}))["containers"][0]
+
+
+def test_the_image_is_pinned_by_digest_or_the_app_version_when_a_tag_is_allowed():
     def image(values: dict) -> str:
-        [cron] = [d for d in chart.render(values) if d["kind"] == "CronJob"]
-        return cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["image"]
-    assert image({}) == f"registry.example.com/rwo-failover:{__version__}"
+        return container_of(values)["image"]
+    assert image({"image": {"allowTagWithoutDigest": True}}) == f"registry.example.com/rwo-failover:{__version__}"
     digest = "sha256:" + "ab" * 32
     assert image({"image": {"repository": "r.example/p/rwo", "digest": digest}}) == f"r.example/p/rwo@{digest}"
+
+
+@pytest.mark.parametrize("mode", ["cronjob", "ha"])
+def test_an_image_pinned_by_digest_is_pulled_only_if_not_present(mode):
+    """Issue 38: with Always, each minute's Job needs the registry, which may be down with the zone it serves;
+    pinned by digest, the node's cached copy is the very image that was reviewed."""
+    digest = "sha256:" + "cd" * 32
+    container = container_of({"image": {"digest": digest}}, mode)
+    assert container["image"].endswith("@" + digest) and container["imagePullPolicy"] == "IfNotPresent"
+
+
+@pytest.mark.parametrize("mode", ["cronjob", "ha"])
+def test_a_tag_without_a_digest_is_refused_and_the_message_says_why(mode):
+    """The chart's own defaults name no digest: `helm install` without one fails, saying what to set."""
+    import helm_python as helm
+
+    with pytest.raises(helm.HelmError) as failed:
+        chart.render_text({"mode": mode, "image": {"digest": ""}})
+    message = str(failed.value)
+    assert "rwo-failover: image.digest is empty" in message and "A tag can move" in message
+    assert "image.allowTagWithoutDigest=true" in message and f"rwo-failover:{__version__}" in message
+    with pytest.raises(helm.HelmError, match="image.digest is empty"):
+        chart.render_text({"mode": mode, "image": {"tag": "0.1.0", "allowTagWithoutDigest": False}})
+
+
+@pytest.mark.parametrize("mode", ["cronjob", "ha"])
+def test_a_tag_allowed_without_a_digest_is_pulled_always(mode):
+    """A tag can move: a node's cached copy may be another image than the tag names now."""
+    container = container_of({"image": {"tag": "0.1.0-rc1", "allowTagWithoutDigest": True}}, mode)
+    assert container["image"] == "registry.example.com/rwo-failover:0.1.0-rc1"
+    assert container["imagePullPolicy"] == "Always"
+    explicit = container_of({"image": {"allowTagWithoutDigest": True, "pullPolicy": "IfNotPresent"}}, mode)
+    assert explicit["imagePullPolicy"] == "IfNotPresent"
+
+
+def test_the_chart_s_own_defaults_name_no_digest_and_the_pull_policy_follows_it():
+    """values.yaml can name no digest (each install brings its image's); the release workflow sets one."""
+    assert VALUES["image"]["digest"] == "" and VALUES["image"]["allowTagWithoutDigest"] is False
+    assert VALUES["image"]["pullPolicy"] == ""
+
+
+@pytest.mark.parametrize("path", ["deploy/base/cronjob.yaml", "deploy/ha/deployment.yaml"])
+def test_the_kustomize_manifests_pull_if_not_present(path):
+    """They are pinned by digest in deploy/components/image (README Install), so IfNotPresent loses nothing."""
+    docs = [d for d in yaml.safe_load_all((ROOT / path).read_text()) if d]
+    [container] = pod_spec_of(docs)["containers"]
+    assert container["imagePullPolicy"] == "IfNotPresent"
 
 
 # --- the same objects as kustomize ------------------------------------------------------------------------
@@ -145,7 +195,9 @@ def with_fencing_snippet(tmp_path: Path, variant: str) -> Path:
 
 @pytest.mark.parametrize("variant, values", [(".", {"mode": "cronjob"}), ("deploy/ha", {"mode": "ha"})])
 def test_chart_and_kustomize_give_the_same_objects(variant, values):
-    ours = comparable(chart.render({**values, "namespace": {"create": True}}))
+    # kustomize's image is the component's placeholder tag, pinned by digest when installed (README Install)
+    same_image = {"allowTagWithoutDigest": True, "pullPolicy": "IfNotPresent"}
+    ours = comparable(chart.render({**values, "namespace": {"create": True}, "image": same_image}))
     theirs = comparable(kustomize(ROOT / variant))
     assert sorted(ours) == sorted(theirs)
     for key in theirs:

@@ -13,12 +13,19 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 {{- end -}}
 
+{{/* The image, pinned by digest; a tag alone only with image.allowTagWithoutDigest (rwo-failover.refuse). */}}
 {{- define "rwo-failover.image" -}}
 {{- if .Values.image.digest -}}
 {{ .Values.image.repository }}@{{ .Values.image.digest }}
 {{- else -}}
 {{ .Values.image.repository }}:{{ default .Chart.AppVersion .Values.image.tag }}
 {{- end -}}
+{{- end -}}
+
+{{/* image.pullPolicy, or by default IfNotPresent for an image pinned by digest (the cached copy is the one
+reviewed, and a pass starts while the registry is down) and Always for a tag alone (it may have moved). */}}
+{{- define "rwo-failover.pullPolicy" -}}
+{{- .Values.image.pullPolicy | default (ternary "IfNotPresent" "Always" (ne (.Values.image.digest | default "") "")) -}}
 {{- end -}}
 
 {{/* The settings this release runs with, as JSON (read back with fromJson): .Values.settings, the mode's own
@@ -65,6 +72,9 @@ to do instead; tests/test_chart.py checks the program refuses the same settings.
 {{- define "rwo-failover.refuse" -}}
 {{- $env := include "rwo-failover.settings" . | fromJson -}}
 {{- $true := list "true" "1" "yes" "on" -}}
+{{- if and (not .Values.image.digest) (not .Values.image.allowTagWithoutDigest) -}}
+{{- fail (printf "rwo-failover: image.digest is empty, so the pods would run %s by its tag alone. A tag can move, and during an outage each Job must run the code that was reviewed: set image.digest to the sha256:... of the image you pushed (docker buildx imagetools inspect), or set image.allowTagWithoutDigest=true to accept a movable tag" (include "rwo-failover.image" .)) -}}
+{{- end -}}
 {{- $ha := eq .Values.mode "ha" -}}
 {{- $elected := has ($env.LEADER_ELECTION | toString | trim | lower) $true -}}
 {{- if and $elected (not $ha) -}}
