@@ -89,7 +89,7 @@ def test_the_operations_exit_code_table_is_the_code_the_manifests_and_the_alerts
         assert sorted(count["onExitCodes"]["values"]) == sorted(exitcodes.COUNT), source
         assert fail["onExitCodes"]["operator"] == count["onExitCodes"]["operator"] == "In", source
         assert fail["onExitCodes"]["containerName"] == count["onExitCodes"]["containerName"] == "reconcile"
-        assert ignore["onPodConditions"] == [{"type": "DisruptionTarget"}], source
+        assert ignore["onPodConditions"] == [{"type": "DisruptionTarget", "status": "True"}], source
         assert job["template"]["spec"]["restartPolicy"] == "Never", "podFailurePolicy needs it"
         assert job["backoffLimit"] == 1, "Counted: one retry, then fails"
 
