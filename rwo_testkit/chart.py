@@ -34,7 +34,7 @@ MODES: dict[str, dict[str, Any]] = {
     "cronjob-mode": {"mode": "cronjob"},
     "ha-mode": {"mode": "ha"},
     "cronjob-mode-networkfence": {"mode": "cronjob",
-                                  "settings": {"FENCING": "networkfence", "NETWORK_FENCE_CLASS": "ceph"}},
+                                  "fencing": {"mode": "networkfence", "networkFence": {"className": "ceph"}}},
 }
 
 
