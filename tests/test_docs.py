@@ -154,3 +154,15 @@ def test_the_readme_says_first_who_adds_the_shutdown_taint_and_what_to_do_withou
         assert needed in section, needed
     # The failover time with default settings: the lead fills the span from bench/failover.py's defaults rows.
     assert re.search(r"default settings.*<!-- defaults-failover -->.+?<!-- /defaults-failover -->", section, re.S)
+
+
+def test_the_readme_installs_the_released_chart_by_digest_in_three_lines():
+    """Issue 38: install from the OCI chart the release workflow pushes, pinned by digest."""
+    import yaml
+
+    section = README.split("## Install\n", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"```sh\n(.*?)```", section, re.S)[1]
+    assert len(block.strip().splitlines()) == 3
+    release = yaml.safe_load((ROOT / ".github" / "workflows" / "release.yml").read_text())
+    charts = release["jobs"]["release"]["env"]["CHARTS"].replace("${{ github.repository_owner }}", "rwo-failover")
+    assert f"helm install rwo-failover {charts}/rwo-failover@sha256:" in block
