@@ -166,3 +166,16 @@ def test_the_readme_installs_the_released_chart_by_digest_in_three_lines():
     release = yaml.safe_load((ROOT / ".github" / "workflows" / "release.yml").read_text())
     charts = release["jobs"]["release"]["env"]["CHARTS"].replace("${{ github.repository_owner }}", "rwo-failover")
     assert f"helm install rwo-failover {charts}/rwo-failover@sha256:" in block
+
+
+def test_operations_starts_from_status_and_the_readme_sends_bare_metal_to_its_page():
+    """Issue 38: the operations guide's first section is `kubectl rwo-failover status`; "Will it work on my
+    cluster?" links the bare-metal page, which exists and names both medik8s remediators."""
+    first = re.search(r"^## (.+)$", OPERATIONS_DOC, re.M)[1]
+    assert "kubectl rwo-failover status" in first
+    section = README.split("## Will it work on my cluster?", 1)[1].split("\n## ", 1)[0]
+    assert "(docs/bare-metal.md)" in section
+    page = (ROOT / "docs" / "bare-metal.md").read_text()
+    for needed in ("self-node-remediation", "fence-agents-remediation", "node-healthcheck", "OutOfServiceTaint",
+                   "node.kubernetes.io/out-of-service"):
+        assert needed in page, needed
