@@ -535,3 +535,72 @@ def test_the_grace_period_covers_the_pass_and_the_push_the_program_makes():
         {"terminationGracePeriodSeconds": pass_timeout + PUSH_TIMEOUT_SECONDS - 1, "settings": push})
     assert pod_spec_of(chart.render({"terminationGracePeriodSeconds": pass_timeout + PUSH_TIMEOUT_SECONDS,
                                      "settings": push}))
+
+
+# --- attack on the structured values (issue 38): what the schema lets through, every pod must accept -------
+
+def _schema_at(path: str) -> dict:
+    node = json.loads((chart.CHART / "values.schema.json").read_text())
+    for key in path.split("."):
+        node = node["properties"][key]
+    return node
+
+
+def _nested(path: str, value) -> dict:
+    for key in reversed(path.split(".")):
+        value = {key: value}
+    return value
+
+
+def _edge_values(path: str) -> list:
+    """The values at each structured value's edges: its bounds, its enum, empty, and malformed names."""
+    node, found = _schema_at(path), []
+    found += node.get("enum", [])
+    if node.get("type") in ("integer", "number"):
+        found += [node[k] for k in ("minimum", "maximum") if k in node]
+        if "exclusiveMinimum" in node:
+            found.append(node["exclusiveMinimum"] + (1 if node["type"] == "integer" else 0.001))
+    if node.get("type") == "array":
+        found += [[], ["a b"], ["node.kubernetes.io/unreachable"], ["../x"]]
+    if node.get("type") == "string":
+        found += ["", "x y", "../x", "https://u:p@h.example/"]
+    if "anyOf" in node:
+        found += [0, 86400, "lease"]
+    return found
+
+
+@pytest.mark.parametrize("path", [p for p in STRUCTURED if p != "pods.selector"])  # a selector: the program's parser
+@pytest.mark.parametrize("mode", ["cronjob", "ha"])
+def test_every_structured_value_the_chart_renders_is_one_every_pod_accepts(path, mode):
+    """Attack on the structured values: at each value's edges (its schema's bounds and enum, empty, a name with a
+    space or a path in it), the chart either refuses (the schema, or a message naming the value) or renders an
+    env the program starts with. Before, `shutdownTaints: []`, `brakes.maxUnhealthyFraction: 1`,
+    `minNotReadySeconds: 0` and a namespace like `../x` rendered, and every pod then exited 2."""
+    import helm_python as helm
+
+    for value in _edge_values(path):
+        try:
+            args, env = chart.workload(chart.render({**_nested(path, value), "mode": mode}))
+        except helm.HelmError as refused_here:
+            assert isinstance(refused_here, helm.HelmValuesError) or "rwo-failover:" in str(refused_here)
+            continue
+        try:
+            config.load(args, env)
+        except config.ConfigError as err:
+            pytest.fail(f"{path}={value!r} renders, and every pod refuses it: {err}")
+
+
+@pytest.mark.parametrize("values, named", [
+    ({"brakes": {"maxUnhealthyFraction": 0.95}}, "allowUnsafe"),
+    ({"brakes": {"stormCooldownSeconds": 0}}, "storm-cooldown"),
+    ({"minNotReadySeconds": 0}, "min-not-ready"),
+    ({"passTimeoutSeconds": 5}, "REQUEST_TIMEOUT_SECONDS"),
+], ids=json.dumps)
+def test_a_value_that_switches_a_safety_rule_off_needs_allow_unsafe_in_the_chart_too(values, named):
+    message = refused(values)
+    assert named in message
+    args, env = chart.workload(chart.render({**values, "allowUnsafe": ["unhealthy-fraction", "storm-cooldown",
+                                                                       "min-not-ready"]}
+                                            if named != "REQUEST_TIMEOUT_SECONDS" else
+                                            {**values, "settings": {"REQUEST_TIMEOUT_SECONDS": "5"}}))
+    config.load(args, env)

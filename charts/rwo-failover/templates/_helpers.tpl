@@ -261,6 +261,22 @@ to do instead; tests/test_chart.py checks the program refuses the same settings.
 {{- if and $ha (not $elected) -}}
 {{- fail (printf "rwo-failover: mode=ha with LEADER_ELECTION=%v: its %v replicas would each pass and write at once, unelected (and NOTES would name a Lease that never exists). Leave LEADER_ELECTION true in ha mode (ha.settings sets it), or use mode=cronjob" $env.LEADER_ELECTION .Values.ha.replicas) -}}
 {{- end -}}
+{{- /* The values that switch a safety rule off, as the program refuses them (rwo_failover/settings/unsafe.py):
+only with ALLOW_UNSAFE (allowUnsafe) naming the rule. */ -}}
+{{- $allowed := list -}}
+{{- range $rule := splitList "," ($env.ALLOW_UNSAFE | toString) }}{{ $allowed = append $allowed (trim $rule) }}{{ end -}}
+{{- if and (ge (float64 ($env.MAX_UNHEALTHY_FRACTION | toString)) 0.9) (not (has "unhealthy-fraction" $allowed)) -}}
+{{- fail (printf "rwo-failover: MAX_UNHEALTHY_FRACTION=%v (brakes.maxUnhealthyFraction): at 0.9 or more the partition brake all but never trips. Set it below 0.9, or name the rule in allowUnsafe: [unhealthy-fraction]" $env.MAX_UNHEALTHY_FRACTION) -}}
+{{- end -}}
+{{- if and (eq (float64 ($env.STORM_COOLDOWN_SECONDS | toString)) 0.0) (not (has "storm-cooldown" $allowed)) -}}
+{{- fail "rwo-failover: STORM_COOLDOWN_SECONDS=0 (brakes.stormCooldownSeconds): after a brake trips, passes would act again at the first calm moment of a flapping partition. Set it above 0, or name the rule in allowUnsafe: [storm-cooldown]" -}}
+{{- end -}}
+{{- if and (eq (float64 ($env.MIN_NOT_READY_SECONDS | toString)) 0.0) (eq ($env.FENCING | toString | lower) "none") (not (has "min-not-ready" $allowed)) -}}
+{{- fail "rwo-failover: MIN_NOT_READY_SECONDS=0 (minNotReadySeconds) with FENCING=none: a node would be down at the node lifecycle controller's first verdict, with no margin and no fencing. Set it above 0, fence (fencing.mode), or name the rule in allowUnsafe: [min-not-ready]" -}}
+{{- end -}}
+{{- if gt (float64 ($env.REQUEST_TIMEOUT_SECONDS | toString)) (float64 ($env.PASS_TIMEOUT_SECONDS | toString)) -}}
+{{- fail (printf "rwo-failover: REQUEST_TIMEOUT_SECONDS=%v is longer than PASS_TIMEOUT_SECONDS=%v (passTimeoutSeconds): one request could outlive the pass. Lower REQUEST_TIMEOUT_SECONDS (settings), or raise passTimeoutSeconds" $env.REQUEST_TIMEOUT_SECONDS $env.PASS_TIMEOUT_SECONDS) -}}
+{{- end -}}
 {{- include "rwo-failover.refuseTolerations" (dict "tolerations" .Values.tolerations "env" $env) -}}
 {{- range $label := list "app.kubernetes.io/name" "app.kubernetes.io/component" -}}
 {{- if hasKey $.Values.podLabels $label -}}
