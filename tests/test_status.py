@@ -137,3 +137,38 @@ def test_the_status_viewer_role_only_reads(docs):
     for role in roles:
         for rule in role["rules"]:
             assert set(rule["verbs"]) <= {"get", "list", "watch"}, (role["metadata"]["name"], rule)
+
+
+# --- attack on status (issue 38): names read from the cluster or given by hand never leave their path -------
+
+def test_a_namespace_that_is_no_namespace_name_is_refused_before_any_request(api, kubeconfig):
+    """`-n ../../api/v1/namespaces/kube-system/secrets` went into every path unchecked when RECOVERY_NAMESPACE was
+    set, so status (run by an admin) could be led to GET another resource and print it."""
+    before = len(api.requests)
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["status", "-n", "../../api/v1/namespaces/kube-system/secrets"],
+                {"KUBECONFIG": kubeconfig, "RECOVERY_NAMESPACE": "rwo-failover"}, out, err)
+    assert code == EXIT_CONFIG and "not a namespace name" in err.getvalue()
+    assert api.requests[before:] == []
+
+
+def test_a_leader_identity_cannot_lead_the_readyz_request_elsewhere(api, kubeconfig):
+    """The leader Lease's holderIdentity names the pod whose /readyz status asks for through the pod proxy; an
+    identity holding a path (../../secrets/...) must not become one: it is quoted whole, and refused if no pod
+    name."""
+    from rwo_failover import settings as config
+    from rwo_failover.kube import Api, load_api_client
+    from rwo_failover.run import status_install
+
+    api.add({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+             "metadata": {"name": "rwo-failover-leader", "namespace": NAMESPACE},
+             "spec": {"holderIdentity": "../../../api/v1/namespaces/kube-system/secrets/x_a1b2c3d4",
+                      "renewTime": "2026-01-02T03:04:05.000000Z"}})
+    _, settings = config.load([], {"KUBECONFIG": kubeconfig})
+    install = {"kind": "Deployment", "name": "rwo-failover", "env": {"METRICS_PORT": "8080"}, "note": "",
+               "object": {"metadata": {"namespace": NAMESPACE, "name": "rwo-failover"}, "spec": {}}}
+    before = len(api.requests)
+    found = status_install.last_passes(Api(load_api_client(settings), settings), install, settings)
+    paths = [r.path for r in api.requests[before:]]
+    assert all(".." not in p and "secrets" not in p for p in paths), paths
+    assert found["readyz"] == "" and "not a pod name" in found["note"] and found["leader"].endswith("_a1b2c3d4")

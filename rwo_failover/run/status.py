@@ -40,6 +40,9 @@ NOT_FROM_THE_INSTALL = frozenset({
     "REDFISH_BMC_FILE"})
 
 
+NAMESPACE_NAME = 63  # a namespace is a DNS-1123 label
+
+
 class ReadOnlyApi(Api):
     """An Api that sends nothing but GET: any other method is refused here, unsent, as Forbidden."""
 
@@ -71,6 +74,10 @@ def main(argv: Sequence[str], environ: Optional[Mapping[str, str]] = None, stdou
     except SystemExit as done:
         return EXIT_OK if done.code == 0 else EXIT_CONFIG
     namespace = args.namespace or environ.get("RECOVERY_NAMESPACE") or "rwo-failover"
+    if not status_install.is_name(namespace, NAMESPACE_NAME):  # it goes into every path: nothing but a name
+        print(f"rwo-failover status: configuration error: -n {namespace[:80]!r} is not a namespace name",
+              file=stderr)
+        return EXIT_CONFIG
     access = {**environ, "KUBECONFIG": args.kubeconfig or environ.get("KUBECONFIG", ""),
               "KUBE_CONTEXT": args.context or environ.get("KUBE_CONTEXT", "")}
     logs.setup("json", "ERROR", stderr)  # a pass's log lines (a warning about the clock check) are not the report

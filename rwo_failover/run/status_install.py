@@ -3,6 +3,7 @@ CronJob's Jobs and their pods' exit codes, or the leader Lease and the leader's 
 
 from __future__ import annotations
 
+import re
 from typing import Any, Optional
 from urllib.parse import quote
 
@@ -13,6 +14,14 @@ from ..settings import Settings
 LABEL = "app.kubernetes.io/name=rwo-failover"
 CONTAINER = "reconcile"
 JOBS_SHOWN = 5
+_DNS_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+POD_NAME = 253  # a pod's name is a DNS-1123 subdomain
+
+
+def is_name(text: str, longest: int) -> bool:
+    """A DNS-1123 name no longer than `longest` (63: a label, without dots; 253: a subdomain): what may go into an
+    API path as one segment, and nothing that could leave it."""
+    return 0 < len(text) <= longest and bool(_DNS_NAME.match(text)) and (longest > 63 or "." not in text)
 
 
 def find_install(api: Api, namespace: str) -> dict:
@@ -95,7 +104,11 @@ def _leader(api: Api, install: dict, settings: Settings) -> dict:
         return {**found, "readyz": "", "note": "no leader holds the Lease"}
     pod = holder.rsplit("_", 1)[0]  # the identity is <hostname>_<suffix>, and a pod's hostname is its name
     port = install["env"].get("METRICS_PORT", config.BY_NAME["METRICS_PORT"].default)
-    path = f"/api/v1/namespaces/{install['object']['metadata']['namespace']}/pods/{quote(pod)}:{port}/proxy/readyz"
+    if not is_name(pod, POD_NAME) or not port.isdigit():  # anyone who may update the Lease writes this
+        return {**found, "readyz": "", "note": f"the leader's identity names no pod ({pod[:80]!r} is not a pod "
+                                               "name): its /readyz is not asked for"}
+    namespace = install["object"]["metadata"]["namespace"]
+    path = f"/api/v1/namespaces/{quote(namespace, safe='')}/pods/{quote(pod, safe='')}:{port}/proxy/readyz"
     try:
         found["readyz"] = api.call("get", "pods/proxy", "GET", path, attempts=1,
                                    decode=lambda body: body.decode("utf-8", "replace")) or ""
