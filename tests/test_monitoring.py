@@ -390,3 +390,16 @@ def test_the_chart_and_the_rules_share_one_runbook_base_url():
     assert default == {r["alert"]: r["annotations"]["runbook_url"] for g in rules["groups"] for r in g["rules"]}
     moved = urls("https://wiki.example.com/ops/rwo-failover")
     assert moved == {alert: f"https://wiki.example.com/ops/rwo-failover#{alert.lower()}" for alert in default}
+
+
+def test_a_runbook_base_url_cannot_carry_a_prometheus_template():
+    """Attack on monitoring.runbookBaseUrl: Prometheus runs every annotation as a Go template. A query needs a
+    space, which the pattern already refused; braces alone ({{$value}}, {{$labels.instance}}) were let through
+    and expanded in every alert's link. The schema refuses braces."""
+    import helm_python as helm
+
+    from rwo_testkit import chart
+
+    with pytest.raises(helm.HelmValuesError, match="runbookBaseUrl"):
+        chart.render({"monitoring": {"prometheusRule": True,
+                                     "runbookBaseUrl": "https://x.example/{{$labels.instance}}"}})
