@@ -35,6 +35,7 @@ MODES: dict[str, dict[str, Any]] = {
     "ha-mode": {"mode": "ha"},
     "cronjob-mode-networkfence": {"mode": "cronjob",
                                   "fencing": {"mode": "networkfence", "networkFence": {"className": "ceph"}}},
+    "ha-mode-status-viewer": {"mode": "ha", "statusViewer": {"create": True}},
 }
 
 
