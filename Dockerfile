@@ -22,7 +22,7 @@ LABEL org.opencontainers.image.title="rwo-failover" \
       org.opencontainers.image.description="Releases ReadWriteOnce volumes held by pods on Kubernetes nodes that are proven down." \
       org.opencontainers.image.version="0.1.0" \
       org.opencontainers.image.licenses="Apache-2.0" \
-      org.opencontainers.image.source="https://example.invalid/rwo-failover" \
+      org.opencontainers.image.source="https://github.com/rwo-failover/rwo-failover" \
       org.opencontainers.image.base.name="gcr.io/distroless/python3-debian12:nonroot"
 WORKDIR /app
 COPY --from=build /build/deps /app/deps

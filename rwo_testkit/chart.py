@@ -16,18 +16,32 @@ import helm_python as helm
 import yaml
 
 CHART = Path(__file__).resolve().parent.parent / "charts" / "rwo-failover"
+# The chart refuses an image without a digest (a tag can move), so every render here pins one, as every install
+# must (README Install): this stand-in, unless the values name image.digest or image.allowTagWithoutDigest.
+TEST_DIGEST = "sha256:" + "0" * 64
+
+
+def pinned(values: Optional[dict]) -> dict:
+    """`values` with image.digest set to TEST_DIGEST, unless they say something of the digest themselves."""
+    values = dict(values or {})
+    image = dict(values.get("image") or {})
+    if "digest" not in image and "allowTagWithoutDigest" not in image:
+        image["digest"] = TEST_DIGEST
+    values["image"] = image
+    return values
 # What CI renders and validates: each mode, and each optional component.
 MODES: dict[str, dict[str, Any]] = {
     "cronjob-mode": {"mode": "cronjob"},
     "ha-mode": {"mode": "ha"},
     "cronjob-mode-networkfence": {"mode": "cronjob",
-                                  "settings": {"FENCING": "networkfence", "NETWORK_FENCE_CLASS": "ceph"}},
+                                  "fencing": {"mode": "networkfence", "networkFence": {"className": "ceph"}}},
+    "ha-mode-status-viewer": {"mode": "ha", "statusViewer": {"create": True}},
 }
 
 
 def lint(values: Optional[dict] = None) -> dict:
     """`helm lint --strict`: the report, {"messages": [{"severity", "path", "error"}], "errors": [...]}."""
-    return helm.lint(str(CHART), values, strict=True)
+    return helm.lint(str(CHART), pinned(values), strict=True)
 
 
 # The order `helm install` creates objects in (Helm's releaseutil.InstallOrder, the kinds this chart has), so
@@ -38,6 +52,7 @@ INSTALL_ORDER = ("PriorityClass", "Namespace", "NetworkPolicy", "PodDisruptionBu
 
 def render_text(values: Optional[dict] = None, name: str = "rwo-failover", namespace: str = "rwo-failover") -> str:
     """`helm template`: every manifest, in Helm's install order, as one multi-document YAML stream."""
+    values = pinned(values)
     with helm.Chart.load(str(CHART)) as chart:
         chart.validate_schema(values)
         rendered = chart.render(values, name=name, namespace=namespace, is_install=True)
@@ -65,7 +80,7 @@ def workload(docs: list[dict]) -> tuple[list[str], dict[str, str]]:
 def notes(values: Optional[dict] = None, name: str = "rwo-failover", namespace: str = "rwo-failover") -> str:
     """What `helm install` prints after installing: the rendered NOTES.txt."""
     with helm.Chart.load(str(CHART)) as chart:
-        rendered = chart.render(values, name=name, namespace=namespace, is_install=True)
+        rendered = chart.render(pinned(values), name=name, namespace=namespace, is_install=True)
     [text] = [body for path, body in rendered.items() if path.endswith("NOTES.txt")]
     return text
 

@@ -3,7 +3,8 @@ before your eyes.
 
 It starts the fake API server on loopback, seeds a node that died holding a
 StatefulSet pod and a Deployment pod with RWO volumes, runs a dry-run pass and
-then a real pass with the real client, and prints the cluster before and after.
+then a real pass with the real client, prints the cluster before and after, and
+then what `kubectl rwo-failover status` says the install now holds.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import IO, Mapping, Optional, Sequence
 
 from rwo_failover import settings as config
 
-from rwo_failover.run import logs, plan_table
+from rwo_failover.run import logs, plan_table, status
 from rwo_failover.kube import Api, load_api_client
 from rwo_failover.model import Node
 from rwo_failover.observe.sightings import Sightings
@@ -101,6 +102,11 @@ def run_demo(settings: Settings, out: IO[str]) -> int:
                             sightings=sightings)
             logging.getLogger(logs.LOGGER).handlers[0].flush()
         show(api, out, "after: the stuck RWO pods are gone and their volumes are free to attach elsewhere")
+        out.write("\n=== kubectl rwo-failover status: what it holds now, and why (read-only) ===\n\n")
+        out.flush()
+        before = len(api.requests)
+        status.main(["--kubeconfig", demo_settings.kubeconfig], {}, out, out)
+        assert all(r.method == "GET" for r in api.requests[before:]), "status only reads"
         out.write("\nLeft alone on purpose: the RWX pod, the opted-out pod (and its volume), the DaemonSet pod, "
                   "and the pod without volumes. No out-of-service taint either: it would let Kubernetes "
                   "force-delete the opted-out pod.\n"

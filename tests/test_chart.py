@@ -37,14 +37,178 @@ def test_the_chart_lints_strictly(values):
     assert report["errors"] == [] and problems == [], report
 
 
-def test_every_setting_is_a_value_with_the_programs_default_in_its_order():
-    assert list(VALUES["settings"]) == [s.name for s in config.SPECS]
-    assert VALUES["settings"] == {s.name: "" if s.name in FROM_THE_RELEASE else s.default for s in config.SPECS}
+def helper(name: str) -> str:
+    """The body of a `define` in _helpers.tpl."""
     helpers = (chart.CHART / "templates" / "_helpers.tpl").read_text()
-    [names] = re.findall(r'define "rwo-failover.settingNames" -}}\n(.+)\n', helpers)
-    assert names.split() == [s.name for s in config.SPECS]
+    return re.search(rf'define "rwo-failover.{name}" -}}}}\n(.*?)\n{{{{- end -}}}}', helpers, re.S)[1]
+
+
+STRUCTURED = yaml.safe_load(helper("structured"))  # values.yaml path -> setting
+STRUCTURED_SECRETS = yaml.safe_load(helper("structuredSecrets"))
+
+
+def at(values: dict, path: str):
+    for key in path.split("."):
+        values = values[key]
+    return values
+
+
+def test_every_setting_has_the_programs_default_in_its_order():
+    """Every setting is rendered, in the program's order, with the program's default: the chart's table of
+    defaults is the code's, and the escape hatch `settings` is empty by default."""
+    assert [line.split(":")[0] for line in helper("defaults").splitlines()] == [s.name for s in config.SPECS]
+    assert yaml.safe_load(helper("defaults")) == {
+        s.name: "" if s.name in FROM_THE_RELEASE else s.default for s in config.SPECS}
+    assert helper("settingNames").split() == [s.name for s in config.SPECS]
     schema = json.loads((chart.CHART / "values.schema.json").read_text())
     assert list(schema["properties"]["settings"]["properties"]) == [s.name for s in config.SPECS]
+    assert VALUES["settings"] == {}
+
+
+def test_each_structured_value_is_in_values_yaml_and_the_schema_with_the_programs_default():
+    """Issue 38: camelCase values with a schema. Each names one setting, once; its default in values.yaml is the
+    program's (a list joined with commas, as the program reads it), or empty where the release decides."""
+    schema = json.loads((chart.CHART / "values.schema.json").read_text())
+    for named in (list(STRUCTURED.values()), list(STRUCTURED_SECRETS.values())):
+        assert len(named) == len(set(named)) and set(named) <= set(config.BY_NAME)
+    for path, name in STRUCTURED.items():
+        value = at(VALUES, path)
+        rendered = ",".join(value) if isinstance(value, list) else str(value).lower() if isinstance(value, bool) \
+            else str(value)
+        expected = "" if name in FROM_THE_RELEASE else config.BY_NAME[name].default
+        assert rendered == expected, path
+        node = schema
+        for key in path.split("."):
+            node = node["properties"][key]
+        assert name in node["description"], path
+    for path, name in STRUCTURED_SECRETS.items():
+        assert at(VALUES, path) == {"secretName": "", "key": ""}, path
+        assert name.endswith("_FILE") or name == "PUSHGATEWAY_URL"
+
+
+def test_the_default_render_runs_every_setting_at_the_programs_default():
+    env = env_of(chart.render({}, name="rwo-prod", namespace="ops"), "CronJob")
+    release = {"LEADER_ELECTION_NAMESPACE": "ops", "RECOVERY_NAMESPACE": "ops", "PUSHGATEWAY_INSTANCE": "rwo-prod"}
+    assert env == {s.name: release.get(s.name, s.default) for s in config.SPECS}
+
+
+@pytest.mark.parametrize("values, env", [
+    ({"dryRun": True}, {"DRY_RUN": "true"}),
+    ({"shutdownTaints": ["example.com/off=true:NoExecute"]}, {"SHUTDOWN_TAINTS": "example.com/off=true:NoExecute"}),
+    ({"brakes": {"maxUnhealthyFraction": 0.3, "maxNodesPerPass": 2, "stormCooldownSeconds": 600,
+                 "maxPodsPerPass": 1000000}},
+     {"MAX_UNHEALTHY_FRACTION": "0.3", "MAX_NODES_PER_PASS": "2", "STORM_COOLDOWN_SECONDS": "600",
+      "MAX_PODS_PER_PASS": "1000000"}),
+    ({"pods": {"includeNamespaces": ["db", "queue"], "excludeNamespaces": [], "selector": "tier in (a,b)",
+               "stuckStates": ["Terminating"]}},
+     {"INCLUDE_NAMESPACES": "db,queue", "EXCLUDE_NAMESPACES": "", "POD_SELECTOR": "tier in (a,b)",
+      "STUCK_POD_STATES": "Terminating"}),
+    ({"fencing": {"mode": "networkfence", "networkFence": {"className": "ceph"}, "minNotReadySeconds": "lease"}},
+     {"FENCING": "networkfence", "NETWORK_FENCE_CLASS": "ceph", "FENCED_MIN_NOT_READY_SECONDS": "lease"}),
+    ({"fencing": {"mode": "webhook", "webhook": {"url": "https://fencer.example:8443/fence"}}},
+     {"FENCING": "webhook", "FENCE_WEBHOOK_URL": "https://fencer.example:8443/fence"}),
+    ({"outOfServiceTaint": {"mode": "never", "recoverySeconds": 120}, "recovery": {"timeoutSeconds": 900}},
+     {"OUT_OF_SERVICE_TAINT": "never", "RECOVERY_SECONDS": "120", "RECOVERY_TIMEOUT_SECONDS": "900"}),
+    ({"metrics": {"pushgateway": {"url": "http://pushgateway.monitoring:9091", "instance": "prod"}},
+      "terminationGracePeriodSeconds": 60, "passTimeoutSeconds": 40, "log": {"format": "json", "level": "DEBUG"}},
+     {"PUSHGATEWAY_URL": "http://pushgateway.monitoring:9091", "PUSHGATEWAY_INSTANCE": "prod",
+      "PASS_TIMEOUT_SECONDS": "40", "LOG_FORMAT": "json", "LOG_LEVEL": "DEBUG"}),
+    ({"allowUnsafe": ["storm-cooldown"], "brakes": {"stormCooldownSeconds": 0}},
+     {"ALLOW_UNSAFE": "storm-cooldown", "STORM_COOLDOWN_SECONDS": "0"}),
+], ids=json.dumps)
+def test_each_structured_value_becomes_its_setting_and_the_program_accepts_it(values, env):
+    args, rendered = chart.workload(chart.render(values))
+    assert {name: rendered[name] for name in env} == env
+    config.load(args, rendered)
+
+
+def test_the_escape_hatch_still_sets_what_has_a_structured_value_while_that_is_left_at_its_default():
+    """Values written before the structured ones keep working: settings.FENCING with fencing.mode at none."""
+    values = {"settings": {"FENCING": "networkfence", "NETWORK_FENCE_CLASS": "ceph", "INTERVAL": "0"}}
+    env = env_of(chart.render(values), "CronJob")
+    assert (env["FENCING"], env["NETWORK_FENCE_CLASS"]) == ("networkfence", "ceph")
+    same = {"fencing": {"mode": "networkfence", "networkFence": {"className": "ceph"}}, **values}
+    assert env_of(chart.render(same), "CronJob") == env, "given both ways, alike: accepted"
+
+
+@pytest.mark.parametrize("values, named", [
+    ({"fencing": {"mode": "webhook", "webhook": {"url": "https://f.example"}},
+      "settings": {"FENCING": "networkfence"}}, ("FENCING", "fencing.mode=webhook", "settings.FENCING=networkfence")),
+    ({"brakes": {"maxNodesPerPass": 2}, "settings": {"MAX_NODES_PER_PASS": 50}},
+     ("MAX_NODES_PER_PASS", "brakes.maxNodesPerPass=2", "settings.MAX_NODES_PER_PASS=50")),
+    ({"pods": {"excludeNamespaces": ["kube-system", "db"]}, "cronjob": {"settings": {"EXCLUDE_NAMESPACES": ""}}},
+     ("EXCLUDE_NAMESPACES", "pods.excludeNamespaces=kube-system,db")),
+    ({"dryRun": True, "settings": {"DRY_RUN": "false"}}, ("DRY_RUN", "dryRun=true")),
+], ids=json.dumps)
+def test_a_setting_given_both_ways_differently_is_refused_naming_both(values, named):
+    message = refused(values)
+    for part in named:
+        assert part in message, part
+    assert "set it once" in message
+
+
+def test_a_bmc_secret_is_mounted_as_the_redfish_bmc_file():
+    values = {"fencing": {"mode": "redfish", "redfish": {"bmcSecret": {"secretName": "bmcs", "key": "map.json"},
+                                                         "powerOff": True}}}
+    spec = pod_spec_of(chart.render(values))
+    env = {e["name"]: e.get("value") for e in spec["containers"][0]["env"]}
+    assert env["FENCING"] == "redfish" and env["REDFISH_POWER_OFF"] == "true"
+    assert env["REDFISH_BMC_FILE"] == "/etc/rwo-failover/secrets/redfish-bmc-file/map.json"
+    [volume] = spec["volumes"]
+    assert volume["secret"] == {"secretName": "bmcs", "items": [{"key": "map.json", "path": "map.json"}],
+                                "defaultMode": 0o440}
+    [mount] = spec["containers"][0]["volumeMounts"]
+    assert mount["readOnly"] and mount["mountPath"] == "/etc/rwo-failover/secrets/redfish-bmc-file"
+    assert spec["securityContext"]["fsGroup"] == 65532
+
+
+def test_a_pushgateway_url_secret_is_read_from_the_secret():
+    values = {"metrics": {"pushgateway": {"urlSecret": {"secretName": "push", "key": "url"}}}}
+    [container] = pod_spec_of(chart.render(values))["containers"]
+    [push] = [e for e in container["env"] if e["name"] == "PUSHGATEWAY_URL"]
+    assert push == {"name": "PUSHGATEWAY_URL", "valueFrom": {"secretKeyRef": {"name": "push", "key": "url"}}}
+
+
+@pytest.mark.parametrize("values, named", [
+    ({"fencing": {"redfish": {"bmcSecret": {"secretName": "a", "key": "k"}}},
+      "secretFiles": {"REDFISH_BMC_FILE": {"secretName": "b", "key": "k"}}}, "fencing.redfish.bmcSecret"),
+    ({"fencing": {"webhook": {"tokenSecret": {"secretName": "a", "key": ""}}}}, "fencing.webhook.tokenSecret.key"),
+    ({"metrics": {"pushgateway": {"urlSecret": {"secretName": "a", "key": "u"}}},
+      "secretEnv": {"PUSHGATEWAY_URL": {"secretName": "b", "key": "u"}}}, "metrics.pushgateway.urlSecret"),
+    ({"metrics": {"pushgateway": {"urlSecret": {"secretName": "a", "key": "u"}, "url": "http://p:9091"}}},
+     "PUSHGATEWAY_URL"),
+], ids=json.dumps)
+def test_a_secret_named_twice_or_without_its_key_is_refused(values, named):
+    assert named in refused(values)
+
+
+@pytest.mark.parametrize("values, setting", [
+    ({"fencing": {"mode": "networkfence"}}, "fencing.networkFence.className"),
+    ({"mode": "ha", "fencing": {"mode": "webhook"}}, "fencing.webhook.url"),
+    ({"fencing": {"mode": "redfish"}}, "fencing.redfish.bmcSecret"),
+    ({"mode": "ha", "dryRun": True}, "dryRun"),
+    ({"mode": "ha", "metrics": {"port": 0}}, "metrics.port"),
+    ({"passTimeoutSeconds": 90}, "PASS_TIMEOUT_SECONDS=90"),
+    ({"metrics": {"pushgateway": {"url": "http://u:p@pushgateway:9091"}}}, "PUSHGATEWAY_URL"),
+    ({"shutdownTaints": ["example.com/off"], "tolerations": [{"key": "example.com/off", "operator": "Exists"}]},
+     "tolerations[0]"),
+], ids=json.dumps)
+def test_every_refusal_holds_through_the_structured_values(values, setting):
+    assert setting in refused(values)
+
+
+@pytest.mark.parametrize("values, complaint", [
+    ({"fencing": {"mdoe": "webhook"}}, "mdoe"),
+    ({"fencing": {"mode": "stonith"}}, "mode"),
+    ({"brakes": {"maxUnhealthyFraction": 1.5}}, "maxUnhealthyFraction"),
+    ({"pods": {"stuckStates": ["Sleeping"]}}, "stuckStates"),
+    ({"allowUnsafe": ["everything"]}, "allowUnsafe"),
+], ids=json.dumps)
+def test_the_schema_rejects_a_structured_value_that_does_not_exist(values, complaint):
+    import helm_python as helm
+
+    with pytest.raises(helm.HelmValuesError, match=complaint):
+        chart.render(values)
 
 
 # What an empty value means in the chart, for the settings whose default is this release's own.
@@ -96,13 +260,63 @@ def test_the_schema_rejects_a_value_that_is_not_a_setting(values, complaint):
         chart.render(values)
 
 
-def test_the_image_is_the_app_version_or_pinned_by_digest():
+def container_of(values: dict, mode: str = "cronjob") -> dict:
+    return pod_spec_of(chart.render({**values, "mode": mode}))["containers"][0]
+
+
+def test_the_image_is_pinned_by_digest_or_the_app_version_when_a_tag_is_allowed():
     def image(values: dict) -> str:
-        [cron] = [d for d in chart.render(values) if d["kind"] == "CronJob"]
-        return cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["image"]
-    assert image({}) == f"registry.example.com/rwo-failover:{__version__}"
+        return container_of(values)["image"]
+    assert image({"image": {"allowTagWithoutDigest": True}}) == f"registry.example.com/rwo-failover:{__version__}"
     digest = "sha256:" + "ab" * 32
     assert image({"image": {"repository": "r.example/p/rwo", "digest": digest}}) == f"r.example/p/rwo@{digest}"
+
+
+@pytest.mark.parametrize("mode", ["cronjob", "ha"])
+def test_an_image_pinned_by_digest_is_pulled_only_if_not_present(mode):
+    """Issue 38: with Always, each minute's Job needs the registry, which may be down with the zone it serves;
+    pinned by digest, the node's cached copy is the very image that was reviewed."""
+    digest = "sha256:" + "cd" * 32
+    container = container_of({"image": {"digest": digest}}, mode)
+    assert container["image"].endswith("@" + digest) and container["imagePullPolicy"] == "IfNotPresent"
+
+
+@pytest.mark.parametrize("mode", ["cronjob", "ha"])
+def test_a_tag_without_a_digest_is_refused_and_the_message_says_why(mode):
+    """The chart's own defaults name no digest: `helm install` without one fails, saying what to set."""
+    import helm_python as helm
+
+    with pytest.raises(helm.HelmError) as failed:
+        chart.render_text({"mode": mode, "image": {"digest": ""}})
+    message = str(failed.value)
+    assert "rwo-failover: image.digest is empty" in message and "A tag can move" in message
+    assert "image.allowTagWithoutDigest=true" in message and f"rwo-failover:{__version__}" in message
+    with pytest.raises(helm.HelmError, match="image.digest is empty"):
+        chart.render_text({"mode": mode, "image": {"tag": "0.1.0", "allowTagWithoutDigest": False}})
+
+
+@pytest.mark.parametrize("mode", ["cronjob", "ha"])
+def test_a_tag_allowed_without_a_digest_is_pulled_always(mode):
+    """A tag can move: a node's cached copy may be another image than the tag names now."""
+    container = container_of({"image": {"tag": "0.1.0-rc1", "allowTagWithoutDigest": True}}, mode)
+    assert container["image"] == "registry.example.com/rwo-failover:0.1.0-rc1"
+    assert container["imagePullPolicy"] == "Always"
+    explicit = container_of({"image": {"allowTagWithoutDigest": True, "pullPolicy": "IfNotPresent"}}, mode)
+    assert explicit["imagePullPolicy"] == "IfNotPresent"
+
+
+def test_the_chart_s_own_defaults_name_no_digest_and_the_pull_policy_follows_it():
+    """values.yaml can name no digest (each install brings its image's); the release workflow sets one."""
+    assert VALUES["image"]["digest"] == "" and VALUES["image"]["allowTagWithoutDigest"] is False
+    assert VALUES["image"]["pullPolicy"] == ""
+
+
+@pytest.mark.parametrize("path", ["deploy/base/cronjob.yaml", "deploy/ha/deployment.yaml"])
+def test_the_kustomize_manifests_pull_if_not_present(path):
+    """They are pinned by digest in deploy/components/image (README Install), so IfNotPresent loses nothing."""
+    docs = [d for d in yaml.safe_load_all((ROOT / path).read_text()) if d]
+    [container] = pod_spec_of(docs)["containers"]
+    assert container["imagePullPolicy"] == "IfNotPresent"
 
 
 # --- the same objects as kustomize ------------------------------------------------------------------------
@@ -145,7 +359,9 @@ def with_fencing_snippet(tmp_path: Path, variant: str) -> Path:
 
 @pytest.mark.parametrize("variant, values", [(".", {"mode": "cronjob"}), ("deploy/ha", {"mode": "ha"})])
 def test_chart_and_kustomize_give_the_same_objects(variant, values):
-    ours = comparable(chart.render({**values, "namespace": {"create": True}}))
+    # kustomize's image is the component's placeholder tag, pinned by digest when installed (README Install)
+    same_image = {"allowTagWithoutDigest": True, "pullPolicy": "IfNotPresent"}
+    ours = comparable(chart.render({**values, "namespace": {"create": True}, "image": same_image}))
     theirs = comparable(kustomize(ROOT / variant))
     assert sorted(ours) == sorted(theirs)
     for key in theirs:
@@ -319,3 +535,72 @@ def test_the_grace_period_covers_the_pass_and_the_push_the_program_makes():
         {"terminationGracePeriodSeconds": pass_timeout + PUSH_TIMEOUT_SECONDS - 1, "settings": push})
     assert pod_spec_of(chart.render({"terminationGracePeriodSeconds": pass_timeout + PUSH_TIMEOUT_SECONDS,
                                      "settings": push}))
+
+
+# --- attack on the structured values (issue 38): what the schema lets through, every pod must accept -------
+
+def _schema_at(path: str) -> dict:
+    node = json.loads((chart.CHART / "values.schema.json").read_text())
+    for key in path.split("."):
+        node = node["properties"][key]
+    return node
+
+
+def _nested(path: str, value) -> dict:
+    for key in reversed(path.split(".")):
+        value = {key: value}
+    return value
+
+
+def _edge_values(path: str) -> list:
+    """The values at each structured value's edges: its bounds, its enum, empty, and malformed names."""
+    node, found = _schema_at(path), []
+    found += node.get("enum", [])
+    if node.get("type") in ("integer", "number"):
+        found += [node[k] for k in ("minimum", "maximum") if k in node]
+        if "exclusiveMinimum" in node:
+            found.append(node["exclusiveMinimum"] + (1 if node["type"] == "integer" else 0.001))
+    if node.get("type") == "array":
+        found += [[], ["a b"], ["node.kubernetes.io/unreachable"], ["../x"]]
+    if node.get("type") == "string":
+        found += ["", "x y", "../x", "https://u:p@h.example/"]
+    if "anyOf" in node:
+        found += [0, 86400, "lease"]
+    return found
+
+
+@pytest.mark.parametrize("path", [p for p in STRUCTURED if p != "pods.selector"])  # a selector: the program's parser
+@pytest.mark.parametrize("mode", ["cronjob", "ha"])
+def test_every_structured_value_the_chart_renders_is_one_every_pod_accepts(path, mode):
+    """Attack on the structured values: at each value's edges (its schema's bounds and enum, empty, a name with a
+    space or a path in it), the chart either refuses (the schema, or a message naming the value) or renders an
+    env the program starts with. Before, `shutdownTaints: []`, `brakes.maxUnhealthyFraction: 1`,
+    `minNotReadySeconds: 0` and a namespace like `../x` rendered, and every pod then exited 2."""
+    import helm_python as helm
+
+    for value in _edge_values(path):
+        try:
+            args, env = chart.workload(chart.render({**_nested(path, value), "mode": mode}))
+        except helm.HelmError as refused_here:
+            assert isinstance(refused_here, helm.HelmValuesError) or "rwo-failover:" in str(refused_here)
+            continue
+        try:
+            config.load(args, env)
+        except config.ConfigError as err:
+            pytest.fail(f"{path}={value!r} renders, and every pod refuses it: {err}")
+
+
+@pytest.mark.parametrize("values, named", [
+    ({"brakes": {"maxUnhealthyFraction": 0.95}}, "allowUnsafe"),
+    ({"brakes": {"stormCooldownSeconds": 0}}, "storm-cooldown"),
+    ({"minNotReadySeconds": 0}, "min-not-ready"),
+    ({"passTimeoutSeconds": 5}, "REQUEST_TIMEOUT_SECONDS"),
+], ids=json.dumps)
+def test_a_value_that_switches_a_safety_rule_off_needs_allow_unsafe_in_the_chart_too(values, named):
+    message = refused(values)
+    assert named in message
+    args, env = chart.workload(chart.render({**values, "allowUnsafe": ["unhealthy-fraction", "storm-cooldown",
+                                                                       "min-not-ready"]}
+                                            if named != "REQUEST_TIMEOUT_SECONDS" else
+                                            {**values, "settings": {"REQUEST_TIMEOUT_SECONDS": "5"}}))
+    config.load(args, env)

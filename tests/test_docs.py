@@ -26,10 +26,72 @@ def test_settings_table_matches_the_code():
     assert documented == [(s.name, s.flag, s.default, s.help) for s in config.SPECS]
 
 
+LIVE_CODES = {v for k, v in vars(exitcodes).items() if k.startswith("EXIT_")}
+OPERATIONS_DOC = (ROOT / "docs" / "operations.md").read_text()
+
+
 def test_exit_codes_are_documented():
-    codes = {v: k for k, v in vars(exitcodes).items() if k.startswith("EXIT_")}
     documented = {int(m) for m in re.findall(r"^\| (\d+) \|", SETTINGS_DOC, re.M)}
-    assert documented == set(codes)
+    assert documented == LIVE_CODES
+    assert not set(exitcodes.RETIRED) & LIVE_CODES, "a retired code is never reused"
+
+
+def test_the_readme_s_one_line_exit_code_summary_names_every_code_and_no_retired_one():
+    section = README.split("## Exit codes, in short", 1)[1].split("\n## ", 1)[0]
+    assert {int(code) for code in re.findall(r"`(\d+)` ", section)} == LIVE_CODES
+    assert "`0` done, nothing to do, or paused" in section, "a paused pass exits 0"
+
+
+def exit_code_table() -> dict[int, tuple[str, str, str]]:
+    table = OPERATIONS_DOC.split("<!-- exit-code-table -->", 1)[1].split("<!-- /exit-code-table -->", 1)[0]
+    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in table.splitlines()
+            if re.match(r"^\| \d+ \|", line)]
+    return {int(code): (meaning, job, alert) for code, meaning, job, alert in rows}
+
+
+def pod_failure_policies() -> dict[str, dict]:
+    """Each CronJob's Job spec as shipped: the kustomize base (cronjob.yaml links to it) and the chart's render."""
+    import yaml
+
+    from rwo_testkit import chart
+
+    base = [d for d in yaml.safe_load_all((ROOT / "deploy/base/cronjob.yaml").read_text()) if d]
+    rendered = chart.render({"mode": "cronjob"})
+    return {source: next(d for d in docs if d["kind"] == "CronJob")["spec"]["jobTemplate"]["spec"]
+            for source, docs in (("deploy/base/cronjob.yaml", base), ("the chart", rendered))}
+
+
+def test_the_operations_exit_code_table_is_the_code_the_manifests_and_the_alerts():
+    """docs/operations.md's table: every live code once; what the Job does is what exitcodes.FAIL_JOB and COUNT
+    say and what each manifest's podFailurePolicy does; every alert it names exists in monitoring/rules.yml."""
+    import yaml
+
+    table = exit_code_table()
+    assert set(table) == LIVE_CODES
+    assert table[exitcodes.EXIT_OK][1] == "Succeeds" and "paused" in table[exitcodes.EXIT_OK][0]
+    for code in exitcodes.FAIL_JOB:
+        assert table[code][1].startswith("FailJob"), code
+    for code in exitcodes.COUNT:
+        assert table[code][1].startswith("Counted"), code
+    assert set(exitcodes.FAIL_JOB) | set(exitcodes.COUNT) | {exitcodes.EXIT_OK} == LIVE_CODES
+    rules = yaml.safe_load((ROOT / "monitoring" / "rules.yml").read_text())
+    alerts = {r["alert"] for g in rules["groups"] for r in g["rules"]}
+    for code, (_meaning, _job, alert) in table.items():
+        named = set(re.findall(r"`(Rwo[A-Za-z]+)`", alert))
+        assert named <= alerts, (code, named - alerts)
+        assert named or code == exitcodes.EXIT_OK, f"exit {code}: which alert fires?"
+    for source, job in pod_failure_policies().items():
+        rules_by_action: dict[str, list] = {}
+        for rule in job["podFailurePolicy"]["rules"]:
+            rules_by_action.setdefault(rule["action"], []).append(rule)
+        [fail], [count], [ignore] = rules_by_action["FailJob"], rules_by_action["Count"], rules_by_action["Ignore"]
+        assert sorted(fail["onExitCodes"]["values"]) == sorted(exitcodes.FAIL_JOB), source
+        assert sorted(count["onExitCodes"]["values"]) == sorted(exitcodes.COUNT), source
+        assert fail["onExitCodes"]["operator"] == count["onExitCodes"]["operator"] == "In", source
+        assert fail["onExitCodes"]["containerName"] == count["onExitCodes"]["containerName"] == "reconcile"
+        assert ignore["onPodConditions"] == [{"type": "DisruptionTarget", "status": "True"}], source
+        assert job["template"]["spec"]["restartPolicy"] == "Never", "podFailurePolicy needs it"
+        assert job["backoffLimit"] == 1, "Counted: one retry, then fails"
 
 
 def test_readme_commands_exist_in_the_makefile():
@@ -92,3 +154,28 @@ def test_the_readme_says_first_who_adds_the_shutdown_taint_and_what_to_do_withou
         assert needed in section, needed
     # The failover time with default settings: the lead fills the span from bench/failover.py's defaults rows.
     assert re.search(r"default settings.*<!-- defaults-failover -->.+?<!-- /defaults-failover -->", section, re.S)
+
+
+def test_the_readme_installs_the_released_chart_by_digest_in_three_lines():
+    """Issue 38: install from the OCI chart the release workflow pushes, pinned by digest."""
+    import yaml
+
+    section = README.split("## Install\n", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"```sh\n(.*?)```", section, re.S)[1]
+    assert len(block.strip().splitlines()) == 3
+    release = yaml.safe_load((ROOT / ".github" / "workflows" / "release.yml").read_text())
+    charts = release["jobs"]["release"]["env"]["CHARTS"].replace("${{ github.repository_owner }}", "rwo-failover")
+    assert f"helm install rwo-failover {charts}/rwo-failover@sha256:" in block
+
+
+def test_operations_starts_from_status_and_the_readme_sends_bare_metal_to_its_page():
+    """Issue 38: the operations guide's first section is `kubectl rwo-failover status`; "Will it work on my
+    cluster?" links the bare-metal page, which exists and names both medik8s remediators."""
+    first = re.search(r"^## (.+)$", OPERATIONS_DOC, re.M)[1]
+    assert "kubectl rwo-failover status" in first
+    section = README.split("## Will it work on my cluster?", 1)[1].split("\n## ", 1)[0]
+    assert "(docs/bare-metal.md)" in section
+    page = (ROOT / "docs" / "bare-metal.md").read_text()
+    for needed in ("self-node-remediation", "fence-agents-remediation", "node-healthcheck", "OutOfServiceTaint",
+                   "node.kubernetes.io/out-of-service"):
+        assert needed in page, needed

@@ -9,6 +9,7 @@ import subprocess
 import time
 import urllib.request
 from datetime import datetime, timedelta, timezone
+from typing import Optional
 
 import pytest
 import yaml
@@ -332,9 +333,30 @@ def test_every_labelled_metric_starts_with_each_documented_value_at_zero():
 
 
 def github_anchors(markdown: str) -> set[str]:
-    """The anchors GitHub gives a document's headings: lower case, punctuation dropped, spaces to dashes."""
-    return {re.sub(r"[^a-z0-9 _-]", "", h.strip().lower()).replace(" ", "-")
-            for h in re.findall(r"^#+ (.+)$", markdown, re.M)}
+    """The anchors GitHub gives a document's headings (its html-pipeline's TableOfContentsFilter): the heading's
+    text (inline code and links as their text), lower case, every character but letters, digits, spaces,
+    hyphens and underscores dropped, spaces to hyphens; a repeated anchor gets -1, -2, ... Headings inside
+    fenced code blocks are none."""
+    seen: dict[str, int] = {}
+    anchors = set()
+    text = re.sub(r"^(```|~~~).*?^\1", "", markdown, flags=re.M | re.S)
+    for heading in re.findall(r"^#{1,6} +(.+?)#*$", text, re.M):
+        heading = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading.strip())  # [text](url) -> text
+        anchor = re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
+        count = seen.get(anchor, 0)
+        seen[anchor] = count + 1
+        anchors.add(anchor if count == 0 else f"{anchor}-{count}")
+    return anchors
+
+
+def test_github_anchors_follow_github_s_rules():
+    doc = "# Runbook\n## `RwoX` (critical)\n## Pause and resume!\n```sh\n# not a heading\n```\n## Pause and resume\n" \
+          "## [A link](https://x.example)\n"
+    assert github_anchors(doc) == {"runbook", "rwox-critical", "pause-and-resume", "pause-and-resume-1", "a-link"}
+
+
+# The runbook every alert points into, by default: this project's docs/runbook.md on its main branch.
+RUNBOOK = "https://github.com/rwo-failover/rwo-failover/blob/main/docs/runbook.md"
 
 
 @pytest.mark.parametrize("path", ["rules.yml", "prometheusrule.yaml"])
@@ -342,10 +364,45 @@ def test_every_alert_links_a_runbook_section_that_exists(path):
     doc = yaml.safe_load((MONITORING / path).read_text())
     rules = [r for g in doc.get("spec", doc)["groups"] for r in g["rules"]]
     source = re.search(r'org\.opencontainers\.image\.source="([^"]+)"', (ROOT / "Dockerfile").read_text())[1]
+    assert RUNBOOK == f"{source}/blob/main/docs/runbook.md", "the image's source is the repository the runbook is in"
     anchors = github_anchors((ROOT / "docs" / "runbook.md").read_text())
     assert rules
     for rule in rules:
         url = rule["annotations"]["runbook_url"]
         page, _, anchor = url.partition("#")
-        assert page == f"{source}/blob/main/docs/runbook.md", url
+        assert page == RUNBOOK, url
+        assert anchor == rule["alert"].lower(), "the alert's own section"
         assert anchor in anchors, f"{rule['alert']}: no section #{anchor} in docs/runbook.md"
+
+
+def test_the_chart_and_the_rules_share_one_runbook_base_url():
+    """The chart's default is the base in monitoring/rules.yml (its PrometheusRule is rendered from that file,
+    and test_chart keeps the render equal to monitoring/prometheusrule.yaml); monitoring.runbookBaseUrl moves
+    every alert's link at once, each still to its own section."""
+    from rwo_testkit import chart
+
+    values = yaml.safe_load((chart.CHART / "values.yaml").read_text())
+    assert values["monitoring"]["runbookBaseUrl"] == RUNBOOK
+
+    def urls(base: Optional[str]) -> dict[str, str]:
+        monitoring = {"prometheusRule": True, **({"runbookBaseUrl": base} if base else {})}
+        [rule] = [d for d in chart.render({"monitoring": monitoring}) if d["kind"] == "PrometheusRule"]
+        return {r["alert"]: r["annotations"]["runbook_url"] for g in rule["spec"]["groups"] for r in g["rules"]}
+    default = urls(None)
+    rules = yaml.safe_load((MONITORING / "rules.yml").read_text())
+    assert default == {r["alert"]: r["annotations"]["runbook_url"] for g in rules["groups"] for r in g["rules"]}
+    moved = urls("https://wiki.example.com/ops/rwo-failover")
+    assert moved == {alert: f"https://wiki.example.com/ops/rwo-failover#{alert.lower()}" for alert in default}
+
+
+def test_a_runbook_base_url_cannot_carry_a_prometheus_template():
+    """Attack on monitoring.runbookBaseUrl: Prometheus runs every annotation as a Go template. A query needs a
+    space, which the pattern already refused; braces alone ({{$value}}, {{$labels.instance}}) were let through
+    and expanded in every alert's link. The schema refuses braces."""
+    import helm_python as helm
+
+    from rwo_testkit import chart
+
+    with pytest.raises(helm.HelmValuesError, match="runbookBaseUrl"):
+        chart.render({"monitoring": {"prometheusRule": True,
+                                     "runbookBaseUrl": "https://x.example/{{$labels.instance}}"}})

@@ -1,12 +1,13 @@
 """The pause switch (issue 28): data.paused=true in the control ConfigMap (rwo-failover/rwo-failover-control)
-stops every write cluster-wide; a paused pass still observes and plans, says who paused and when, and exits 6.
-An unreadable control object fails safe: nothing is written, and the pass says why."""
+stops every write cluster-wide; a paused pass still observes and plans, says who paused and when, and exits 0
+(issue 36: a pause is no failure, so a CronJob's Job succeeds; it exited 6 before). An unreadable control
+object fails safe: nothing is written, the pass says why, and exits 4 (no one chose it)."""
 
 from __future__ import annotations
 
 import time
 
-from rwo_failover.run.exitcodes import EXIT_OK, EXIT_PAUSED
+from rwo_failover.run.exitcodes import EXIT_OK, EXIT_UNAVAILABLE
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.fake_apiserver import ApiStatus
 
@@ -30,7 +31,7 @@ def test_a_paused_pass_observes_and_plans_writes_nothing_and_says_who_paused_and
     fc.outage(api)
     control(api, {"paused": "true"})
     result = run_pass()
-    assert result.code == EXIT_PAUSED == 6
+    assert result.code == EXIT_OK == 0, "a pause is no failure: the Job succeeds"
     assert writes(api) == [], "no taint, no delete, no Event, no record"
     assert api.get("pods", "db-0", "default") is not None
     assert [line["state"] for line in result.lines("node verdict") if line["node"] == "dead"] == ["down"]
@@ -44,7 +45,7 @@ def test_the_operator_s_own_words_name_who_and_why(api, run_pass):
     fc.outage(api)
     control(api, {"paused": "true", "pausedBy": "alice (INC-1234)", "reason": "storage maintenance"})
     result = run_pass()
-    assert result.code == EXIT_PAUSED and writes(api) == []
+    assert result.code == EXIT_OK and writes(api) == []
     assert "by alice (INC-1234)" in result.summary["paused"] and "storage maintenance" in result.summary["paused"]
 
 
@@ -67,7 +68,7 @@ def test_a_value_that_is_neither_true_nor_false_fails_safe(api, run_pass):
     fc.outage(api)
     control(api, {"paused": "yes please"})
     result = run_pass()
-    assert result.code == EXIT_PAUSED and writes(api) == []
+    assert result.code == EXIT_UNAVAILABLE and writes(api) == []
     assert "neither true nor false" in result.summary["paused"] and "failing safe" in result.summary["paused"]
 
 
@@ -81,7 +82,7 @@ def test_a_control_object_that_cannot_be_read_fails_safe(api, run_pass):
         return None
     api.hooks.append(broken)
     result = run_pass(API_MAX_ATTEMPTS="1")
-    assert result.code == EXIT_PAUSED and writes(api) == []
+    assert result.code == EXIT_UNAVAILABLE and writes(api) == []
     assert "cannot be read" in result.summary["paused"] and "failing safe" in result.summary["paused"]
 
 
@@ -96,7 +97,7 @@ def test_rbac_that_denies_the_read_fails_safe(api, run_pass):
     api.hooks.append(forbidden)
     result = run_pass()
     assert writes(api) == [] and api.get("pods", "db-0", "default") is not None
-    assert result.code == EXIT_PAUSED and "list" in result.summary["paused"]
+    assert result.code == EXIT_UNAVAILABLE and "list" in result.summary["paused"]
 
 
 def test_a_pause_set_after_the_plan_stops_the_first_write(api, run_pass):
@@ -112,7 +113,7 @@ def test_a_pause_set_after_the_plan_stops_the_first_write(api, run_pass):
     api.hooks.append(pause_on_recheck)
     result = run_pass()
     assert writes(api) == [] and api.get("pods", "db-0", "default") is not None
-    assert result.code == EXIT_PAUSED and "by bob" in result.summary["paused"]
+    assert result.code == EXIT_OK and "by bob" in result.summary["paused"]
 
 
 def test_continuous_mode_honours_the_switch_within_a_second_and_reports_it(api, kubeconfig):
@@ -145,8 +146,8 @@ def test_continuous_mode_honours_the_switch_within_a_second_and_reports_it(api, 
         wait_until("/readyz without the pause", lambda: get("/readyz") == "ok\n", timeout=3)
     finally:
         logs = stop(proc)
-    paused = [line for line in logs if line["message"] == "pass finished" and line["exit_code"] == EXIT_PAUSED]
-    assert paused and all("by carol" in line["paused"] for line in paused)
+    paused = [line for line in logs if line["message"] == "pass finished" and line["paused"]]
+    assert paused and all("by carol" in line["paused"] and line["exit_code"] == EXIT_OK for line in paused)
 
 
 def test_continuous_mode_stops_a_pass_in_flight_at_the_next_write_once_the_watch_sees_the_pause(api, kubeconfig):
@@ -174,7 +175,7 @@ def test_continuous_mode_stops_a_pass_in_flight_at_the_next_write_once_the_watch
     deleted = [r for r in api.requests if r.verb == "delete" and r.resource in ("pods", "volumeattachments")]
     assert len(deleted) == 1, "only the delete already sent"
     stopped = [line for line in logs if line["message"] == "pass finished" and "by dave" in line["paused"]]
-    assert stopped and stopped[0]["exit_code"] == EXIT_PAUSED
+    assert stopped and stopped[0]["exit_code"] == EXIT_OK
 
 
 def test_a_paused_cronjob_pass_pushes_the_paused_gauge_and_its_result(api, run_pass, tmp_path):
@@ -184,7 +185,7 @@ def test_a_paused_cronjob_pass_pushes_the_paused_gauge_and_its_result(api, run_p
     try:
         fc.outage(api)
         control(api, {"paused": "true"})
-        assert run_pass(PUSHGATEWAY_URL=url).code == EXIT_PAUSED
+        assert run_pass(PUSHGATEWAY_URL=url).code == EXIT_OK
         [paused] = groups(url)
         api.remove("configmaps", NAME, NAMESPACE)
         assert run_pass(PUSHGATEWAY_URL=url).code == EXIT_OK
@@ -194,3 +195,26 @@ def test_a_paused_cronjob_pass_pushes_the_paused_gauge_and_its_result(api, run_p
         gateway.wait(timeout=30)
     assert gauge(paused, "rwo_failover_paused") == 1 and gauge(resumed, "rwo_failover_paused") == 0
     assert series(paused, "rwo_failover_passes_total")[(("result", "paused"),)] == 1
+    assert series(paused, "rwo_failover_passes_total")[(("result", "ok"),)] == 0, "exit 0, but no success"
+    assert "rwo_failover_last_success_timestamp_seconds" not in paused, "a paused pass frees nothing"
+    assert gauge(resumed, "rwo_failover_last_success_timestamp_seconds") > 0
+
+
+def test_an_unreadable_switch_is_a_failure_not_a_pause_for_the_metrics(api, run_pass, tmp_path):
+    """No one chose it: exit 4, result unavailable, rwo_failover_paused 0, so the failure alerts are not held back
+    (RwoFailoverPassesFailing and RwoFailoverNoSuccessfulPass hold back only while rwo_failover_paused is 1)."""
+    from test_monitoring import gauge, groups, pushgateway, series
+
+    gateway, url = pushgateway(tmp_path)
+    try:
+        fc.outage(api)
+        control(api, {"paused": "maybe"})
+        result = run_pass(PUSHGATEWAY_URL=url)
+        [group] = groups(url)
+    finally:
+        gateway.terminate()
+        gateway.wait(timeout=30)
+    assert result.code == EXIT_UNAVAILABLE and writes(api) == [] and "failing safe" in result.summary["paused"]
+    assert gauge(group, "rwo_failover_paused") == 0
+    assert series(group, "rwo_failover_passes_total")[(("result", "unavailable"),)] == 1
+    assert series(group, "rwo_failover_passes_total")[(("result", "paused"),)] == 0

@@ -91,7 +91,7 @@ class Node:
 
     @property
     def our_taint(self) -> Optional[Taint]:
-        """Our out-of-service taint: exactly what we write, with the timeAdded our annotation recorded.
+        """Our out-of-service taint: exactly what we write, with the timeAdded our taint record holds.
 
         A human who removed our taint leaves our record; a taint they add later has another timeAdded (or none),
         so it is never taken for ours.

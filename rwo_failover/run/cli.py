@@ -22,7 +22,7 @@ from ..kube.clock import SharedServerClock
 from ..kube.leader import LeaderElector
 from ..observe.sightings import Sightings
 from ..planner import NodeState, Plan
-from . import logs, plan_table
+from . import logs, plan_table, status
 from .exitcodes import EXIT_CONFIG, EXIT_CRASH
 from .loop import StopFlag, Trigger, run_loop
 from .metrics import Metrics
@@ -50,6 +50,8 @@ def main(argv: Optional[Sequence[str]] = None, environ: Optional[Mapping[str, st
     argv = sys.argv[1:] if argv is None else argv
     environ = os.environ if environ is None else environ
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
+    if list(argv[:1]) == ["status"]:  # read-only: what an install holds, and why (status.py)
+        return status.main(argv[1:], environ, stdout, stderr)
     try:
         args, settings = config.load(argv, environ)
     except config.ConfigError as err:

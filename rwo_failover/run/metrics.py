@@ -23,7 +23,7 @@ from ..kube.deadline_http import deadline_handlers
 from ..planner.fencing import HELD_REASONS
 from ..planner.types import NodeState, Plan, RefusalKind
 from ..settings.urls import without_userinfo
-from .exitcodes import EXIT_OK, EXIT_REFUSED, NAMES
+from .exitcodes import EXIT_OK, EXIT_REFUSED, NAMES, PAUSED, chosen_pause
 from .pushed import Carried, NotCarried, Refuse, read_back
 
 log = logging.getLogger("rwo_failover")
@@ -78,8 +78,8 @@ class Metrics:
         self.last_refusal = Gauge(P + "last_refusal_timestamp_seconds",
                                   "When the last pass that refused (exit 3: a brake or split-brain) finished.",
                                   registry=r)
-        self.paused = Gauge(P + "paused", "1 while the last pass was paused (the control ConfigMap's data.paused, or "
-                            "that ConfigMap unreadable): it observed and planned, and wrote nothing.", registry=r)
+        self.paused = Gauge(P + "paused", "1 while the last pass was paused (the control ConfigMap's data.paused=true): "
+                            "it observed and planned, wrote nothing, and exited 0.", registry=r)
         self.pause_reason = ""  # the last pass's, for /readyz's body
         self.pods = Counter(P + "pods_force_deleted", "Pods force-deleted from proven-down nodes.", registry=r)
         self.attachments = Counter(P + "attachments_deleted", "VolumeAttachments deleted.", registry=r)
@@ -125,7 +125,7 @@ class Metrics:
         # api_requests' values are open-ended; every pass that reaches the API carries some, so it is replaced.
         for state in NodeState:
             self.nodes.labels(state.value)
-        for result in NAMES.values():
+        for result in (*NAMES.values(), PAUSED):
             self.passes.labels(result)
         for reason in (*(kind.value for kind in RefusalKind), SPLIT_BRAIN):
             self.refusals.labels(reason)
@@ -154,13 +154,14 @@ class Metrics:
     def record_pass(self, plan: Optional[Plan], outcome: Optional[Outcome], code: int, seconds: float,
                     paused: str = "") -> None:
         now = time.time()
+        chosen = chosen_pause(paused)  # an operator's; an unreadable switch is a failure (exit 4), not a pause
         if plan is not None:  # a pass that could not read the cluster knows nothing of the switch
-            self.paused.set(1 if paused else 0)
+            self.paused.set(1 if chosen else 0)
             self.pause_reason = paused
-        self.passes.labels(NAMES.get(code, str(code))).inc()
+        self.passes.labels(PAUSED if chosen and code == EXIT_OK else NAMES.get(code, str(code))).inc()
         self.duration.observe(seconds)
         self.last_pass.set(now)
-        if code == EXIT_OK:
+        if code == EXIT_OK and not chosen:  # a paused pass exits 0 but frees nothing: no success
             self.last_success.set(now)
         if code == EXIT_REFUSED:
             self.last_refusal.set(now)

@@ -46,6 +46,11 @@ def _table(header: Row, rows: Sequence[Row]) -> list[str]:
             for row in (header, *rows)]
 
 
+def table(header: Row, rows: Sequence[Row]) -> list[str]:
+    """_table, for the other reports for people (status_view.py)."""
+    return _table(header, rows)
+
+
 def _actions(node_plan: NodePlan) -> list[Row]:
     node = node_plan.verdict.node
     rows: list[Row] = []

@@ -20,7 +20,7 @@ from ..observe import observe, observe_again
 from ..observe.sightings import Sightings
 from ..settings import Settings
 from . import logs
-from .exitcodes import EXIT_FAILED, EXIT_FORBIDDEN, EXIT_OK, EXIT_PAUSED, EXIT_REFUSED, EXIT_UNAVAILABLE
+from .exitcodes import EXIT_FAILED, EXIT_FORBIDDEN, EXIT_OK, EXIT_REFUSED, EXIT_UNAVAILABLE, chosen_pause
 from .metrics import Metrics
 
 log = logging.getLogger(logs.LOGGER)
@@ -73,7 +73,7 @@ def run_pass(api: Api, settings: Settings, metrics: Optional[Metrics] = None, gu
         actor.record_refusal(plan)
         outcome = actor.outcome
     paused = plan.paused or pause.found
-    code = EXIT_PAUSED if paused else exit_code(plan, outcome)
+    code = paused_code(paused, outcome) if paused else exit_code(plan, outcome)
     _summary(settings, plan, outcome, code, started, api, metrics, guard, paused)
     return code
 
@@ -105,6 +105,18 @@ def decide(api: Api, settings: Settings, now: Callable[[], datetime], sightings:
                            "pods_planned": live_plan.pod_count, "cached_pods_planned": plan.pod_count,
                            "brake": live_plan.refusal.kind.value if live_plan.refusal else ""})
     return live, live_plan
+
+
+def paused_code(paused: str, outcome: Outcome) -> int:
+    """A paused pass (issue 36): an operator's pause is no failure, 0, so a CronJob's Job succeeds and no stock
+    KubeJobFailed alert pages anyone for what was chosen (the summary's `paused` and rwo_failover_paused say it);
+    a write of this pass that failed or was denied before the pause was seen is still 1 or 5. A switch that
+    cannot be read is 4: nothing was written, and someone must make it readable."""
+    if outcome.forbidden:
+        return EXIT_FORBIDDEN
+    if outcome.failures:
+        return EXIT_FAILED
+    return EXIT_OK if chosen_pause(paused) else EXIT_UNAVAILABLE
 
 
 def exit_code(plan: planner.Plan, outcome: Outcome) -> int:

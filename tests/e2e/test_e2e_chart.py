@@ -146,3 +146,45 @@ def test_a_release_with_secrets_and_an_existing_serviceaccount_is_admitted_and_m
     bumped = cluster.kube.get(f"/api/v1/namespaces/default/events/{warning['metadata']['name']}")
     assert bumped["count"] == 2 and bumped["involvedObject"]["uid"] == cluster.node("h-sec")["metadata"]["uid"]
     cluster.sim.remove_node("h-sec")
+
+
+def test_every_render_s_pod_failure_policy_is_accepted_and_kept_by_the_api_server(nodes, tmp_path):
+    """Issue 36 item 6: the kustomize base, its HA variant and each of the chart's CI renders are applied with
+    server-side apply (the API server validates and merges them, not kubectl), and each CronJob read back keeps
+    its podFailurePolicy whole: a server without the feature would drop the field without a word. A Job the
+    CronJob's controller creates from it carries the same policy."""
+    import yaml
+
+    from rwo_failover.run import exitcodes
+
+    cluster = nodes
+    renders = {"kustomize-cronjob": cluster.kubectl("kustomize", str(REPO)).stdout,
+               "kustomize-ha": cluster.kubectl("kustomize", str(REPO / "deploy" / "ha")).stdout}
+    for label, values in chart.MODES.items():
+        release = f"ssa-{label}"[:40]
+        renders[label] = chart.render_text({**values, "namespace": {"create": True}}, name=release,
+                                           namespace=release)
+    policies = {}
+    for label, text in renders.items():
+        path = tmp_path / f"{label}.yaml"
+        path.write_text(text)
+        applied = cluster.kubectl("apply", "--server-side", "--field-manager=e2e-ssa", "-f", str(path))
+        assert "serverside-applied" in applied.stdout, applied.stdout
+        for doc in (d for d in yaml.safe_load_all(text) if d and d["kind"] == "CronJob"):
+            meta = doc["metadata"]
+            live = cluster.kube.get(f"/apis/batch/v1/namespaces/{meta['namespace']}/cronjobs/{meta['name']}")
+            kept = live["spec"]["jobTemplate"]["spec"]["podFailurePolicy"]
+            assert kept == doc["spec"]["jobTemplate"]["spec"]["podFailurePolicy"], label
+            policies[(meta["namespace"], meta["name"])] = kept
+    assert len(policies) == 1 + len([m for m in chart.MODES.values() if m["mode"] == "cronjob"])
+    for kept in policies.values():
+        by_action = {rule["action"]: rule for rule in kept["rules"]}
+        assert sorted(by_action["FailJob"]["onExitCodes"]["values"]) == sorted(exitcodes.FAIL_JOB)
+        assert sorted(by_action["Count"]["onExitCodes"]["values"]) == sorted(exitcodes.COUNT)
+        assert by_action["Ignore"]["onPodConditions"] == [{"type": "DisruptionTarget", "status": "True"}]
+
+    namespace, name = next(iter(policies))
+    job = wait_for("a Job from the server-side-applied CronJob", lambda: next(
+        (j for j in cluster.kube.items(f"/apis/batch/v1/namespaces/{namespace}/jobs")
+         if any(r["name"] == name for r in j["metadata"].get("ownerReferences") or ())), None), 90, every=2)
+    assert job["spec"]["podFailurePolicy"] == policies[(namespace, name)]

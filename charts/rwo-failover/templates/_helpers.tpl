@@ -13,6 +13,7 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 {{- end -}}
 
+{{/* The image, pinned by digest; a tag alone only with image.allowTagWithoutDigest (rwo-failover.refuse). */}}
 {{- define "rwo-failover.image" -}}
 {{- if .Values.image.digest -}}
 {{ .Values.image.repository }}@{{ .Values.image.digest }}
@@ -21,22 +22,190 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 {{- end -}}
 {{- end -}}
 
-{{/* The settings this release runs with, as JSON (read back with fromJson): .Values.settings, the mode's own
-settings over them, and the three whose default is this release's (its namespace, its name). The env, the RBAC,
-the ports and NOTES.txt all read this one dict, so none can follow a setting the others ignore. */}}
+{{/* image.pullPolicy, or by default IfNotPresent for an image pinned by digest (the cached copy is the one
+reviewed, and a pass starts while the registry is down) and Always for a tag alone (it may have moved). */}}
+{{- define "rwo-failover.pullPolicy" -}}
+{{- .Values.image.pullPolicy | default (ternary "IfNotPresent" "Always" (ne (.Values.image.digest | default "") "")) -}}
+{{- end -}}
+
+{{/* The structured values, each by its path in values.yaml, and the setting it gives (tests/test_chart.py keeps
+this equal to values.yaml and the schema). A list is joined with commas, as the program reads it. */}}
+{{- define "rwo-failover.structured" -}}
+dryRun: DRY_RUN
+shutdownTaints: SHUTDOWN_TAINTS
+minNotReadySeconds: MIN_NOT_READY_SECONDS
+brakes.maxUnhealthyFraction: MAX_UNHEALTHY_FRACTION
+brakes.maxNodesPerPass: MAX_NODES_PER_PASS
+brakes.stormCooldownSeconds: STORM_COOLDOWN_SECONDS
+brakes.maxPodsPerPass: MAX_PODS_PER_PASS
+pods.stuckStates: STUCK_POD_STATES
+pods.includeNamespaces: INCLUDE_NAMESPACES
+pods.excludeNamespaces: EXCLUDE_NAMESPACES
+pods.selector: POD_SELECTOR
+outOfServiceTaint.mode: OUT_OF_SERVICE_TAINT
+outOfServiceTaint.recoverySeconds: RECOVERY_SECONDS
+undo: UNDO
+fencing.mode: FENCING
+fencing.minNotReadySeconds: FENCED_MIN_NOT_READY_SECONDS
+fencing.networkFence.className: NETWORK_FENCE_CLASS
+fencing.webhook.url: FENCE_WEBHOOK_URL
+fencing.redfish.nodeLabel: REDFISH_NODE_LABEL
+fencing.redfish.silentSeconds: REDFISH_SILENT_SECONDS
+fencing.redfish.powerOff: REDFISH_POWER_OFF
+fencing.redfish.offWaitSeconds: REDFISH_OFF_WAIT_SECONDS
+recovery.timeoutSeconds: RECOVERY_TIMEOUT_SECONDS
+recovery.namespace: RECOVERY_NAMESPACE
+metrics.port: METRICS_PORT
+metrics.pushgateway.url: PUSHGATEWAY_URL
+metrics.pushgateway.instance: PUSHGATEWAY_INSTANCE
+passTimeoutSeconds: PASS_TIMEOUT_SECONDS
+log.format: LOG_FORMAT
+log.level: LOG_LEVEL
+allowUnsafe: ALLOW_UNSAFE
+{{- end -}}
+
+{{/* The structured values that name a Secret's key, by path, and the setting they give: a file mounted from it
+(secretFiles) or, for PUSHGATEWAY_URL, an env var read from it (secretEnv). */}}
+{{- define "rwo-failover.structuredSecrets" -}}
+fencing.webhook.tokenSecret: FENCE_WEBHOOK_TOKEN_FILE
+fencing.webhook.caSecret: FENCE_WEBHOOK_CA_FILE
+fencing.redfish.bmcSecret: REDFISH_BMC_FILE
+metrics.pushgateway.urlSecret: PUSHGATEWAY_URL
+{{- end -}}
+
+{{/* Every setting's default, the program's own (rwo_failover/settings/table.py; tests/test_chart.py keeps them
+equal); empty for the three whose default is this release's (its namespace, its name). */}}
+{{- define "rwo-failover.defaults" -}}
+DRY_RUN: "false"
+SHUTDOWN_TAINTS: "node.kubernetes.io/out-of-service,node.cloudprovider.kubernetes.io/shutdown"
+MIN_NOT_READY_SECONDS: "3"
+MAX_UNHEALTHY_FRACTION: "0.5"
+MAX_NODES_PER_PASS: "5"
+STORM_COOLDOWN_SECONDS: "300"
+MAX_PODS_PER_PASS: "50"
+STUCK_POD_STATES: "Terminating,Unknown,NodeLost,NotReady,NotStarted"
+INCLUDE_NAMESPACES: ""
+EXCLUDE_NAMESPACES: "kube-system"
+POD_SELECTOR: ""
+OUT_OF_SERVICE_TAINT: "auto"
+RECOVERY_SECONDS: "60"
+INTERVAL: "0"
+ONCE_WAIT_SECONDS: "30"
+WATCH: "true"
+WATCH_STALE_SECONDS: "90"
+RELIST_SECONDS: "3600"
+FENCING: "none"
+NETWORK_FENCE_CLASS: ""
+FENCE_WEBHOOK_URL: ""
+FENCE_WEBHOOK_TOKEN_FILE: ""
+FENCE_WEBHOOK_CA_FILE: ""
+FENCED_MIN_NOT_READY_SECONDS: "0"
+REDFISH_BMC_FILE: ""
+REDFISH_NODE_LABEL: ""
+REDFISH_SILENT_SECONDS: "20"
+REDFISH_POWER_OFF: "false"
+REDFISH_OFF_WAIT_SECONDS: "30"
+UNDO: "bootid"
+RECOVERY_TIMEOUT_SECONDS: "600"
+METRICS_PORT: "8080"
+PUSHGATEWAY_URL: ""
+PUSHGATEWAY_INSTANCE: ""
+LEADER_ELECTION: "false"
+LEADER_ELECTION_LEASE_SECONDS: "15"
+LEADER_ELECTION_NAMESPACE: ""
+LEADER_ELECTION_LEASE_NAME: "rwo-failover-leader"
+RECOVERY_NAMESPACE: ""
+PASS_TIMEOUT_SECONDS: "45"
+REQUEST_TIMEOUT_SECONDS: "10"
+API_MAX_ATTEMPTS: "5"
+PAGE_SIZE: "500"
+LOG_FORMAT: "auto"
+LOG_LEVEL: "INFO"
+OUTPUT: "auto"
+KUBECONFIG: ""
+KUBE_CONTEXT: ""
+ALLOW_UNSAFE: ""
+{{- end -}}
+
+{{/* The value at a dotted path of .root (a dict), as the string the program reads. */}}
+{{- define "rwo-failover.valueAt" -}}
+{{- $value := .root -}}
+{{- range $key := splitList "." .path }}{{ $value = get (default dict $value) $key }}{{ end -}}
+{{- include "rwo-failover.string" $value -}}
+{{- end -}}
+
+{{/* A value of any YAML type as the string the program reads: a list joined with commas, a whole number that
+came through JSON (float64) as one (1000000, not 1e+06), true/false as such. */}}
+{{- define "rwo-failover.string" -}}
+{{- if kindIs "slice" . -}}
+{{- $parts := list -}}{{- range . }}{{ $parts = append $parts (include "rwo-failover.string" .) }}{{ end -}}
+{{- join "," $parts -}}
+{{- else if and (kindIs "float64" .) (eq (float64 (int64 .)) .) -}}
+{{- int64 . -}}
+{{- else if kindIs "invalid" . -}}
+{{- else -}}
+{{- toString . -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The Secret references of secretFiles (or of secretEnv, with "env" true), with the structured values' own
+(fencing.redfish.bmcSecret, ...) added; a setting given both ways is refused. JSON, read back with fromJson. */}}
+{{- define "rwo-failover.secretRefs" -}}
+{{- $root := .root -}}
+{{- $given := deepCopy (ternary $root.Values.secretEnv $root.Values.secretFiles .env | default dict) -}}
+{{- $where := ternary "secretEnv" "secretFiles" .env -}}
+{{- range $path, $name := include "rwo-failover.structuredSecrets" $root | fromYaml -}}
+{{- if eq (eq $name "PUSHGATEWAY_URL") $.env -}}
+{{- $ref := dict "root" $root.Values "path" (printf "%s.secretName" $path) | include "rwo-failover.valueAt" -}}
+{{- if $ref -}}
+{{- if hasKey $given $name -}}
+{{- fail (printf "rwo-failover: %s is given both as %s and as %s.%s: name its Secret once, as %s" $name $path $where $name $path) -}}
+{{- end -}}
+{{- $key := dict "root" $root.Values "path" (printf "%s.key" $path) | include "rwo-failover.valueAt" -}}
+{{- if not $key -}}
+{{- fail (printf "rwo-failover: %s.secretName is set but %s.key is empty: name the Secret's key that holds %s" $path $path $name) -}}
+{{- end -}}
+{{- $_ := set $given $name (dict "secretName" $ref "key" $key) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $given -}}
+{{- end -}}
+
+{{/* The settings this release runs with, as JSON (read back with fromJson): every setting's default, the
+structured values over them, then `settings` and the mode's own settings (the escape hatch) over those, and the
+three whose default is this release's (its namespace, its name). A setting given both as a structured value
+(changed from its default) and in `settings`, differently, is refused: which one was meant cannot be told. The
+env, the RBAC, the ports and NOTES.txt all read this one dict, so none can follow a setting the others ignore. */}}
 {{- define "rwo-failover.settings" -}}
 {{- $mode := ternary .Values.ha.settings .Values.cronjob.settings (eq .Values.mode "ha") | default dict -}}
-{{- $env := merge (deepCopy $mode) (deepCopy .Values.settings) -}}
+{{- $flat := merge (deepCopy $mode) (deepCopy (.Values.settings | default dict)) -}}
+{{- $defaults := include "rwo-failover.defaults" . | fromYaml -}}
+{{- $env := dict -}}
+{{- range $name, $default := $defaults }}{{ $_ := set $env $name (toString $default) }}{{ end -}}
+{{- range $path, $name := include "rwo-failover.structured" . | fromYaml -}}
+{{- $value := dict "root" $.Values "path" $path | include "rwo-failover.valueAt" -}}
+{{- $changed := and (ne $value "") (ne $value (toString (get $defaults $name))) -}}
+{{- if hasKey $flat $name -}}
+{{- $flatValue := include "rwo-failover.string" (get $flat $name) -}}
+{{- if and $changed (ne $flatValue $value) -}}
+{{- fail (printf "rwo-failover: %s is given both as %s=%s and as settings.%s=%s: set it once, as %s (settings is the escape hatch for the settings that have no value of their own)" $name $path $value $name $flatValue $path) -}}
+{{- end -}}
+{{- else -}}
+{{- $_ := set $env $name $value -}}
+{{- end -}}
+{{- end -}}
+{{- range $name, $value := $flat }}{{ $_ := set $env $name (include "rwo-failover.string" $value) }}{{ end -}}
 {{- if not $env.LEADER_ELECTION_NAMESPACE }}{{ $_ := set $env "LEADER_ELECTION_NAMESPACE" .Release.Namespace }}{{ end -}}
 {{- if not $env.RECOVERY_NAMESPACE }}{{ $_ := set $env "RECOVERY_NAMESPACE" .Release.Namespace }}{{ end -}}
 {{- if not $env.PUSHGATEWAY_INSTANCE }}{{ $_ := set $env "PUSHGATEWAY_INSTANCE" (include "rwo-failover.fullname" .) }}{{ end -}}
-{{- range $name, $ref := .Values.secretFiles }}
+{{- range $name, $ref := include "rwo-failover.secretRefs" (dict "root" . "env" false) | fromJson }}
 {{- if ne (toString (get $env $name)) "" }}
 {{- fail (printf "rwo-failover: %s is set both as a value and in secretFiles: the chart sets it to the file it mounts from secretFiles.%s; leave the value empty" $name $name) }}
 {{- end }}
 {{- $_ := set $env $name (printf "%s/%s" (include "rwo-failover.secretMountPath" $name) $ref.key) }}
 {{- end }}
-{{- range $name, $ref := .Values.secretEnv }}
+{{- range $name, $ref := include "rwo-failover.secretRefs" (dict "root" . "env" true) | fromJson }}
 {{- if ne (toString (get $env $name)) "" }}
 {{- fail (printf "rwo-failover: %s is set both as a value and in secretEnv: the pod reads it from secretEnv.%s's Secret; leave the value empty" $name $name) }}
 {{- end }}
@@ -65,6 +234,9 @@ to do instead; tests/test_chart.py checks the program refuses the same settings.
 {{- define "rwo-failover.refuse" -}}
 {{- $env := include "rwo-failover.settings" . | fromJson -}}
 {{- $true := list "true" "1" "yes" "on" -}}
+{{- if and (not .Values.image.digest) (not .Values.image.allowTagWithoutDigest) -}}
+{{- fail (printf "rwo-failover: image.digest is empty, so the pods would run %s by its tag alone. A tag can move, and during an outage each Job must run the code that was reviewed: set image.digest to the sha256:... of the image you pushed (docker buildx imagetools inspect), or set image.allowTagWithoutDigest=true to accept a movable tag" (include "rwo-failover.image" .)) -}}
+{{- end -}}
 {{- $ha := eq .Values.mode "ha" -}}
 {{- $elected := has ($env.LEADER_ELECTION | toString | trim | lower) $true -}}
 {{- if and $elected (not $ha) -}}
@@ -74,19 +246,55 @@ to do instead; tests/test_chart.py checks the program refuses the same settings.
 {{- fail "rwo-failover: mode=ha needs INTERVAL > 0 (seconds between passes); INTERVAL=0 runs one pass and exits" -}}
 {{- end -}}
 {{- if and $elected (has ($env.DRY_RUN | toString | trim | lower) $true) -}}
-{{- fail "rwo-failover: DRY_RUN=true with mode=ha (LEADER_ELECTION=true): a replica that changes nothing would hold the leader Lease, and every pod refuses it. For a first look, run a dry run by hand (make dry-run), or use mode=cronjob with DRY_RUN=true" -}}
+{{- fail "rwo-failover: DRY_RUN=true (dryRun) with mode=ha (LEADER_ELECTION=true): a replica that changes nothing would hold the leader Lease, and every pod refuses it. For a first look, run a dry run by hand (make dry-run), or use mode=cronjob with DRY_RUN=true" -}}
 {{- end -}}
 {{- if and $ha (or (lt (int ($env.METRICS_PORT | toString)) 1) (gt (int ($env.METRICS_PORT | toString)) 65535)) -}}
-{{- fail "rwo-failover: mode=ha serves /healthz, /readyz and /metrics on METRICS_PORT, which the probes and the Service use: set a port in 1-65535" -}}
+{{- fail "rwo-failover: mode=ha serves /healthz, /readyz and /metrics on METRICS_PORT (metrics.port), which the probes and the Service use: set a port in 1-65535" -}}
 {{- end -}}
 {{- if and (eq ($env.FENCING | toString | lower) "networkfence") (not $env.NETWORK_FENCE_CLASS) -}}
-{{- fail "rwo-failover: FENCING=networkfence needs NETWORK_FENCE_CLASS (the NetworkFenceClass of your storage)" -}}
+{{- fail "rwo-failover: FENCING=networkfence (fencing.mode) needs NETWORK_FENCE_CLASS (fencing.networkFence.className: the NetworkFenceClass of your storage)" -}}
+{{- end -}}
+{{- if and (eq ($env.FENCING | toString | lower) "redfish") (not $env.REDFISH_BMC_FILE) -}}
+{{- fail "rwo-failover: FENCING=redfish (fencing.mode) needs REDFISH_BMC_FILE: name the Secret key that holds the BMC map in fencing.redfish.bmcSecret (secretName, key; docs/fencing.md)" -}}
 {{- end -}}
 {{- if and (eq ($env.FENCING | toString | lower) "webhook") (not $env.FENCE_WEBHOOK_URL) -}}
-{{- fail "rwo-failover: FENCING=webhook needs FENCE_WEBHOOK_URL (an https:// URL)" -}}
+{{- fail "rwo-failover: FENCING=webhook (fencing.mode) needs FENCE_WEBHOOK_URL (fencing.webhook.url: an https:// URL)" -}}
+{{- end -}}
+{{- if and (eq ($env.UNDO | toString | lower) "bmc") (ne ($env.FENCING | toString | lower) "redfish") -}}
+{{- fail (printf "rwo-failover: UNDO=bmc (undo) needs FENCING=redfish (fencing.mode), the only mode with a BMC to see the machine power-cycled (fencing.mode is %v): use undo bootid or operator" $env.FENCING) -}}
+{{- end -}}
+{{- /* A one-shot pass proves a node down only once it has seen it NotReady for the wait itself, within two thirds
+of its deadline (rwo_failover/settings/checks.py); with fencing the wait may be shorter ("lease": 40 s). */ -}}
+{{- if not $ha -}}
+{{- $wait := float64 ($env.MIN_NOT_READY_SECONDS | toString) -}}
+{{- if ne ($env.FENCING | toString | lower) "none" -}}
+{{- $fenced := $env.FENCED_MIN_NOT_READY_SECONDS | toString | trim | lower -}}
+{{- $fencedWait := ternary 40.0 (float64 $fenced) (eq $fenced "lease") -}}
+{{- if lt $fencedWait $wait }}{{ $wait = $fencedWait }}{{ end -}}
+{{- end -}}
+{{- $room := divf (mulf (float64 ($env.PASS_TIMEOUT_SECONDS | toString)) 2.0) 3.0 -}}
+{{- if gt $wait $room -}}
+{{- fail (printf "rwo-failover: MIN_NOT_READY_SECONDS=%v (minNotReadySeconds) cannot pass within one Job: a pass proves a node down only once it has seen it NotReady that long itself, within PASS_TIMEOUT_SECONDS=%v (passTimeoutSeconds) less the third kept for acting, so no Job would ever fail a node over. Keep the wait within two thirds of passTimeoutSeconds, or use mode=ha" $env.MIN_NOT_READY_SECONDS $env.PASS_TIMEOUT_SECONDS) -}}
+{{- end -}}
 {{- end -}}
 {{- if and $ha (not $elected) -}}
 {{- fail (printf "rwo-failover: mode=ha with LEADER_ELECTION=%v: its %v replicas would each pass and write at once, unelected (and NOTES would name a Lease that never exists). Leave LEADER_ELECTION true in ha mode (ha.settings sets it), or use mode=cronjob" $env.LEADER_ELECTION .Values.ha.replicas) -}}
+{{- end -}}
+{{- /* The values that switch a safety rule off, as the program refuses them (rwo_failover/settings/unsafe.py):
+only with ALLOW_UNSAFE (allowUnsafe) naming the rule. */ -}}
+{{- $allowed := list -}}
+{{- range $rule := splitList "," ($env.ALLOW_UNSAFE | toString) }}{{ $allowed = append $allowed (trim $rule) }}{{ end -}}
+{{- if and (ge (float64 ($env.MAX_UNHEALTHY_FRACTION | toString)) 0.9) (not (has "unhealthy-fraction" $allowed)) -}}
+{{- fail (printf "rwo-failover: MAX_UNHEALTHY_FRACTION=%v (brakes.maxUnhealthyFraction): at 0.9 or more the partition brake all but never trips. Set it below 0.9, or name the rule in allowUnsafe: [unhealthy-fraction]" $env.MAX_UNHEALTHY_FRACTION) -}}
+{{- end -}}
+{{- if and (eq (float64 ($env.STORM_COOLDOWN_SECONDS | toString)) 0.0) (not (has "storm-cooldown" $allowed)) -}}
+{{- fail "rwo-failover: STORM_COOLDOWN_SECONDS=0 (brakes.stormCooldownSeconds): after a brake trips, passes would act again at the first calm moment of a flapping partition. Set it above 0, or name the rule in allowUnsafe: [storm-cooldown]" -}}
+{{- end -}}
+{{- if and (eq (float64 ($env.MIN_NOT_READY_SECONDS | toString)) 0.0) (eq ($env.FENCING | toString | lower) "none") (not (has "min-not-ready" $allowed)) -}}
+{{- fail "rwo-failover: MIN_NOT_READY_SECONDS=0 (minNotReadySeconds) with FENCING=none: a node would be down at the node lifecycle controller's first verdict, with no margin and no fencing. Set it above 0, fence (fencing.mode), or name the rule in allowUnsafe: [min-not-ready]" -}}
+{{- end -}}
+{{- if gt (float64 ($env.REQUEST_TIMEOUT_SECONDS | toString)) (float64 ($env.PASS_TIMEOUT_SECONDS | toString)) -}}
+{{- fail (printf "rwo-failover: REQUEST_TIMEOUT_SECONDS=%v is longer than PASS_TIMEOUT_SECONDS=%v (passTimeoutSeconds): one request could outlive the pass. Lower REQUEST_TIMEOUT_SECONDS (settings), or raise passTimeoutSeconds" $env.REQUEST_TIMEOUT_SECONDS $env.PASS_TIMEOUT_SECONDS) -}}
 {{- end -}}
 {{- include "rwo-failover.refuseTolerations" (dict "tolerations" .Values.tolerations "env" $env) -}}
 {{- range $label := list "app.kubernetes.io/name" "app.kubernetes.io/component" -}}
@@ -98,7 +306,7 @@ to do instead; tests/test_chart.py checks the program refuses the same settings.
 {{- fail "rwo-failover: serviceAccount.name=default: the chart's bindings would give rwo-failover's rights (delete pods, patch nodes) to every pod in the namespace that names no ServiceAccount. Name an account of its own" -}}
 {{- end -}}
 {{- $names := splitList " " (include "rwo-failover.settingNames" .) -}}
-{{- range $name, $ref := .Values.secretFiles -}}
+{{- range $name, $ref := include "rwo-failover.secretRefs" (dict "root" . "env" false) | fromJson -}}
 {{- if not (has $name $names) -}}
 {{- fail (printf "rwo-failover: secretFiles.%s names no setting of rwo-failover %s; the settings that name a file end in _FILE (docs/settings.md)" $name $.Chart.AppVersion) -}}
 {{- end -}}
@@ -113,7 +321,7 @@ to do instead; tests/test_chart.py checks the program refuses the same settings.
 after it ($push: rwo_failover/run/metrics.py PUSH_TIMEOUT_SECONDS), must end before SIGKILL. */ -}}
 {{- $pass := float64 ($env.PASS_TIMEOUT_SECONDS | toString) -}}
 {{- $push := 10.0 -}}
-{{- $pushes := and (not $ha) (or (ne ($env.PUSHGATEWAY_URL | toString | trim) "") (hasKey .Values.secretEnv "PUSHGATEWAY_URL")) -}}
+{{- $pushes := and (not $ha) (or (ne ($env.PUSHGATEWAY_URL | toString | trim) "") (hasKey (include "rwo-failover.secretRefs" (dict "root" . "env" true) | fromJson) "PUSHGATEWAY_URL")) -}}
 {{- $needed := ternary (addf $pass $push) $pass $pushes -}}
 {{- $grace := .Values.terminationGracePeriodSeconds -}}
 {{- if lt (float64 $grace) $needed -}}
@@ -148,12 +356,13 @@ key tolerates every taint. Called with (dict "tolerations" ... "env" ...); rende
 {{/* Every setting as an environment variable, in the order of rwo_failover/config.py. */}}
 {{- define "rwo-failover.env" -}}
 {{- $env := include "rwo-failover.settings" . | fromJson -}}
+{{- $secretEnv := include "rwo-failover.secretRefs" (dict "root" . "env" true) | fromJson -}}
 {{- range $name := splitList " " (include "rwo-failover.settingNames" .) }}
 {{- $value := get $env $name }}
 {{- /* a whole number that came through JSON (float64) is written as one: 1000000, not 1e+06 */}}
 {{- if and (kindIs "float64" $value) (eq (float64 (int64 $value)) $value) }}{{ $value = int64 $value }}{{ end }}
 - name: {{ $name }}
-{{- with get $.Values.secretEnv $name }}
+{{- with get $secretEnv $name }}
   valueFrom:
     secretKeyRef:
       name: {{ .secretName | quote }}
@@ -167,7 +376,7 @@ key tolerates every taint. Called with (dict "tolerations" ... "env" ...); rende
 {{/* secretFiles' Secrets: one read-only volume per setting, holding only the key it names, readable by the pod's
 group (fsGroup, below) and no one else. Renders nothing without secretFiles. */}}
 {{- define "rwo-failover.secretVolumes" -}}
-{{- range $name, $ref := .Values.secretFiles }}
+{{- range $name, $ref := include "rwo-failover.secretRefs" (dict "root" . "env" false) | fromJson }}
 - name: {{ printf "secret-%s" ($name | lower | replace "_" "-") | trunc 63 | trimSuffix "-" }}
   secret:
     secretName: {{ $ref.secretName | quote }}
@@ -179,7 +388,7 @@ group (fsGroup, below) and no one else. Renders nothing without secretFiles. */}
 {{- end -}}
 
 {{- define "rwo-failover.secretMounts" -}}
-{{- range $name, $ref := .Values.secretFiles }}
+{{- range $name, $ref := include "rwo-failover.secretRefs" (dict "root" . "env" false) | fromJson }}
 - name: {{ printf "secret-%s" ($name | lower | replace "_" "-") | trunc 63 | trimSuffix "-" }}
   mountPath: {{ include "rwo-failover.secretMountPath" $name }}
   readOnly: true
@@ -230,7 +439,7 @@ securityContext:
   runAsNonRoot: true
   runAsUser: 65532
   runAsGroup: 65532
-  {{- if .Values.secretFiles }}
+  {{- if include "rwo-failover.secretRefs" (dict "root" . "env" false) | fromJson }}
   # The group of secretFiles' files (mode 0440), so that the pod may read them.
   fsGroup: 65532
   {{- end }}

@@ -1,0 +1,225 @@
+"""`rwo-failover status` (and `kubectl rwo-failover status`): what an install holds, and why, read from the cluster.
+
+Strictly read-only. Every request goes through ReadOnlyApi, which refuses anything but GET before it is sent (the
+server-clock cross-check's dry-run create included: the Date header is trusted alone, as when RBAC denies it),
+and a human's ClusterRole for it grants only get, list and watch (deploy/base/status-viewer-rbac.yaml).
+
+The judgment is the real one: observe and the planner, exactly as a dry-run pass (runner.decide), with the
+settings of the install found in the namespace (its CronJob's or Deployment's env), so a verdict here is the one
+the next pass would give. What would lift a taint or a fence is the planner's own reason, from the plan. The
+install's last passes come from its Jobs (CronJob mode) or its leader Lease and the leader's /readyz through the
+API server's pod proxy (HA mode). status_view.py turns the result into text for people or JSON for scripts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from datetime import datetime, timedelta
+from typing import IO, Any, Mapping, Optional, Sequence
+
+from .. import settings as config
+from ..kube import Api, ApiError, Forbidden, load_api_client
+from ..kube.clock import ServerClockUnknown
+from ..model import BadObject, Snapshot
+from ..observe.sightings import Sightings
+from ..planner import NodeState, Plan
+from ..planner.recovery import Record
+from ..settings import Settings
+from . import logs, status_install, status_view
+from .exitcodes import EXIT_CONFIG, EXIT_FORBIDDEN, EXIT_OK, EXIT_UNAVAILABLE
+from .runner import decide
+
+# The install's settings that say how it judges and where it keeps its state; the rest (how to reach the API,
+# logging, files only its pods can read, the loop's timing) come from here, not from the install.
+NOT_FROM_THE_INSTALL = frozenset({
+    "KUBECONFIG", "KUBE_CONTEXT", "LOG_FORMAT", "LOG_LEVEL", "OUTPUT", "DRY_RUN", "INTERVAL", "LEADER_ELECTION",
+    "WATCH", "ONCE_WAIT_SECONDS", "METRICS_PORT", "PUSHGATEWAY_URL", "PUSHGATEWAY_INSTANCE", "PASS_TIMEOUT_SECONDS",
+    "REQUEST_TIMEOUT_SECONDS", "API_MAX_ATTEMPTS", "FENCE_WEBHOOK_TOKEN_FILE", "FENCE_WEBHOOK_CA_FILE",
+    "REDFISH_BMC_FILE"})
+
+
+NAMESPACE_NAME = 63  # a namespace is a DNS-1123 label
+
+
+class ReadOnlyApi(Api):
+    """An Api that sends nothing but GET: any other method is refused here, unsent, as Forbidden."""
+
+    def call(self, verb: str, what: str, method: str, path: str, *args: Any, **kwargs: Any) -> Any:
+        if method != "GET":
+            raise Forbidden(f"{verb} {what}: not sent, `rwo-failover status` is read-only (GET only)")
+        return super().call(verb, what, method, path, *args, **kwargs)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rwo-failover status", description=(
+        "What rwo-failover holds, and why: the pause and storm cool-down, every node judged, our taints and "
+        "fences and what would lift them, pending recoveries, the last passes. Read-only."))
+    parser.add_argument("-n", "--namespace", default=None,
+                        help="the install's namespace (default: RECOVERY_NAMESPACE, else rwo-failover)")
+    parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    parser.add_argument("--kubeconfig", default=None)
+    parser.add_argument("--context", default=None)
+    return parser
+
+
+def main(argv: Sequence[str], environ: Optional[Mapping[str, str]] = None, stdout: Optional[IO[str]] = None,
+         stderr: Optional[IO[str]] = None) -> int:
+    """`rwo-failover status [-n NAMESPACE] [-o text|json]`: the exit code is 0 once it could say anything."""
+    environ = dict(os.environ if environ is None else environ)
+    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
+    try:
+        args = _parser().parse_args(list(argv))
+    except SystemExit as done:
+        return EXIT_OK if done.code == 0 else EXIT_CONFIG
+    namespace = args.namespace or environ.get("RECOVERY_NAMESPACE") or "rwo-failover"
+    if not status_install.is_name(namespace, NAMESPACE_NAME):  # it goes into every path: nothing but a name
+        print(f"rwo-failover status: configuration error: -n {namespace[:80]!r} is not a namespace name",
+              file=stderr)
+        return EXIT_CONFIG
+    access = {**environ, "KUBECONFIG": args.kubeconfig or environ.get("KUBECONFIG", ""),
+              "KUBE_CONTEXT": args.context or environ.get("KUBE_CONTEXT", "")}
+    logs.setup("json", "ERROR", stderr)  # a pass's log lines (a warning about the clock check) are not the report
+    try:
+        _, local = config.load([], _as_status(access, {}, namespace))
+        api = ReadOnlyApi(load_api_client(local), local)
+    except config.ConfigError as err:
+        print(f"rwo-failover status: configuration error: {err}", file=stderr)
+        return EXIT_CONFIG
+    try:
+        found = gather(api, local, namespace, access)
+    except (ApiError, ServerClockUnknown) as err:
+        print(f"rwo-failover status: cannot read the cluster: {err}", file=stderr)
+        return EXIT_FORBIDDEN if isinstance(err, Forbidden) else EXIT_UNAVAILABLE
+    stdout.write(status_view.as_json(found) if args.output == "json" else status_view.as_text(found))
+    return EXIT_OK
+
+
+def plugin_main() -> int:
+    """`kubectl rwo-failover status ...`: kubectl runs this executable (kubectl-rwo_failover) with what follows."""
+    argv = sys.argv[1:]
+    if argv[:1] != ["status"]:
+        print("usage: kubectl rwo-failover status [-n NAMESPACE] [-o text|json]", file=sys.stderr)
+        return EXIT_CONFIG
+    return main(argv[1:])
+
+
+SHOWN_AS_WATCHED_SECONDS = 86400.0
+
+
+def _as_status(environ: Mapping[str, str], install: Mapping[str, str], namespace: str) -> dict[str, str]:
+    """The environment status judges with: the install's judgment settings over this one's, as a dry run."""
+    env = {k: v for k, v in environ.items() if k in config.BY_NAME}
+    env.setdefault("RECOVERY_NAMESPACE", namespace)
+    env.update({k: v for k, v in install.items() if k in config.BY_NAME and k not in NOT_FROM_THE_INSTALL})
+    env.update(DRY_RUN="true", INTERVAL="0", LEADER_ELECTION="false", OUTPUT="none", LOG_FORMAT="json",
+               LOG_LEVEL="ERROR", PUSHGATEWAY_URL="", FENCE_WEBHOOK_TOKEN_FILE="", FENCE_WEBHOOK_CA_FILE="")
+    return env
+
+
+def gather(api: Api, local: Settings, namespace: str, environ: Mapping[str, str]) -> dict:
+    """Everything the report says, as plain data (status_view renders it)."""
+    install = status_install.find_install(api, namespace)
+    settings, source = _install_settings(local, install, namespace, environ)
+    # Status acts on nothing and has watched nothing: it shows each verdict by the API server's stamps, as a pass
+    # that had been watching all along would judge it (a new pass also waits to see the NotReady itself).
+    snapshot, plan = decide(api, settings, api.server_clock.now, Sightings(watched_for=SHOWN_AS_WATCHED_SECONDS))
+    now = snapshot.now
+    found = {"namespace": namespace, "now": _iso(now), "install": {k: install[k] for k in ("kind", "name", "note")},
+             "settings": source, "pause": _pause(snapshot), "storm": _storm(snapshot, settings),
+             "refusal": {"kind": plan.refusal.kind.value, "message": plan.refusal.message} if plan.refusal else None,
+             "nodes": [{"node": v.node, "verdict": v.state.value, "reason": v.reason, "taint": v.taint,
+                        "not_ready_since": v.not_ready_since} for v in plan.verdicts],
+             "would_release": {"pods": plan.pod_count, "attachments": plan.attachment_count},
+             "held": held(snapshot, plan), "recoveries": recoveries(plan, now),
+             "skipped": [{"kind": s.kind, "object": s.name, "reason": s.reason} for s in plan.skips],
+             "unreadable": [f"{u.kind} {u.name}: {u.reason}" for u in snapshot.unreadable],
+             "passes": status_install.last_passes(api, install, settings)}
+    found["plan_table"] = status_view.plan_text(plan)
+    return found
+
+
+def _install_settings(local: Settings, install: dict, namespace: str,
+                      environ: Mapping[str, str]) -> tuple[Settings, str]:
+    """The settings of the install (its judgment and where its state is), or these, saying which."""
+    if not install["env"]:
+        return local, f"this machine's settings (no install found in {namespace}: the defaults and the environment)"
+    env = _as_status(environ, install["env"], namespace)
+    with tempfile.TemporaryDirectory() as empty:
+        if env.get("FENCING") == "redfish":  # status asks no BMC: an empty map stands in for the pods' file
+            env["REDFISH_BMC_FILE"] = os.path.join(empty, "bmcs.json")
+            with open(env["REDFISH_BMC_FILE"], "w", encoding="utf-8") as out:
+                out.write("{}")
+        try:
+            return config.load([], env)[1], f"the settings of {install['kind']} {namespace}/{install['name']}"
+        except config.ConfigError as err:
+            return local, f"this machine's settings (the install's could not be used: {err})"
+
+
+def _pause(snapshot: Snapshot) -> dict:
+    control = snapshot.control
+    return {"paused": bool(control and control.paused), "by": control.paused_by if control else "",
+            "since": _iso(control.paused_at) if control and control.paused_at else "",
+            "reason": control.reason if control else "", "error": snapshot.control_error}
+
+
+def _storm(snapshot: Snapshot, settings: Settings) -> dict:
+    control = snapshot.control
+    tripped, calm = (control.tripped_at, control.calm_since) if control else (None, None)
+    until = calm + timedelta(seconds=settings.storm_cooldown_seconds) if calm else None
+    state = "none" if tripped is None else "storm" if calm is None else \
+        "cooling-down" if until and snapshot.now < until else "over"
+    return {"state": state, "tripped_at": _iso(tripped), "calm_since": _iso(calm), "until": _iso(until),
+            "cooldown_seconds": settings.storm_cooldown_seconds}
+
+
+def held(snapshot: Snapshot, plan: Plan) -> list[dict]:
+    """Our out-of-service taints and NetworkFences, each with what would lift it: the plan's own reasons."""
+    verdicts = {v.node: v for v in plan.verdicts}
+    kept, fences_held = dict(plan.taint_kept), {node: why for node, _, why in plan.fences_held}
+    unfencing = {node for node, _ in plan.unfence}
+    found = []
+    for node in snapshot.nodes:
+        if node.our_taint is None:
+            continue
+        verdict = verdicts.get(node.name)
+        if node.name in plan.untaint:
+            lift = "the next pass lifts it: the node is back, rebooted since we added it, and Ready long enough"
+        elif node.name in kept:
+            lift = f"stays until a human acts: {kept[node.name]}"
+        elif verdict is not None and verdict.state is NodeState.RECOVERING:
+            lift = f"lifted once the node has been back long enough: {verdict.reason}"
+        else:
+            lift = "held while the node is down; lifted once it is back, rebooted and Ready for RECOVERY_SECONDS"
+        found.append({"kind": "out-of-service taint", "node": node.name, "lift": lift})
+    for name, fence in sorted(snapshot.fences.items()):
+        if not fence.ours or fence.state != "Fenced":
+            continue
+        lift = "the next pass lifts it: the node is back for good" if name in unfencing else \
+            f"stays for a human: {fences_held[name]}" if name in fences_held else \
+            "held while the node is down; lifted once the same machine is back for good"
+        found.append({"kind": "NetworkFence", "node": name, "lift": lift})
+    return found
+
+
+def recoveries(plan: Plan, now: datetime) -> list[dict]:
+    """Each claim whose pod we freed and whose replacement is not confirmed yet, with its age."""
+    found = []
+    for verdict in plan.recovery:
+        if verdict.state != "waiting":
+            continue
+        try:
+            record = Record.parse(verdict.entry.record)
+        except BadObject:  # a record a pass would skip is not one pending
+            continue
+        found.append({"claim": record.claim, "pod": f"{record.namespace}/{record.pod}", "node": record.node,
+                      "deleted_at": _iso(record.deleted_at),
+                      "age_seconds": int((now - record.deleted_at).total_seconds()),
+                      "times_out_at": _iso(verdict.times_out_at), "detail": verdict.detail})
+    return found
+
+
+def _iso(moment: Optional[datetime]) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ") if moment else ""
