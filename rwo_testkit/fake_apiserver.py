@@ -106,8 +106,11 @@ class ApiStatus(Exception):
         self.code, self.reason, self.message = code, reason, message
 
 
-def now_text() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+def now_text(at: Optional[float] = None) -> str:
+    """A Time as the API server writes it: whole seconds, truncated; `at` in seconds since the epoch (default:
+    now)."""
+    moment = datetime.now(timezone.utc) if at is None else datetime.fromtimestamp(at, timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _status_body(code: int, reason: str, message: str) -> bytes:
@@ -194,6 +197,10 @@ class FakeApiServer:
         self.missing_namespaces: set[str] = set()  # creates there answer 404, as in a namespace never created
         self.missing_apis: set[str] = set()  # resources whose API is not installed: every call answers 404
         self.date_offset = 0.0  # seconds added to the Date header: a proxy sending its own, skewed Date
+        # The server's wall clock, in seconds since the epoch: every stamp it writes (creationTimestamp, managedFields
+        # times, deletionTimestamp) and its Date header. A test may freeze it, so that a stamp and the Date header of
+        # the same answer are a known number of seconds apart whatever second boundary falls between them.
+        self.clock: Callable[[], float] = time.time
         self._server: Optional[ThreadingHTTPServer] = None
 
     # --- lifecycle -------------------------------------------------------------------------
@@ -232,6 +239,10 @@ class FakeApiServer:
         return path
 
     # --- store ------------------------------------------------------------------------------
+    def now_text(self) -> str:
+        """This server's time, as it writes it in what it stores."""
+        return now_text(self.clock())
+
     def _next_rv(self) -> str:
         self.resource_version += 1
         return str(self.resource_version)
@@ -245,10 +256,10 @@ class FakeApiServer:
         kind = _BY_KIND[(obj.get("apiVersion", "v1"), obj["kind"])]
         meta = obj.setdefault("metadata", {})
         meta.setdefault("uid", str(uuid.uuid4()))
-        meta.setdefault("creationTimestamp", now_text())
+        meta.setdefault("creationTimestamp", self.now_text())
         if kind.namespaced:
             meta.setdefault("namespace", "default")
-        _seed_managed_fields(kind, obj)
+        _seed_managed_fields(kind, obj, self.now_text())
         with self.lock:
             self._put(kind, obj)
         return obj
@@ -301,7 +312,7 @@ class FakeApiServer:
             if key in self.store[kind.plural]:
                 self._remove(kind, key, _loads(self.store[kind.plural][key]))
             obj["metadata"]["uid"] = str(uuid.uuid4())
-            _seed_managed_fields(kind, obj)
+            _seed_managed_fields(kind, obj, self.now_text())
             self._put(kind, obj)
         return obj
 
@@ -517,7 +528,7 @@ class FakeApiServer:
         obj.setdefault("apiVersion", kind.api_version)
         obj.setdefault("kind", kind.kind)
         meta["uid"] = str(uuid.uuid4())
-        meta["creationTimestamp"] = now_text()
+        meta["creationTimestamp"] = self.now_text()
         meta["generation"] = 1
         managed_fields.stamp(None, obj, _manager(req), "", meta["creationTimestamp"], kind.api_version)
         if req.query.get("dryRun") == "All":  # the real server answers as if created, stamps included
@@ -552,7 +563,7 @@ class FakeApiServer:
             return self._json(200, old)
         if new.get("spec") != old.get("spec"):
             new["metadata"]["generation"] = int(old["metadata"].get("generation") or 1) + 1
-        managed_fields.stamp(old, new, _manager(req), req.subresource, now_text(), kind.api_version)
+        managed_fields.stamp(old, new, _manager(req), req.subresource, self.now_text(), kind.api_version)
         self._put(kind, new)
         return self._json(200, new)
 
@@ -605,11 +616,10 @@ def _only_status(old: dict, new: dict) -> dict:
     return kept
 
 
-def _seed_managed_fields(kind: Kind, obj: dict) -> None:
+def _seed_managed_fields(kind: Kind, obj: dict, now: str) -> None:
     """An object seeded without managedFields was, as far as anyone can tell, written just now."""
     meta = obj["metadata"]
     if meta.get("managedFields") is None:
-        now = now_text()
         managed_fields.stamp(None, obj, "fixture-seed", "", now, kind.api_version)
         if kind.status_subresource and obj.get("status"):
             managed_fields.stamp(obj, obj, "fixture-seed", "status", now, kind.api_version)
@@ -817,7 +827,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response_only(code, message)
         self.send_header("Server", self.version_string())
         if not self.api.omit_date_header:
-            self.send_header("Date", self.date_time_string(time.time() + self.api.date_offset))
+            self.send_header("Date", self.date_time_string(self.api.clock() + self.api.date_offset))
 
     def _serve(self) -> None:
         split = urlsplit(self.path)

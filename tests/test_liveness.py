@@ -407,6 +407,48 @@ def test_a_date_header_within_a_second_or_two_of_the_servers_stamp_is_the_server
     assert states(run_pass()) == {"n": "split-brain"}
 
 
+def frozen_server_clock(api) -> float:
+    """Freeze the fixture API server's wall clock half-way through the current second: each answer's Date
+    header and the stamps it writes are then a known number of whole seconds apart, whatever second boundary
+    falls between writing the stamp and sending the header."""
+    frozen = int(time.time()) + 0.5
+    api.clock = lambda: frozen
+    return frozen
+
+
+# Literal seconds, not CLOCK_TOLERANCE_SECONDS: a change to the constant must fail these, not move them with it.
+@pytest.mark.parametrize("offset", [2, -2])
+def test_a_date_header_exactly_the_tolerance_from_the_servers_stamp_is_accepted(cluster, run_pass, offset):
+    """The edge of the tolerance, either way (issue 37: widening it to 7 s failed nothing): a Date header
+    2 s (CLOCK_TOLERANCE_SECONDS) apart from the server's own stamp is the server's clock, and the pass fails over."""
+    frozen_server_clock(cluster)
+    fc.dead_node(cluster, "dead")
+    stuck(cluster, "dead")
+    cluster.date_offset = offset
+
+    result = run_pass()
+
+    assert result.code == EXIT_OK and states(result) == {"dead": "down"}
+    assert pod_names(cluster) == set() and result.summary["pods_deleted"] == 1
+
+
+@pytest.mark.parametrize("offset", [3, -3])
+def test_a_date_header_a_second_past_the_tolerance_is_refused_and_named(cluster, run_pass, offset):
+    """One second more (3 s either way) and nothing is judged: exit 4, the message names the header and how far
+    apart the two clocks are, and nothing is written."""
+    frozen_server_clock(cluster)
+    fc.dead_node(cluster, "dead")
+    stuck(cluster, "dead")
+    cluster.date_offset = offset
+
+    result = run_pass()
+
+    assert result.code == EXIT_UNAVAILABLE and cluster.mutations() == []
+    [line] = result.lines("cannot read the cluster; nothing was changed")
+    assert "Date header" in line["error"] and f"{offset:+.0f}s apart" in line["error"], line
+    assert result.summary["exit_code"] == EXIT_UNAVAILABLE and result.lines("node verdict") == []
+
+
 @pytest.mark.parametrize("where", ["lease", "node status", "kubelet ready time"])
 def test_an_extreme_timestamp_never_crashes_the_pass_nor_stops_others(cluster, run_pass, where):
     """Year 9999 or year 1, in what a kubelet writes or in a stamp: that object is judged not at all, and a real

@@ -3,7 +3,7 @@ of many Date headers, never this process's wall clock, and never ahead of the se
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from email.utils import format_datetime
 
 import pytest
@@ -78,3 +78,40 @@ def test_each_response_costs_the_same_however_many_came_before():
     assert len(shared._bounds) <= SharedServerClock.MAX_BOUNDS + 1
     truth = SERVER_AT_ZERO + mono[0]
     assert 0 <= truth - shared.now().timestamp() < 0.01, "as tight as before, and never ahead"
+
+
+@pytest.mark.parametrize("kind", [ServerClock, SharedServerClock])
+def test_now_runs_at_most_exactly_the_tolerance_past_the_checked_answer(kind):
+    """Issue 37: the cap was tested only 300 s out. Once a Date header has been checked against the server's own
+    stamp, "now" never runs more than CLOCK_TOLERANCE_SECONDS (2 s, written here as a literal so a change to the
+    constant fails this) past that Date, plus the monotonic time since: a later answer 300 s ahead (another
+    proxy, another API server) moves it exactly that far and no further; one within the cap is believed."""
+    mono = [0.0]
+    clock = kind(monotonic=lambda: mono[0])
+    checked = datetime.fromtimestamp(SERVER_AT_ZERO, timezone.utc)
+    clock.observe(date_header(SERVER_AT_ZERO))
+    clock.check(checked, checked)
+    assert clock.now() == checked
+
+    mono[0] = 5.0
+    clock.observe(date_header(SERVER_AT_ZERO + 5 + 300))
+    assert clock.now() == checked + timedelta(seconds=5 + 2)
+
+    mono[0] = 6.0
+    clock.observe(date_header(SERVER_AT_ZERO + 6 + 1))  # 1 s ahead of the checked clock: within the cap
+    assert clock.now() == checked + timedelta(seconds=6 + 1)
+
+
+@pytest.mark.parametrize("apart, accepted", [(2, True), (-2, True), (3, False), (-3, False), (2.5, False)])
+def test_the_check_accepts_a_date_exactly_the_tolerance_from_the_stamp_and_no_more(apart, accepted):
+    """The tolerance's edge, either way: 2 s apart is one clock; 2.5 or 3 s is not, and the error names the
+    Date header and how far apart the two are."""
+    clock = ServerClock(monotonic=lambda: 0.0)
+    stamp = datetime.fromtimestamp(SERVER_AT_ZERO, timezone.utc)
+    date = stamp + timedelta(seconds=apart)
+    if accepted:
+        clock.check(stamp, date)
+        return
+    with pytest.raises(ServerClockUnknown, match="Date header") as refused:
+        clock.check(stamp, date)
+    assert f"{apart:+.0f}s apart" in str(refused.value)
