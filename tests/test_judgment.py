@@ -162,9 +162,17 @@ def test_an_opted_out_claim_of_a_pod_that_is_not_stuck_blocks_the_taint(cluster,
     fc.add_volume(cluster, "cache", csi=False, annotations={"rwo-failover.io/opt-out": "true"})
     cluster.add(fc.pod("cache-0", "dead", claims=["cache"], ready="True"))  # stale status: looks Running
 
-    run_pass()
+    result = run_pass()
 
-    assert patches(cluster) == [] and "cache-0" in pod_names(cluster)
+    assert patches(cluster) == [] and oos_taints(cluster, "dead") == []
+    # What must happen (issue 37: this passed when every pass crashed): the skip names the claim, the node's
+    # skip says why the taint stays off, and the direct path still frees the stuck pod.
+    skips = {line["object"]: line["reason"] for line in result.lines("skipped")}
+    assert skips["default/cache-0"] == "PVC default/cache is annotated rwo-failover.io/opt-out"
+    assert skips["dead"].startswith("out-of-service taint not added: default/cache-0 is protected (PVC "
+                                    "default/cache is annotated rwo-failover.io/opt-out)")
+    assert pod_names(cluster) == {"cache-0"} and [r.name for r in deletes(cluster, "pods")] == ["db-0"]
+    assert result.code == EXIT_OK and result.summary["taints_added"] == 0
 
 
 def test_rwx_volumeless_and_daemonset_pods_do_not_block_the_taint(cluster, run_pass):
@@ -263,8 +271,14 @@ def test_a_bound_claim_whose_pv_names_another_uid_releases_nothing(cluster, run_
     pv["spec"]["claimRef"]["uid"] = "00000000-0000-0000-0000-000000000000"  # bound to an earlier claim
     cluster.add(pv)
     cluster.add(fc.pod("db-0", "dead", claims=["data"], terminating=True))
-    run_pass(OUT_OF_SERVICE_TAINT="never")
-    assert deletes(cluster, "volumeattachments") == []
+    result = run_pass(OUT_OF_SERVICE_TAINT="never")
+    assert deletes(cluster, "volumeattachments") == [] and deletes(cluster, "pods") == []
+    # What must happen (issue 37: this passed when every pass crashed): the node is judged down, and the pod is
+    # skipped because its claim is not the one the PV names.
+    assert result.code == EXIT_OK and states(result) == {"dead": "down"}
+    [skip] = [line for line in result.lines("skipped") if line["object"] == "default/db-0"]
+    assert skip["reason"].endswith("not Bound to a PV that names it back: default/data")
+    assert len(cluster.objects("volumeattachments")) == 1 and pod_names(cluster) == {"db-0"}
 
 
 def test_exclusive_means_the_bound_pv_allows_no_multi_attach(cluster, run_pass):

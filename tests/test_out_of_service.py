@@ -15,6 +15,8 @@ from rwo_testkit import fake_cluster as fc
 from rwo_failover.run.exitcodes import EXIT_OK, EXIT_REFUSED
 from rwo_failover.model import OOS_ANNOTATION, OUT_OF_SERVICE_KEY as OOS_KEY
 
+from helpers import states
+
 
 @pytest.fixture
 def cluster(api):
@@ -217,8 +219,14 @@ def test_our_taint_stays_while_the_node_is_not_back_for_long_enough(cluster, run
 def test_our_taint_stays_without_a_fresh_lease(cluster, run_pass):
     recovered_node(cluster, "back", ready_for=120)
     cluster.add(fc.lease("back", 300))
-    run_pass()
+    result = run_pass()
     assert patches(cluster) == [] and len(oos_taints(cluster, "back")) == 1
+    # What must happen (issue 37: this passed when every pass crashed): judged recovering, and the skip says the
+    # taint waits for a fresh Lease; no Event, exit 0.
+    assert result.code == EXIT_OK and states(result) == {"back": "recovering"}
+    assert {"object": "back", "reason": "our out-of-service taint stays until the node's Lease is fresh"} in \
+        [{"object": line["object"], "reason": line["reason"]} for line in result.lines("skipped")]
+    assert result.summary["taints_removed"] == 0 and cluster.mutations() == []
 
 
 def test_a_human_out_of_service_taint_is_never_removed(cluster, run_pass):
