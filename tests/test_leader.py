@@ -16,7 +16,7 @@ import pytest
 from conftest import ROOT, SESSION_LOG
 from rwo_failover import settings as config
 from rwo_failover.run.cli import main
-from rwo_failover.kube import Api, ApiError, load_api_client
+from rwo_failover.kube import Api, ApiError, Forbidden, load_api_client
 from rwo_failover.run.exitcodes import EXIT_CONFIG, EXIT_OK
 from rwo_failover.kube.leader import LeaderElector
 from rwo_testkit import fake_cluster as fc
@@ -88,8 +88,9 @@ def test_a_leader_that_cannot_renew_stops_leading_before_its_lease_runs_out(api,
     a.step()
     api.deny("update", "leases")
     clock.now += a.renew_deadline + 0.1
-    with pytest.raises(Exception):
+    with pytest.raises(Forbidden) as denied:  # RBAC's 403, as the API server answers it; no other exception
         a.step()
+    assert denied.value.status == 403 and "update" in str(denied.value) and "leases" in str(denied.value)
     assert not a.leading, "a standby may take over after a full lease; the leader stops well before"
 
 
