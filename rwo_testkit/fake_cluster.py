@@ -10,6 +10,7 @@ from typing import Any, Iterable, Optional, Sequence
 from rwo_failover.model import CLOUD_SHUTDOWN_KEY, OUT_OF_SERVICE_KEY, OUT_OF_SERVICE_VALUE
 
 from .fake_apiserver import FakeApiServer
+from .fake_lifecycle import attacher_finalizer
 from .managed_fields import entry
 
 SHUTDOWN = {"key": CLOUD_SHUTDOWN_KEY, "effect": "NoSchedule"}
@@ -184,7 +185,10 @@ ATTACHED_AGO = 7 * 86400  # attachments are made by default while their node was
 def attachment(pv_name: str, node_name: str, attached: bool = True,
                created_ago: Optional[float] = ATTACHED_AGO) -> dict:
     """A VolumeAttachment the server created `created_ago` seconds ago (None: when it is added, now)."""
-    meta = {"name": "csi-" + _hex(pv_name + node_name, 64)}
+    # The external-attacher puts its finalizer on every attachment it handles: a delete only marks it, until the
+    # attacher has detached the volume (FakeApiServer.attacher.detach).
+    meta: dict[str, Any] = {"name": "csi-" + _hex(pv_name + node_name, 64),
+                            "finalizers": [attacher_finalizer("ebs.csi.aws.com")]}
     if created_ago is not None:
         meta["creationTimestamp"] = stamp(created_ago)
     return {"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment",
@@ -236,7 +240,8 @@ def mark_ours(node_obj: dict, added_at: str = "2026-11-21T10:00:00Z", boot_id: O
 def inline_attachment(node_name: str) -> dict:
     """A CSI-migration attachment: an in-tree volume spec inline, no PV name."""
     return {"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment",
-            "metadata": {"name": "csi-" + _hex("inline" + node_name, 64), "creationTimestamp": stamp(ATTACHED_AGO)},
+            "metadata": {"name": "csi-" + _hex("inline" + node_name, 64), "creationTimestamp": stamp(ATTACHED_AGO),
+                         "finalizers": [attacher_finalizer("ebs.csi.aws.com")]},
             "spec": {"attacher": "ebs.csi.aws.com", "nodeName": node_name,
                      "source": {"inlineVolumeSpec": {"csi": {"driver": "ebs.csi.aws.com", "volumeHandle": "vol-1"},
                                                      "accessModes": ["ReadWriteOnce"]}}},

@@ -10,7 +10,7 @@ import pytest
 from rwo_failover.run.exitcodes import EXIT_OK, EXIT_REFUSED
 from rwo_testkit import fake_cluster as fc
 
-from helpers import deletes, oos_taints, patches, pod_names, stuck
+from helpers import deletes, detached, oos_taints, patches, pod_names, stuck
 
 LIVE = 20  # enough live nodes that MAX_UNHEALTHY_FRACTION (0.5) never trips first
 
@@ -37,7 +37,7 @@ def test_exactly_max_nodes_per_pass_nodes_are_all_freed(api, run_pass, env, limi
 
     assert result.code == EXIT_OK and result.summary["brake"] == "" and result.summary["refusal"] == ""
     assert result.summary["down"] == limit and result.summary["pods_deleted"] == limit
-    assert pod_names(api) == set() and api.objects("volumeattachments") == []
+    assert pod_names(api) == set() and detached(api) == []
     assert all(len(oos_taints(api, name)) == 1 for name in names)
     assert not [e for e in api.objects("events") if e["reason"] == "FailoverRefused"]
 

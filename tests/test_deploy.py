@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from conftest import ROOT, SESSION_LOG, fresh_venv
-from helpers import real_tool
+from helpers import detached, real_tool
 from rwo_failover import settings as config
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.control_plane import free_port
@@ -226,7 +226,7 @@ def test_container_command_runs_a_real_pass(tmp_path: Path, api, image_venv):
     summaries = [json.loads(line) for line in proc.stdout.splitlines() if '"pass finished"' in line]
     assert len(summaries) == 1, "one pass, then exit"
     assert summaries[0]["pods_deleted"] == 1 and summaries[0]["attachments_deleted"] == 1
-    assert api.objects("pods") == [] and api.objects("volumeattachments") == []
+    assert api.objects("pods") == [] and detached(api) == []
 
 
 @pytest.mark.slow

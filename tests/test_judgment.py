@@ -24,7 +24,8 @@ from rwo_failover.model import OOS_ANNOTATION, OUT_OF_SERVICE_KEY
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.fake_apiserver import Fault
 
-from helpers import deletes, oos_taints, patches, pod_names, skewed_pass, states, stuck, tainted_node
+from helpers import (attached, deletes, detached, oos_taints, patches, pod_names, skewed_pass, states, stuck,
+                     tainted_node)
 
 MIN = 60  # MIN_NOT_READY_SECONDS where a test sets it: longer than the default (3), to time it apart
 
@@ -278,7 +279,7 @@ def test_a_bound_claim_whose_pv_names_another_uid_releases_nothing(cluster, run_
     assert result.code == EXIT_OK and states(result) == {"dead": "down"}
     [skip] = [line for line in result.lines("skipped") if line["object"] == "default/db-0"]
     assert skip["reason"].endswith("not Bound to a PV that names it back: default/data")
-    assert len(cluster.objects("volumeattachments")) == 1 and pod_names(cluster) == {"db-0"}
+    assert len(attached(cluster)) == 1 and pod_names(cluster) == {"db-0"}
 
 
 def test_exclusive_means_the_bound_pv_allows_no_multi_attach(cluster, run_pass):
@@ -397,7 +398,7 @@ def test_a_delete_whose_answer_is_lost_is_unconfirmed_not_failed(cluster, run_pa
     assert first.code == EXIT_FAILED
     cluster.clear_faults()
     second = run_pass(OUT_OF_SERVICE_TAINT="never")
-    assert second.code == EXIT_OK and cluster.objects("volumeattachments") == []
+    assert second.code == EXIT_OK and detached(cluster) == []
 
 
 def test_past_the_deadline_no_new_write_starts(cluster, run_pass):

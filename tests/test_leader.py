@@ -23,6 +23,8 @@ from rwo_testkit import fake_cluster as fc
 from rwo_testkit.control_plane import free_port
 from rwo_testkit.fake_apiserver import Fault
 
+from helpers import attached, detached
+
 LEASE = ("rwo-failover", "rwo-failover-leader")
 
 
@@ -145,7 +147,7 @@ def test_only_the_leader_passes_and_sigterm_releases_the_lease(api, kubeconfig):
     first_lead = next(i for i, line in enumerate(standby_lines) if line["message"] == "leader election: now leading")
     assert leader_passes and not any(line["message"] == "pass finished" for line in standby_lines[:first_lead]), \
         "the standby never passed before it led"
-    assert api.objects("pods") == [] and api.objects("volumeattachments") == []
+    assert api.objects("pods") == [] and detached(api) == []
 
 
 def test_two_replicas_that_both_believe_they_lead_stay_safe(api, kubeconfig):
@@ -156,7 +158,7 @@ def test_two_replicas_that_both_believe_they_lead_stay_safe(api, kubeconfig):
     first = loop(kubeconfig, LEADER_ELECTION="true", LEADER_ELECTION_LEASE_NAME="one")
     second = loop(kubeconfig, LEADER_ELECTION="true", LEADER_ELECTION_LEASE_NAME="two")
     deadline = time.monotonic() + 60
-    while (api.objects("pods") or api.objects("volumeattachments")) and time.monotonic() < deadline:
+    while (api.objects("pods") or attached(api)) and time.monotonic() < deadline:
         time.sleep(0.2)
     time.sleep(1)
     for proc in (first, second):
@@ -165,7 +167,7 @@ def test_two_replicas_that_both_believe_they_lead_stay_safe(api, kubeconfig):
     SESSION_LOG.add("\n".join(outs))
 
     assert [p.returncode for p in (first, second)] == [EXIT_OK, EXIT_OK]
-    assert api.objects("pods") == [] and api.objects("volumeattachments") == []
+    assert api.objects("pods") == [] and detached(api) == []
     landed = [r for r in api.requests if r.verb == "delete" and r.resource == "pods" and r.status == 200]
     assert sorted(r.name for r in landed) == ["db-0", "db-1", "db-2"], "each pod deleted once"
     for line in (json.loads(raw) for out in outs for raw in out.splitlines()):

@@ -21,6 +21,8 @@ import pytest
 from conftest import ROOT
 from rwo_testkit import fake_cluster as fc
 
+from helpers import detached
+
 MAKEFILE = (ROOT / "Makefile").read_text()
 VENV = Path(sys.prefix)  # the venv running the tests: the one `make` set up
 # Under `make test`, make's own variables reach the tests; a make started here must not think it is nested.
@@ -96,7 +98,7 @@ def run_run(api, env) -> None:
     proc = make("run", env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert summary(proc.stdout)["pods_deleted"] == 1
-    assert api.objects("pods") == [] and api.objects("volumeattachments") == []
+    assert api.objects("pods") == [] and detached(api) == []
 
 
 def run_lint_imports(_api, _env) -> None:

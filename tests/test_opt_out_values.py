@@ -37,8 +37,10 @@ def annotated(api, on: str, value: str) -> dict:
 
 
 def attachment_of(api, claim: str) -> list[str]:
+    """The claim's attachments not deleted: a deleted one stays, marked, until its CSI attacher has detached it."""
     return [va["metadata"]["name"] for va in api.objects("volumeattachments")
-            if va["spec"]["source"]["persistentVolumeName"] == f"pv-default-{claim}"]
+            if va["spec"]["source"]["persistentVolumeName"] == f"pv-default-{claim}"
+            and not va["metadata"].get("deletionTimestamp")]
 
 
 @pytest.mark.parametrize("on, reason", [

@@ -15,7 +15,7 @@ from rwo_testkit import fake_cluster as fc
 from rwo_failover.run.exitcodes import EXIT_OK, EXIT_REFUSED
 from rwo_failover.model import OOS_ANNOTATION, OUT_OF_SERVICE_KEY as OOS_KEY
 
-from helpers import states
+from helpers import attached, detached, states
 
 
 @pytest.fixture
@@ -162,7 +162,7 @@ def test_persistent_conflicts_give_up_loudly_free_the_pods_and_keep_the_attachme
 
     assert len(patches(cluster)) == 5 and result.code == 1
     assert cluster.objects("pods") == [], "the pods are still freed"
-    assert len(cluster.objects("volumeattachments")) == 1, "no attachment released before the taint is on"
+    assert len(attached(cluster)) == 1, "no attachment released before the taint is on"
 
 
 @pytest.mark.parametrize("env, version, added", [
@@ -178,7 +178,7 @@ def test_mode_and_server_version(cluster, run_pass, env, version, added):
 
     result = run_pass(**env)
 
-    assert result.code == EXIT_OK and cluster.objects("pods") == [] and cluster.objects("volumeattachments") == []
+    assert result.code == EXIT_OK and cluster.objects("pods") == [] and detached(cluster) == []
     assert bool(oos_taints(cluster, "dead")) is added
     version_reads = [r for r in result.requests if r.path == "/version"]
     assert len(version_reads) == (0 if env else 1), "only auto asks the server its version"
@@ -256,7 +256,7 @@ def test_continuous_mode_finishes_the_pass_in_flight_on_sigterm(cluster, kubecon
     messages = [line["message"] for line in logs]
     assert "stop requested; the pass in flight has finished" in messages and messages[-1] == "stopped cleanly"
     assert messages.count("pass finished") == 1, "the pass in flight finished, and no new one started"
-    assert cluster.objects("pods") == [] and cluster.objects("volumeattachments") == []
+    assert cluster.objects("pods") == [] and detached(cluster) == []
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -284,5 +284,5 @@ def test_failing_version_read_degrades_to_no_taint_and_the_pass_still_works(clus
     result = run_pass(API_MAX_ATTEMPTS="2")
 
     assert result.code == EXIT_OK and patches(cluster) == []
-    assert cluster.objects("pods") == [] and cluster.objects("volumeattachments") == []
+    assert cluster.objects("pods") == [] and detached(cluster) == []
     assert result.lines("cannot read the server version; not adding the out-of-service taint")
