@@ -242,8 +242,13 @@ def test_undo_waits_for_attachments_being_deleted(cluster, run_pass):
     va["metadata"]["deletionTimestamp"] = fc.stamp(5)
     va["metadata"]["finalizers"] = ["external-attacher/ebs-csi-aws-com"]
     cluster.add(va)
-    run_pass()
+    result = run_pass()
     assert len(oos_taints(cluster, "back")) == 1
+    # What must happen (issue 37: this passed when every pass crashed): judged recovering, and the skip names the
+    # attachment still being detached; exit 0.
+    assert result.code == EXIT_OK and states(result) == {"back": "recovering"}
+    assert f"our out-of-service taint stays while VolumeAttachments are on the node: {va['metadata']['name']}" in \
+        [line["reason"] for line in result.lines("skipped")]
 
 
 # --- 6. Volume truth -----------------------------------------------------------------------------------
