@@ -70,7 +70,7 @@ def run_collecting(target: str) -> None:
     assert commands
     for command in commands:
         argv = shlex.split(command)
-        if argv[1:3] == ["-m", "pytest"]:
+        if argv[1:3] in (["-m", "pytest"], ["-m", "rwo_testkit.tiers"]):  # the tiers pass it on to pytest
             argv += ["--collect-only", "-q"]
         proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, f"{command}:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}"
@@ -119,10 +119,23 @@ def run_clean(_api, _env, tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == [".wheelhouse", "Makefile"]
 
 
+def run_mutants(_api, _env) -> None:
+    """The real command, asked for its groups only (a real run takes minutes: docs/testing.md has its figures)."""
+    proc = make("mutants", "MUTANTS=--help")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "planner.nodes" in proc.stdout and "kube.clock" in proc.stdout and "act.writer" in proc.stdout
+
+
+def run_crash_check(_api, _env) -> None:
+    """Its recipe only: while it runs, every pass of this venv crashes, this suite's included (docs/testing.md)."""
+    assert recipe("crash-check") == [f"{VENV}/bin/python -m rwo_testkit.crash_check"]
+
+
 RUNNERS = {
     "demo": run_demo, "dry-run": run_dry_run, "run": run_run, "lint-imports": run_lint_imports,
     "test": lambda _api, _env: run_collecting("test"), "quick": lambda _api, _env: run_collecting("quick"),
-    "e2e": lambda _api, _env: run_collecting("e2e"), "clean": run_clean,
+    "e2e": lambda _api, _env: run_collecting("e2e"), "clean": run_clean, "mutants": run_mutants,
+    "crash-check": run_crash_check,
 }
 
 
