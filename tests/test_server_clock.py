@@ -115,3 +115,83 @@ def test_the_check_accepts_a_date_exactly_the_tolerance_from_the_stamp_and_no_mo
     with pytest.raises(ServerClockUnknown, match="Date header") as refused:
         clock.check(stamp, date)
     assert f"{apart:+.0f}s apart" in str(refused.value)
+
+
+# --- Found by `make mutants` (issue 37): what the clock's survivors could change -----------------------------
+
+NO_DATE = ("the API server's answers carry no Date header (a proxy between here and the API server may strip it); "
+           "rwo-failover times every age on the server's clock and judges nothing without it")
+
+
+def test_now_moves_on_with_the_monotonic_clock_after_a_header():
+    mono = [100.0]
+    clock = ServerClock(monotonic=lambda: mono[0])
+    clock.observe(date_header(SERVER_AT_ZERO))
+    mono[0] = 103.5
+    assert clock.now() == datetime.fromtimestamp(SERVER_AT_ZERO, timezone.utc) + timedelta(seconds=3.5)
+
+
+def test_without_any_header_the_check_and_now_refuse_in_plain_words():
+    clock = ServerClock(monotonic=lambda: 0.0)
+    assert clock.last_date is None and not clock.synced
+    stamp = datetime.fromtimestamp(SERVER_AT_ZERO, timezone.utc)
+    with pytest.raises(ServerClockUnknown) as unchecked:
+        clock.check(stamp, clock.last_date)
+    with pytest.raises(ServerClockUnknown) as unknown:
+        clock.now()
+    assert str(unchecked.value) == str(unknown.value) == NO_DATE
+
+
+def test_a_date_apart_from_the_stamp_is_refused_in_plain_words():
+    clock = ServerClock(monotonic=lambda: 0.0)
+    stamp = datetime.fromtimestamp(SERVER_AT_ZERO, timezone.utc)
+    with pytest.raises(ServerClockUnknown) as refused:
+        clock.check(stamp, stamp + timedelta(seconds=5))
+    assert str(refused.value) == (
+        "the Date header and the API server's own stamp on what it writes are +5s apart: a proxy between here and "
+        "the API server may send its own Date; rwo-failover times every age on the API server's clock and judges "
+        "nothing while they disagree")
+
+
+def test_the_date_header_is_read_in_utc_whatever_this_process_s_time_zone():
+    import os
+    import time
+
+    before = os.environ.get("TZ")
+    os.environ["TZ"] = "America/Sao_Paulo"
+    time.tzset()
+    try:
+        clock = ServerClock(monotonic=lambda: 0.0)
+        clock.observe(date_header(SERVER_AT_ZERO))
+        assert clock.last_date.tzinfo is timezone.utc
+    finally:
+        if before is None:
+            os.environ.pop("TZ")
+        else:
+            os.environ["TZ"] = before
+        time.tzset()
+
+
+def test_bounds_are_kept_for_the_window_however_long_the_process_has_run():
+    """The window is measured between two monotonic readings; a process up for days reads large ones."""
+    mono = [1_000_000.0]
+    shared = SharedServerClock(monotonic=lambda: mono[0])
+    for step in range(1, 8):
+        mono[0] = 1_000_000.0 + step * 1.37
+        shared.observe(date_header(SERVER_AT_ZERO + step * 1.37))
+    truth = SERVER_AT_ZERO + 7 * 1.37
+    assert 0 <= truth - shared.now().timestamp() < 0.15
+
+
+@pytest.mark.parametrize("later, kept", [(1.5, True), (2.0, False)])
+def test_a_bound_up_to_a_second_above_the_latest_header_is_believed_and_no_more(later, kept):
+    """Only a bound more than a second above the latest header is dropped (Date is truncated: a second is the
+    header's own resolution). The first answer bounds the server at +0.5 s over the monotonic clock; one read at
+    monotonic 1.5 bounds it at -0.5 s, exactly a second below: the first is kept. At 2.0, 1.5 s below: dropped."""
+    mono = [0.5]
+    shared = SharedServerClock(monotonic=lambda: mono[0])
+    shared.observe(date_header(SERVER_AT_ZERO + 1))
+    mono[0] = later
+    shared.observe(date_header(SERVER_AT_ZERO + 1))
+    offset = 0.5 if kept else 1.0 - later
+    assert shared.now().timestamp() == pytest.approx(SERVER_AT_ZERO + later + offset, abs=1e-6)
