@@ -88,6 +88,9 @@ def run_demo(settings: Settings, out: IO[str]) -> int:
                 out.flush()
             code = run_pass(Api(load_api_client(step), step), step, show=table if dry_run else None)
             logging.getLogger(logs.LOGGER).handlers[0].flush()
+        # As on a real cluster, the CSI attacher then detaches each released volume: its finalizer held the deleted
+        # VolumeAttachment until now.
+        api.attacher.detach()
         show(api, out, "after: the stuck RWO pods are gone and their volumes are free to attach elsewhere")
         out.write("\nLeft alone on purpose: the RWX pod, the opted-out pod (and its volume), the DaemonSet pod, "
                   "and the pod without volumes. No out-of-service taint either: it would let Kubernetes "

@@ -155,15 +155,18 @@ class Attacher:
     def detach(self, *names: str) -> list[str]:
         done = []
         for va in self.objects():
-            meta, spec = va["metadata"], va.get("spec") or {}
-            mine = attacher_finalizer(str(spec.get("attacher", "")))
-            if not meta.get("deletionTimestamp") or mine not in (meta.get("finalizers") or ()):
+            meta, spec = va.get("metadata"), va.get("spec")
+            if not isinstance(meta, dict) or not isinstance(spec, dict):
+                continue  # a hostile object of the fuzz tier: no attacher handles it
+            mine, finalizers = attacher_finalizer(str(spec.get("attacher", ""))), meta.get("finalizers")
+            if not meta.get("deletionTimestamp") or not isinstance(finalizers, list) or mine not in finalizers:
                 continue
             if names and meta["name"] not in names:
                 continue
             node = self.node(str(spec.get("nodeName", ""))) or {}
-            tainted = any(t.get("key") == "node.kubernetes.io/out-of-service"
-                          for t in (node.get("spec") or {}).get("taints") or ())
+            taints = (node.get("spec") if isinstance(node.get("spec"), dict) else {}).get("taints")
+            tainted = isinstance(taints, list) and any(
+                isinstance(t, dict) and t.get("key") == "node.kubernetes.io/out-of-service" for t in taints)
             self.unpublished.append((meta["name"], str(spec.get("nodeName", "")), tainted))
             self.update(meta["name"], lambda m, mine=mine: m.__setitem__(
                 "finalizers", [f for f in m.get("finalizers") or () if f != mine]))
