@@ -195,3 +195,13 @@ def test_a_bound_up_to_a_second_above_the_latest_header_is_believed_and_no_more(
     shared.observe(date_header(SERVER_AT_ZERO + 1))
     offset = 0.5 if kept else 1.0 - later
     assert shared.now().timestamp() == pytest.approx(SERVER_AT_ZERO + later + offset, abs=1e-6)
+
+
+def test_a_bound_is_kept_for_exactly_its_window():
+    """A bound WINDOW_SECONDS old is still inside the window (it goes once it is older)."""
+    mono = [0.5]
+    shared = SharedServerClock(monotonic=lambda: mono[0])
+    shared.observe(date_header(SERVER_AT_ZERO + 1))  # bounds the server at +0.5 s over the monotonic clock
+    mono[0] = 0.5 + SharedServerClock.WINDOW_SECONDS
+    shared.observe(date_header(SERVER_AT_ZERO + SharedServerClock.WINDOW_SECONDS))  # a second below it
+    assert shared.now().timestamp() == pytest.approx(SERVER_AT_ZERO + 0.5 + mono[0], abs=1e-6)
