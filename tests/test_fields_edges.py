@@ -30,6 +30,9 @@ from rwo_failover.model.fields import (BadObject, bool_at, int_at, items_at, obj
      "status: expected a string, got int"),
     (lambda o: parse_time(o), "2026-01-01", "'2026-01-01' is not an RFC 3339 time"),
     (lambda o: parse_time(o), "1899-12-31T23:59:59Z", "'1899-12-31T23:59:59Z' is outside the years 1900-2999"),
+    (lambda o: parse_time(o), "x" * 50, f"{'x' * 40!r} is not an RFC 3339 time"),  # quoted, 40 characters at most
+    (lambda o: parse_time(o), "2026-13-45T00:00:00Z",
+     "'2026-13-45T00:00:00Z' is not a valid time: month must be in 1..12"),
 ])
 def test_each_accessor_refuses_the_wrong_shape_naming_the_field_and_what_it_expected(read, obj, reason):
     """The reason is what the skip line says: the field and what it should have held."""
