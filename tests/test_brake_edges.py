@@ -62,3 +62,36 @@ def test_one_node_more_than_max_nodes_per_pass_is_refused(api, run_pass, env, li
     others = [r for r in api.mutations() if r.resource != "events"]
     assert [(r.verb, r.resource, r.namespace, r.body["metadata"]["name"], sorted(r.body["data"])) for r in others] \
         == [("create", "configmaps", "rwo-failover", "rwo-failover-control", ["stormTrippedAt"])]
+
+
+# The unhealthy-fraction brake at its edge (found by `make mutants` on planner.nodes: '>=' for '>' survived too).
+# MAX_NODES_PER_PASS=10 keeps the other brake out of the way.
+@pytest.mark.parametrize("live, dead", [(5, 5), (2, 2)])
+def test_exactly_max_unhealthy_fraction_of_nodes_not_ready_still_acts(api, run_pass, live, dead):
+    for i in range(live):
+        fc.live_node(api, f"w{i}")
+    for i in range(dead):
+        fc.dead_node(api, f"dead-{i}")
+        stuck(api, f"dead-{i}", name=f"db-{i}")
+
+    result = run_pass(MAX_NODES_PER_PASS="10")  # MAX_UNHEALTHY_FRACTION: the default, 0.5
+
+    assert result.code == EXIT_OK and result.summary["brake"] == ""
+    assert result.summary["nodes_not_ready"] == dead and result.summary["nodes"] == live + dead
+    assert pod_names(api) == set() and result.summary["pods_deleted"] == dead
+
+
+def test_one_node_not_ready_past_max_unhealthy_fraction_is_refused(api, run_pass):
+    for i in range(4):
+        fc.live_node(api, f"w{i}")
+    for i in range(5):
+        fc.dead_node(api, f"dead-{i}")
+        stuck(api, f"dead-{i}", name=f"db-{i}")
+
+    result = run_pass(MAX_NODES_PER_PASS="10")
+
+    assert result.code == EXIT_REFUSED and result.summary["brake"] == "unhealthy-fraction"
+    assert result.summary["nodes_not_ready"] == 5
+    assert result.summary["refusal"] == ("brake: 5 of 9 nodes are not Ready, more than MAX_UNHEALTHY_FRACTION=0.5; "
+                                         "the control plane may be partitioned")
+    assert deletes(api, "pods") == [] and patches(api) == [] and len(pod_names(api)) == 5
