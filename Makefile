@@ -10,7 +10,7 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check
 OFFLINE := --no-index --find-links $(WHEELHOUSE) --require-hashes
 export WHEELHOUSE
 
-.PHONY: demo dry-run run test quick lint-imports e2e clean rebuild-venv
+.PHONY: demo dry-run run test quick lint-imports e2e mutants crash-check clean rebuild-venv
 
 # A .venv made by another interpreter (an older Python, or one that was upgraded or removed since) is rebuilt
 # from scratch: pip would otherwise fail inside it in ways that do not name the cause.
@@ -67,9 +67,9 @@ run: $(VENV)/.runtime  ## one real pass against the cluster in KUBECONFIG
 lint-imports: $(VENV)/.dev  ## the layer contracts in pyproject.toml
 	$(BIN)/lint-imports
 
-test: $(VENV)/.dev  ## the layer contracts, then the whole test suite (the e2e tier skips when it cannot run)
+test: $(VENV)/.dev  ## the layer contracts, then the whole test suite: both tiers side by side (rwo_testkit/tiers.py)
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest
+	$(BIN)/python -m rwo_testkit.tiers
 
 quick: $(VENV)/.dev  ## the inner loop: the layer contracts, then the fixture tier without the slow tests
 	$(BIN)/lint-imports
@@ -77,6 +77,12 @@ quick: $(VENV)/.dev  ## the inner loop: the layer contracts, then the fixture ti
 
 e2e: $(VENV)/.dev  ## only the end-to-end tier: a real control plane (see tests/e2e and docs/design.md)
 	$(BIN)/python -m pytest tests/e2e
+
+mutants: $(VENV)/.dev  ## mutation testing of the safety modules (mutmut; docs/testing.md); MUTANTS=group... for some
+	$(BIN)/python -m rwo_testkit.mutants $(MUTANTS)
+
+crash-check: $(VENV)/.dev  ## the fixture tier with every pass crashing after observe: no test may pass that runs one
+	$(BIN)/python -m rwo_testkit.crash_check
 
 clean:  ## remove the venv and caches (the wheelhouse stays, so the next set-up is offline)
 	rm -rf $(VENV) .pytest_cache .hypothesis *.egg-info build

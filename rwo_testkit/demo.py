@@ -101,6 +101,9 @@ def run_demo(settings: Settings, out: IO[str]) -> int:
             code = run_pass(Api(load_api_client(step), step), step, show=table if dry_run else None,
                             sightings=sightings)
             logging.getLogger(logs.LOGGER).handlers[0].flush()
+        # As on a real cluster, the CSI attacher then detaches each released volume: its finalizer held the deleted
+        # VolumeAttachment until now.
+        api.attacher.detach()
         show(api, out, "after: the stuck RWO pods are gone and their volumes are free to attach elsewhere")
         out.write("\n=== kubectl rwo-failover status: what it holds now, and why (read-only) ===\n\n")
         out.flush()

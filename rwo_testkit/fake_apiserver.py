@@ -4,8 +4,9 @@ It speaks enough of the real API over HTTP for the official client, and it
 enforces the semantics rwo-failover relies on, so tests fail for real reasons:
 field and label selectors, limit/continue pagination (no resourceVersion with
 continue; a list at resourceVersion "0" is answered whole, as kube-apiserver does), DELETE with gracePeriodSeconds and a UID precondition (409 on a
-mismatch), finalizers and kubelet-confirmed pod deletion (a graceful delete of
-a scheduled pod only marks it Terminating), Event namespace validation, bearer
+mismatch), graceful deletion, finalizers, what a create resets and the CSI
+external-attacher's finalizer (fake_lifecycle.py, checked against a real
+kube-apiserver), Event namespace validation, bearer
 token auth and per-verb RBAC denials, and watches (`?watch=1`, see fake_watch.py). Every request is logged.
 
 kmock was evaluated first; its emulator has no field selectors, label
@@ -32,7 +33,7 @@ import msgspec
 
 from rwo_failover.model.matchers import LabelSelector, MatcherError
 
-from . import fake_watch, managed_fields
+from . import fake_lifecycle, fake_watch, managed_fields
 from .fake_watch import Change, Cut, History, WatchRequest
 
 TOKEN = "fake-apiserver-token"
@@ -106,8 +107,11 @@ class ApiStatus(Exception):
         self.code, self.reason, self.message = code, reason, message
 
 
-def now_text() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+def now_text(at: Optional[float] = None) -> str:
+    """A Time as the API server writes it: whole seconds, truncated; `at` in seconds since the epoch (default:
+    now)."""
+    moment = datetime.now(timezone.utc) if at is None else datetime.fromtimestamp(at, timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _status_body(code: int, reason: str, message: str) -> bytes:
@@ -198,6 +202,13 @@ class FakeApiServer:
         # which may lag etcd (kubernetes#141887, KEP-5647): lag_watch_cache() freezes what such lists answer
         # until catch_up_watch_cache(). None: the cache is current (the kind case, and the default).
         self.watch_cache: Optional[tuple[int, dict[str, dict[str, bytes]]]] = None
+        # The server's wall clock, in seconds since the epoch: every stamp it writes (creationTimestamp, managedFields
+        # times, deletionTimestamp) and its Date header. A test may freeze it, so that a stamp and the Date header of
+        # the same answer are a known number of seconds apart whatever second boundary falls between them.
+        self.clock: Callable[[], float] = time.time
+        # The CSI external-attacher: a deleted VolumeAttachment stays until `attacher.detach()` (fake_lifecycle.py).
+        self.attacher = fake_lifecycle.Attacher(self._update_metadata, lambda: self.objects("volumeattachments"),
+                                                lambda name: self.get("nodes", name))
         self._server: Optional[ThreadingHTTPServer] = None
 
     def lag_watch_cache(self) -> None:
@@ -245,6 +256,10 @@ class FakeApiServer:
         return path
 
     # --- store ------------------------------------------------------------------------------
+    def now_text(self) -> str:
+        """This server's time, as it writes it in what it stores."""
+        return now_text(self.clock())
+
     def _next_rv(self) -> str:
         self.resource_version += 1
         return str(self.resource_version)
@@ -258,10 +273,10 @@ class FakeApiServer:
         kind = _BY_KIND[(obj.get("apiVersion", "v1"), obj["kind"])]
         meta = obj.setdefault("metadata", {})
         meta.setdefault("uid", str(uuid.uuid4()))
-        meta.setdefault("creationTimestamp", now_text())
+        meta.setdefault("creationTimestamp", self.now_text())
         if kind.namespaced:
             meta.setdefault("namespace", "default")
-        _seed_managed_fields(kind, obj)
+        _seed_managed_fields(kind, obj, self.now_text())
         with self.lock:
             self._put(kind, obj)
         return obj
@@ -314,7 +329,7 @@ class FakeApiServer:
             if key in self.store[kind.plural]:
                 self._remove(kind, key, _loads(self.store[kind.plural][key]))
             obj["metadata"]["uid"] = str(uuid.uuid4())
-            _seed_managed_fields(kind, obj)
+            _seed_managed_fields(kind, obj, self.now_text())
             self._put(kind, obj)
         return obj
 
@@ -324,6 +339,22 @@ class FakeApiServer:
         with self.lock:
             key = self._key(kind, namespace, name)
             self._remove(kind, key, _loads(self.store[plural][key]))
+
+    def _update_metadata(self, name: str, change: Callable[[dict], Any], plural: str = "volumeattachments",
+                         namespace: str = "", manager: str = "csi-attacher") -> Optional[dict]:
+        """A controller's write to an object's metadata, as the API server stores an update (a finalizer removed
+        from an object being deleted removes it); None when it is gone after. Not logged as a request."""
+        kind = KINDS[plural]
+        with self.lock:
+            raw = self.store[plural].get(self._key(kind, namespace, name))
+            if raw is None:
+                return None
+            old = _loads(raw)
+            new = _loads(raw)
+            change(new["metadata"])
+            req = Request("PATCH", "", {}, "patch", plural, namespace, name, user_agent=f"{manager}/v0")
+            self._write(kind, req, old, new)
+            return self.get(plural, name, namespace)
 
     def deny(self, verb: str, plural: str) -> None:
         self.denied.add((verb, plural))
@@ -538,8 +569,9 @@ class FakeApiServer:
         obj.setdefault("apiVersion", kind.api_version)
         obj.setdefault("kind", kind.kind)
         meta["uid"] = str(uuid.uuid4())
-        meta["creationTimestamp"] = now_text()
-        meta["generation"] = 1
+        meta["creationTimestamp"] = self.now_text()
+        meta.pop("generation", None)
+        fake_lifecycle.reset_on_create(kind.plural, obj, self.clock())  # a created pod's status is dropped, and so on
         managed_fields.stamp(None, obj, _manager(req), "", meta["creationTimestamp"], kind.api_version)
         if req.query.get("dryRun") == "All":  # the real server answers as if created, stamps included
             return self._json(201, obj)
@@ -571,9 +603,12 @@ class FakeApiServer:
         _check_annotations(new["metadata"])
         if not managed_fields.changed(old, new):
             return self._json(200, old)
-        if new.get("spec") != old.get("spec"):
+        if fake_lifecycle.delete_during_update(old, new):  # the last finalizer of an object being deleted went
+            key = self._key(kind, old["metadata"].get("namespace", ""), old["metadata"]["name"])
+            return self._json(200, self._remove(kind, key, new))
+        if new.get("spec") != old.get("spec") and kind.plural in fake_lifecycle.GENERATION_KINDS:
             new["metadata"]["generation"] = int(old["metadata"].get("generation") or 1) + 1
-        managed_fields.stamp(old, new, _manager(req), req.subresource, now_text(), kind.api_version)
+        managed_fields.stamp(old, new, _manager(req), req.subresource, self.now_text(), kind.api_version)
         self._put(kind, new)
         return self._json(200, new)
 
@@ -605,15 +640,14 @@ class FakeApiServer:
         if wanted_rv is not None and wanted_rv != meta["resourceVersion"]:
             raise ApiStatus(409, "Conflict", f"Precondition failed: ResourceVersion in precondition: {wanted_rv}, "
                                              f"ResourceVersion in object meta: {meta['resourceVersion']}")
-        grace = _grace_seconds(options, req.query, obj, kind)
-        if meta.get("finalizers") or (grace > 0 and _needs_kubelet(kind, obj)):
-            # Kept, marked Terminating: a finalizer, or a kubelet that must confirm, still holds it.
-            if not meta.get("deletionTimestamp"):
-                meta["deletionTimestamp"] = now_text()
-                meta["deletionGracePeriodSeconds"] = grace
-                self._put(kind, obj)
-            return self._json(200, obj)
-        return self._json(200, self._remove(kind, key, obj))
+        # Graceful deletion and finalizers as kube-apiserver has them (fake_lifecycle.delete): a scheduled pod is
+        # marked Terminating until now + its grace, a finalizer keeps anything; the answer is the object.
+        stays, changed = fake_lifecycle.delete(kind.plural, obj, options, req.query, self.clock())
+        if not stays:
+            return self._json(200, self._remove(kind, key, obj))
+        if changed:
+            self._put(kind, obj)
+        return self._json(200, obj)
 
 
 def _manager(req: Request) -> str:
@@ -626,11 +660,10 @@ def _only_status(old: dict, new: dict) -> dict:
     return kept
 
 
-def _seed_managed_fields(kind: Kind, obj: dict) -> None:
+def _seed_managed_fields(kind: Kind, obj: dict, now: str) -> None:
     """An object seeded without managedFields was, as far as anyone can tell, written just now."""
     meta = obj["metadata"]
     if meta.get("managedFields") is None:
-        now = now_text()
         managed_fields.stamp(None, obj, "fixture-seed", "", now, kind.api_version)
         if kind.status_subresource and obj.get("status"):
             managed_fields.stamp(obj, obj, "fixture-seed", "status", now, kind.api_version)
@@ -683,19 +716,8 @@ def _damage(response: Response, fault: Fault) -> Response:
     return response
 
 
-def _grace_seconds(options: dict, query: dict[str, str], obj: dict, kind: Kind) -> int:
-    for source in (options.get("gracePeriodSeconds"), query.get("gracePeriodSeconds")):
-        if source is not None and source != "":
-            return int(source)
-    if kind.plural == "pods":
-        return int((obj.get("spec") or {}).get("terminationGracePeriodSeconds", 30))
-    return 0
 
 
-def _needs_kubelet(kind: Kind, obj: dict) -> bool:
-    scheduled = bool((obj.get("spec") or {}).get("nodeName"))
-    terminal = (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed")
-    return kind.plural == "pods" and scheduled and not terminal
 
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -838,7 +860,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response_only(code, message)
         self.send_header("Server", self.version_string())
         if not self.api.omit_date_header:
-            self.send_header("Date", self.date_time_string(time.time() + self.api.date_offset))
+            self.send_header("Date", self.date_time_string(self.api.clock() + self.api.date_offset))
 
     def _serve(self) -> None:
         split = urlsplit(self.path)

@@ -11,9 +11,10 @@ from typing import Any, Iterable, Optional, Sequence
 from rwo_failover.model import CLOUD_SHUTDOWN_KEY, OUT_OF_SERVICE_KEY, OUT_OF_SERVICE_VALUE
 
 from .fake_apiserver import FakeApiServer
+from .fake_lifecycle import attacher_finalizer
+from .managed_fields import entry
 
 RECOVERY_NAMESPACE = "rwo-failover"  # RECOVERY_NAMESPACE's default: where our records live
-from .managed_fields import entry
 
 SHUTDOWN = {"key": CLOUD_SHUTDOWN_KEY, "effect": "NoSchedule"}
 OUT_OF_SERVICE = {"key": OUT_OF_SERVICE_KEY, "value": OUT_OF_SERVICE_VALUE, "effect": "NoExecute"}
@@ -187,7 +188,10 @@ ATTACHED_AGO = 7 * 86400  # attachments are made by default while their node was
 def attachment(pv_name: str, node_name: str, attached: bool = True,
                created_ago: Optional[float] = ATTACHED_AGO) -> dict:
     """A VolumeAttachment the server created `created_ago` seconds ago (None: when it is added, now)."""
-    meta = {"name": "csi-" + _hex(pv_name + node_name, 64)}
+    # The external-attacher puts its finalizer on every attachment it handles: a delete only marks it, until the
+    # attacher has detached the volume (FakeApiServer.attacher.detach).
+    meta: dict[str, Any] = {"name": "csi-" + _hex(pv_name + node_name, 64),
+                            "finalizers": [attacher_finalizer("ebs.csi.aws.com")]}
     if created_ago is not None:
         meta["creationTimestamp"] = stamp(created_ago)
     return {"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment",
@@ -256,7 +260,8 @@ def taint_records(api: FakeApiServer, namespace: str = RECOVERY_NAMESPACE) -> li
 def inline_attachment(node_name: str) -> dict:
     """A CSI-migration attachment: an in-tree volume spec inline, no PV name."""
     return {"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment",
-            "metadata": {"name": "csi-" + _hex("inline" + node_name, 64), "creationTimestamp": stamp(ATTACHED_AGO)},
+            "metadata": {"name": "csi-" + _hex("inline" + node_name, 64), "creationTimestamp": stamp(ATTACHED_AGO),
+                         "finalizers": [attacher_finalizer("ebs.csi.aws.com")]},
             "spec": {"attacher": "ebs.csi.aws.com", "nodeName": node_name,
                      "source": {"inlineVolumeSpec": {"csi": {"driver": "ebs.csi.aws.com", "volumeHandle": "vol-1"},
                                                      "accessModes": ["ReadWriteOnce"]}}},

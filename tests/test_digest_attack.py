@@ -26,7 +26,7 @@ import pytest
 from rwo_failover.run.exitcodes import EXIT_OK
 from rwo_testkit import fake_cluster as fc
 
-from helpers import recovery_records
+from helpers import detached, recovery_records
 from test_fence_identity import back, fenced, writes
 from test_fence_lifecycle_attacks import many_addresses
 from test_fencing import fence_of, networkfence, set_result
@@ -61,7 +61,7 @@ def test_a_node_fenced_by_the_digest_of_its_addresses_fails_over(cluster, run_pa
 
     refused = [r for r in cluster.requests if (r.verb, r.resource, r.status) == ("patch", "nodes", 422)]
     assert not refused, f"{len(refused)} node patches refused as too long"
-    assert cluster.objects("volumeattachments") == [], "the dead node's volume is released"
+    assert detached(cluster) == [], "the dead node's volume is released"
 
 
 def test_a_fence_whose_controller_wrote_a_long_message_is_still_unfenced(cluster, run_pass):

@@ -179,3 +179,86 @@ def test_operations_starts_from_status_and_the_readme_sends_bare_metal_to_its_pa
     for needed in ("self-node-remediation", "fence-agents-remediation", "node-healthcheck", "OutOfServiceTaint",
                    "node.kubernetes.io/out-of-service"):
         assert needed in page, needed
+
+
+# --- brakes, defaults and exit codes: as the code has them (issue 37) --------------------------------------
+# README and docs/settings.md said the nodes-per-pass brake counts every node touched or proven down; the code
+# counts only proven-down nodes with something to release that a tenant cannot fake (docs/safety.md had it right).
+
+def _what_the_brakes_say() -> dict[str, str]:
+    """Each brake's refusal, from the planner's own functions (duck-typed inputs: they read only these fields)."""
+    from types import SimpleNamespace as Obj
+
+    from rwo_failover.planner.nodes import nodes_brake, unhealthy_brake
+    nodes = nodes_brake([Obj(counted=True)] * 3, Obj(max_nodes_per_pass=2))
+    cluster = Obj(nodes=[Obj(name=n, ready=r) for n, r in (("a", "Unknown"), ("b", "Unknown"), ("c", "True"),
+                                                            ("idle", "Unknown"))])
+    unhealthy = unhealthy_brake(cluster, Obj(max_unhealthy_fraction=0.5), idle=frozenset({"idle"}))
+    assert nodes is not None and unhealthy is not None
+    return {"MAX_NODES_PER_PASS": nodes.message, "MAX_UNHEALTHY_FRACTION": unhealthy.message}
+
+
+def _readme_bullet(name: str) -> str:
+    section = README.split("## What it will not do", 1)[1].split("\n## ", 1)[0]
+    [bullet] = [b for b in section.split("\n- ") if f"`{name}`" in b]
+    return " ".join(bullet.split())
+
+
+def test_each_brake_is_described_as_the_code_counts():
+    """What a brake counts, in the words of its own refusal, is what its help (so docs/settings.md's table, the
+    chart's schema) and the README's "What it will not do" say it counts."""
+    said = _what_the_brakes_say()
+    counted = re.fullmatch(r"brake: 3 (.+), more than MAX_NODES_PER_PASS=2", said["MAX_NODES_PER_PASS"])[1]
+    assert counted == "proven-down nodes have something to release"
+    left_out = re.search(r"\(1 (proven-down nodes with nothing to release) left out\)",
+                         said["MAX_UNHEALTHY_FRACTION"])[1]
+    assert "are not Ready" in said["MAX_UNHEALTHY_FRACTION"]
+    helps = {spec.name: spec.help for spec in config.SPECS}
+    for name, phrase in (("MAX_NODES_PER_PASS", counted), ("MAX_UNHEALTHY_FRACTION", left_out)):
+        assert phrase in helps[name], (name, helps[name])
+        assert phrase in _readme_bullet(name), (name, _readme_bullet(name))
+    assert "not Ready" in helps["MAX_UNHEALTHY_FRACTION"] and "not Ready" in _readme_bullet("MAX_UNHEALTHY_FRACTION")
+    assert "tenant cannot fake" in helps["MAX_NODES_PER_PASS"]
+    assert "tenant cannot fake" in _readme_bullet("MAX_NODES_PER_PASS")
+
+
+# Prose that states a setting's default: "waits 3 s more (`MIN_NOT_READY_SECONDS`", "`NAME=10` (defaults: a 40 s
+# lease, and 3 s)" (the last figure is NAME's), "`NAME` (default `X`)".
+_DEFAULT_CLAIMS = [
+    re.compile(r"(?P<value>\d+(?:\.\d+)?) s more\s+\(`(?P<name>[A-Z][A-Z_]+)`"),
+    re.compile(r"`(?P<name>[A-Z][A-Z_]+)=[^`]+`\s+\(defaults?: [^)]*?(?P<value>\d+(?:\.\d+)?) s\)"),
+    re.compile(r"`(?P<name>[A-Z][A-Z_]+)`\s+\(default:?\s+`?(?P<value>[^`),;]+)`?[),;]"),
+]
+
+
+def test_defaults_stated_in_the_readme_and_the_settings_doc_are_the_code_s():
+    defaults = {spec.name: spec.default for spec in config.SPECS}
+    found = []
+    for doc in (README, SETTINGS_DOC):
+        for pattern in _DEFAULT_CLAIMS:
+            for claim in pattern.finditer(doc):
+                name, value = claim["name"], claim["value"].strip()
+                assert name in defaults, f"{claim[0]!r} names no setting"
+                assert value == defaults[name], f"{claim[0]!r}: the default of {name} is {defaults[name]!r}"
+                found.append(name)
+    assert found.count("MIN_NOT_READY_SECONDS") >= 2, found  # the README's two statements of it: still read
+
+
+def _meaning_words(text: str) -> set[str]:
+    ignored = {"a", "an", "the", "or", "and", "of", "to", "is", "was", "nothing", "some", "call", "by", "in", "it"}
+    return {w[:5] for w in re.findall(r"[a-z]+", text.lower()) if w not in ignored and len(w) > 2}  # crude stems
+
+
+def test_each_exit_code_means_in_the_docs_what_it_means_in_the_code():
+    """The README's codes in short, and docs/settings.md's table, against exitcodes.py: the same codes, and each
+    meaning shares its key words with the code's own comment on that constant (3 is refused, 4 unreadable...)."""
+    source = (ROOT / "rwo_failover" / "run" / "exitcodes.py").read_text()
+    said = {int(value): comment for value, comment in re.findall(r"^EXIT_\w+ = (\d+)\s+# (.+)$", source, re.M)}
+    assert set(said) == {v for k, v in vars(exitcodes).items() if k.startswith("EXIT_")}
+    short = README.split("## Exit codes, in short", 1)[1].split("\n## ", 1)[0]
+    readme = {int(code): text for code, text in re.findall(r"`(\d+)` ([^·`]+)", short)}
+    table = {int(code): text for code, text in re.findall(r"^\| (\d+) \| ([^|]+) \|", SETTINGS_DOC, re.M)}
+    assert set(readme) == set(said) == set(table)
+    for code, comment in said.items():
+        assert _meaning_words(readme[code]) & _meaning_words(comment), (code, readme[code], comment)
+        assert _meaning_words(table[code]) & _meaning_words(comment), (code, table[code], comment)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import email.utils
 import json
 from datetime import datetime
+from pathlib import Path
 
 import pytest
 from kubernetes import client as k8s
@@ -202,3 +203,34 @@ def test_the_date_header_can_be_stripped_as_a_proxy_would(api, core):
     assert "Date" in raw(core, "GET", "/api/v1/nodes/n1")[1]
     api.omit_date_header = True
     assert "Date" not in raw(core, "GET", "/api/v1/nodes/n1")[1]
+
+
+def test_objects_are_created_deleted_and_finalized_as_kube_apiserver_does(api, kubeconfig):
+    """What kube-apiserver v1.36.2 answered to the same calls (tests/e2e/test_e2e_fixture_parity.py checks it on
+    the real server): a created pod's status is dropped, a graceful delete marks it until now + the grace, a
+    second delete only shortens the grace, finalizers hold anything, a VolumeAttachment waits for its attacher."""
+    from lifecycle_parity import EXPECTED, lifecycle_facts
+    from rwo_testkit.kube import Kube
+
+    assert lifecycle_facts(Kube(Path(kubeconfig))) == EXPECTED
+
+
+def test_a_deleted_attachment_stays_until_its_attacher_has_detached_it(api, kubeconfig):
+    """The external-attacher's finalizer (external-attacher/<driver>, every character outside [a-zA-Z0-9-] made
+    '-') holds a deleted VolumeAttachment until ControllerUnpublishVolume succeeded: attacher.detach() plays it,
+    and records whether the node carried the out-of-service taint then."""
+    from rwo_testkit import fake_cluster as fc
+    from rwo_testkit.kube import Kube
+
+    fc.dead_node(api, "dead", taints=[fc.SHUTDOWN, fc.OUT_OF_SERVICE])
+    _pvc, _pv, va = fc.add_volume(api, "data", attached_to="dead")
+    name = va["metadata"]["name"]
+    assert va["metadata"]["finalizers"] == ["external-attacher/ebs-csi-aws-com"]
+    kube = Kube(Path(kubeconfig))
+    kube.delete(f"/apis/storage.k8s.io/v1/volumeattachments/{name}", {"preconditions": {"uid": va["metadata"]["uid"]}})
+    held = api.get("volumeattachments", name)
+    assert held["metadata"]["deletionTimestamp"] and held["metadata"]["deletionGracePeriodSeconds"] == 0
+    assert api.attacher.detach("another") == [] and api.get("volumeattachments", name) is not None
+    assert api.attacher.detach() == [name] and api.get("volumeattachments", name) is None
+    assert api.attacher.unpublished == [(name, "dead", True)]
+    assert api.attacher.detach() == []

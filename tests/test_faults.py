@@ -12,6 +12,8 @@ from rwo_testkit.fake_apiserver import Fault
 from rwo_testkit.managed_fields import bulky, hostile_entry
 from rwo_failover.run.exitcodes import EXIT_FAILED, EXIT_FORBIDDEN, EXIT_OK, EXIT_UNAVAILABLE
 
+from helpers import attached, detached
+
 
 @pytest.fixture
 def broken(api):
@@ -26,7 +28,7 @@ def attempts(result, verb: str, resource: str, name: str = "") -> list[int]:
 
 
 def all_released(api) -> bool:
-    return api.objects("pods") == [] and api.objects("volumeattachments") == []
+    return api.objects("pods") == [] and detached(api) == []
 
 
 def test_429_with_retry_after_is_honoured(broken, run_pass):
@@ -128,7 +130,7 @@ def test_409_on_delete_precondition_skips_only_that_pod(broken, run_pass):
     result = run_pass()
     assert attempts(result, "delete", "pods", "db-0") == [409], "a conflict is an answer, not retried"
     assert [p["metadata"]["name"] for p in broken.objects("pods")] == ["db-0"]
-    left = [va["spec"]["source"]["persistentVolumeName"] for va in broken.objects("volumeattachments")]
+    left = [va["spec"]["source"]["persistentVolumeName"] for va in attached(broken)]
     assert left == ["pv-default-data-db-0"]
     assert result.summary["pods_replaced"] == 1 and result.code == EXIT_OK
 
@@ -136,7 +138,7 @@ def test_409_on_delete_precondition_skips_only_that_pod(broken, run_pass):
 def test_403_on_one_resource_names_it_and_exits_5(broken, run_pass):
     broken.deny("delete", "volumeattachments")
     result = run_pass()
-    assert broken.objects("pods") == [] and len(broken.objects("volumeattachments")) == 2
+    assert broken.objects("pods") == [] and len(attached(broken)) == 2
     errors = [line["message"] for line in result.logs if line["level"] == "ERROR"]
     assert sum("RBAC denies verb 'delete' on volumeattachments" in e for e in errors) == 2
     assert result.code == EXIT_FORBIDDEN and result.summary["failures"] == 2
@@ -148,7 +150,7 @@ def test_persistent_5xx_on_one_pod_does_not_stop_the_others_and_exits_1(broken, 
     assert attempts(result, "delete", "pods", "db-0") == [503, 503, 503]
     assert attempts(result, "delete", "pods", "db-1") == [200]
     assert [p["metadata"]["name"] for p in broken.objects("pods")] == ["db-0"]
-    left = [va["spec"]["source"]["persistentVolumeName"] for va in broken.objects("volumeattachments")]
+    left = [va["spec"]["source"]["persistentVolumeName"] for va in attached(broken)]
     assert left == ["pv-default-data-db-0"], "db-0's volume waits for db-0; db-1's is released"
     assert result.code == EXIT_FAILED
     assert result.summary["failures"] == 1 and result.summary["pods_deleted"] == 1

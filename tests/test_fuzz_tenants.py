@@ -25,6 +25,7 @@ import pytest
 from hypothesis import HealthCheck, event, example, given, settings as hsettings, strategies as st
 
 from conftest import SESSION_LOG, SESSION_REQUESTS, WATCHED_FOR, watched
+from helpers import attached
 from rwo_failover import planner
 from rwo_failover.act.events import build_event, repeated_name
 from rwo_failover.act.recovery import records_for
@@ -181,4 +182,4 @@ def test_tenant_pods_never_move_a_brake_and_real_outages_still_do(server, tmp_pa
     else:
         assert code != EXIT_REFUSED
         assert server.get("pods", "db-dead", "default") is None, "the real outage is failed over"
-        assert not [a for a in server.objects("volumeattachments") if a["spec"]["nodeName"].startswith("dead")]
+        assert not [a for a in attached(server) if a["spec"]["nodeName"].startswith("dead")]

@@ -17,10 +17,12 @@ from rwo_failover.model import RECOVERY_ANNOTATION, RECOVERY_LABEL
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.fake_apiserver import Fault
 
+from helpers import attached
+
 
 def released(api, pod: str = "db-0") -> bool:
     return api.get("pods", pod, "default") is None and not [
-        a for a in api.objects("volumeattachments") if a["spec"]["nodeName"] == "dead"]
+        a for a in attached(api) if a["spec"]["nodeName"] == "dead"]
 
 
 def tenant_claim(api, name: str, record: object, namespace: str = "tenant") -> dict:
@@ -278,7 +280,7 @@ def test_a_pod_delete_whose_answer_cannot_be_read_is_unconfirmed_and_its_volume_
     result = run_pass(API_MAX_ATTEMPTS=attempts)
 
     assert result.code == EXIT_FAILED and result.summary["unconfirmed"] == 1
-    assert api.get("pods", "db-0", "default") is None and api.objects("volumeattachments")
+    assert api.get("pods", "db-0", "default") is None and attached(api)
     api.faults.clear()
     assert run_pass().code == EXIT_OK and released(api)
 
@@ -296,7 +298,7 @@ def test_a_node_answer_without_a_resource_version_is_never_patched_unconditional
     # Two failures since issue 27: the taint, and the attachment it keeps (released only with the taint on).
     assert result.code == EXIT_FAILED and result.summary["failures"] == 2
     assert not [r for r in api.requests if r.verb == "patch" and r.resource == "nodes"]
-    assert len(api.objects("volumeattachments")) == 1
+    assert len(attached(api)) == 1
 
 
 # --- seen in review ---------------------------------------------------------------------------------------

@@ -25,7 +25,8 @@ from rwo_failover.model import OUT_OF_SERVICE_KEY
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.fake_apiserver import Fault
 
-from helpers import deletes, oos_taints, patches, pod_names, skewed_pass, states, stuck, tainted_node
+from helpers import (attached, deletes, detached, oos_taints, patches, pod_names, skewed_pass, states, stuck,
+                     tainted_node)
 
 MIN = 60  # MIN_NOT_READY_SECONDS where a test sets it: longer than the default (3), to time it apart
 
@@ -176,9 +177,17 @@ def test_an_opted_out_claim_of_a_pod_that_is_not_stuck_blocks_the_taint(cluster,
     fc.add_volume(cluster, "cache", csi=False, annotations={"rwo-failover.io/opt-out": "true"})
     cluster.add(fc.pod("cache-0", "dead", claims=["cache"], ready="True"))  # stale status: looks Running
 
-    run_pass()
+    result = run_pass()
 
-    assert patches(cluster) == [] and "cache-0" in pod_names(cluster)
+    assert patches(cluster) == [] and oos_taints(cluster, "dead") == []
+    # What must happen (issue 37: this passed when every pass crashed): the skip names the claim, the node's
+    # skip says why the taint stays off, and the direct path still frees the stuck pod.
+    skips = {line["object"]: line["reason"] for line in result.lines("skipped")}
+    assert skips["default/cache-0"] == "PVC default/cache is annotated rwo-failover.io/opt-out"
+    assert skips["dead"].startswith("out-of-service taint not added: default/cache-0 is protected (PVC "
+                                    "default/cache is annotated rwo-failover.io/opt-out)")
+    assert pod_names(cluster) == {"cache-0"} and [r.name for r in deletes(cluster, "pods")] == ["db-0"]
+    assert result.code == EXIT_OK and result.summary["taints_added"] == 0
 
 
 def test_rwx_volumeless_and_daemonset_pods_do_not_block_the_taint(cluster, run_pass):
@@ -247,8 +256,13 @@ def test_undo_waits_for_attachments_being_deleted(cluster, run_pass):
     va["metadata"]["deletionTimestamp"] = fc.stamp(5)
     va["metadata"]["finalizers"] = ["external-attacher/ebs-csi-aws-com"]
     cluster.add(va)
-    run_pass()
+    result = run_pass()
     assert len(oos_taints(cluster, "back")) == 1
+    # What must happen (issue 37: this passed when every pass crashed): judged recovering, and the skip names the
+    # attachment still being detached; exit 0.
+    assert result.code == EXIT_OK and states(result) == {"back": "recovering"}
+    assert f"our out-of-service taint stays while VolumeAttachments are on the node: {va['metadata']['name']}" in \
+        [line["reason"] for line in result.lines("skipped")]
 
 
 # --- 6. Volume truth -----------------------------------------------------------------------------------
@@ -277,8 +291,14 @@ def test_a_bound_claim_whose_pv_names_another_uid_releases_nothing(cluster, run_
     pv["spec"]["claimRef"]["uid"] = "00000000-0000-0000-0000-000000000000"  # bound to an earlier claim
     cluster.add(pv)
     cluster.add(fc.pod("db-0", "dead", claims=["data"], terminating=True))
-    run_pass(OUT_OF_SERVICE_TAINT="never")
-    assert deletes(cluster, "volumeattachments") == []
+    result = run_pass(OUT_OF_SERVICE_TAINT="never")
+    assert deletes(cluster, "volumeattachments") == [] and deletes(cluster, "pods") == []
+    # What must happen (issue 37: this passed when every pass crashed): the node is judged down, and the pod is
+    # skipped because its claim is not the one the PV names.
+    assert result.code == EXIT_OK and states(result) == {"dead": "down"}
+    [skip] = [line for line in result.lines("skipped") if line["object"] == "default/db-0"]
+    assert skip["reason"].endswith("not Bound to a PV that names it back: default/data")
+    assert len(attached(cluster)) == 1 and pod_names(cluster) == {"db-0"}
 
 
 def test_exclusive_means_the_bound_pv_allows_no_multi_attach(cluster, run_pass):
@@ -397,7 +417,7 @@ def test_a_delete_whose_answer_is_lost_is_unconfirmed_not_failed(cluster, run_pa
     assert first.code == EXIT_FAILED
     cluster.clear_faults()
     second = run_pass(OUT_OF_SERVICE_TAINT="never")
-    assert second.code == EXIT_OK and cluster.objects("volumeattachments") == []
+    assert second.code == EXIT_OK and detached(cluster) == []
 
 
 def test_past_the_deadline_no_new_write_starts(cluster, run_pass):

@@ -18,6 +18,8 @@ from rwo_testkit.fake_apiserver import Fault
 from conftest import watched
 from test_watch import break_node, live_nodes, loop, outage_due_in, settings_for, stop, wait_until, watches
 
+from helpers import detached
+
 
 def partition(api, nodes: int) -> None:
     """The first `nodes` live nodes stop heartbeating at once: the node lifecycle controller marks them
@@ -190,7 +192,7 @@ def test_the_live_read_reads_the_pods_of_a_node_the_cache_had_not_seen_down(api,
     fc.add_volume(api, "data-web-0", attached_to="late")
     api.add(fc.pod("web-0", "late", claims=["data-web-0"], terminating=True))
     code, requests = one_pass(api, kubeconfig, cache)
-    assert code == EXIT_OK and not api.objects("pods") and not api.objects("volumeattachments")
+    assert code == EXIT_OK and not api.objects("pods") and not detached(api)
     assert sorted(r.query.get("fieldSelector") for r in lists(requests, "pods")) == \
         ["spec.nodeName=dead", "spec.nodeName=late"]
 
@@ -207,7 +209,7 @@ def test_a_pod_its_dead_kubelet_last_reported_ready_is_freed(api, run_pass):
     api.add(fc.pod("db-0", "dead", claims=["data-db-0"], phase="Running", ready="True"))
     result = run_pass()
     assert result.code == EXIT_OK
-    assert not api.objects("pods") and not api.objects("volumeattachments"), result.lines("skipped")
+    assert not api.objects("pods") and not detached(api), result.lines("skipped")
     [deleted] = result.lines("force-deleted pod")
     assert "NotReady" in deleted["reason"]
 

@@ -21,8 +21,8 @@ from rwo_testkit.fake_apiserver import Fault, Response
 
 from test_signals import hold_first_pod_delete, start_pass
 
-from helpers import (deletes, oos_taints, patches, pod_names, recovery_records, skewed_pass, states, stuck,
-                     tainted_node)
+from helpers import (attached, deletes, detached, oos_taints, patches, pod_names, recovery_records, skewed_pass,
+                     states, stuck, tainted_node)
 
 
 @pytest.fixture
@@ -168,7 +168,7 @@ def test_stopped_nodes_with_nothing_to_release_never_trip_the_node_brake(api, ru
     result = run_pass()
 
     assert result.code == EXIT_OK, result.summary
-    assert pod_names(api) == set() and api.objects("volumeattachments") == []
+    assert pod_names(api) == set() and detached(api) == []
     assert all(oos_taints(api, f"stopped-{i}") == [] for i in range(6)), "nothing to release: no taint"
 
 
@@ -214,7 +214,7 @@ def test_a_node_that_comes_back_between_attachment_deletes_keeps_the_rest(cluste
     result = run_pass(OUT_OF_SERVICE_TAINT="never")
 
     assert len(deletes(cluster, "volumeattachments")) == 1, "the second attachment stays with the live node"
-    assert len(cluster.objects("volumeattachments")) == 1
+    assert len(attached(cluster)) == 1
     assert result.code == EXIT_REFUSED and result.summary["nodes_not_down_on_recheck"] == 1
 
 
@@ -253,7 +253,7 @@ def test_a_retry_of_a_destructive_write_has_its_own_live_verdict(cluster, run_pa
 
     sent = [r for r in cluster.requests if r.verb == verb and r.resource == resource]
     assert len(sent) == 1, "no retry is sent for a node whose Lease changed while the pass watched"
-    assert oos_taints(cluster, "dead") == [] and len(cluster.objects("volumeattachments")) == 1
+    assert oos_taints(cluster, "dead") == [] and len(attached(cluster)) == 1
     assert pod_names(cluster) == (set() if resource == "volumeattachments" else {"db-0"})
     assert result.code != EXIT_OK
 
@@ -316,7 +316,7 @@ def test_a_completed_pod_is_left_alone_and_its_volume_released_without_a_recover
     result = run_pass(OUT_OF_SERVICE_TAINT="never")
 
     assert pod_names(cluster) == {"job-0"} and deletes(cluster, "pods") == []
-    assert cluster.objects("volumeattachments") == []
+    assert detached(cluster) == []
     assert recovery_records(cluster) == [], "no replacement will come for a completed pod"
     assert result.code == EXIT_OK
 
@@ -405,6 +405,48 @@ def test_a_date_header_within_a_second_or_two_of_the_servers_stamp_is_the_server
     tainted_node(cluster, "n", not_ready_for=30, lease_renewed_ago=10)
     cluster.date_offset = 1
     assert states(run_pass()) == {"n": "split-brain"}
+
+
+def frozen_server_clock(api) -> float:
+    """Freeze the fixture API server's wall clock half-way through the current second: each answer's Date
+    header and the stamps it writes are then a known number of whole seconds apart, whatever second boundary
+    falls between writing the stamp and sending the header."""
+    frozen = int(time.time()) + 0.5
+    api.clock = lambda: frozen
+    return frozen
+
+
+# Literal seconds, not CLOCK_TOLERANCE_SECONDS: a change to the constant must fail these, not move them with it.
+@pytest.mark.parametrize("offset", [2, -2])
+def test_a_date_header_exactly_the_tolerance_from_the_servers_stamp_is_accepted(cluster, run_pass, offset):
+    """The edge of the tolerance, either way (issue 37: widening it to 7 s failed nothing): a Date header
+    2 s (CLOCK_TOLERANCE_SECONDS) apart from the server's own stamp is the server's clock, and the pass fails over."""
+    frozen_server_clock(cluster)
+    fc.dead_node(cluster, "dead")
+    stuck(cluster, "dead")
+    cluster.date_offset = offset
+
+    result = run_pass()
+
+    assert result.code == EXIT_OK and states(result) == {"dead": "down"}
+    assert pod_names(cluster) == set() and result.summary["pods_deleted"] == 1
+
+
+@pytest.mark.parametrize("offset", [3, -3])
+def test_a_date_header_a_second_past_the_tolerance_is_refused_and_named(cluster, run_pass, offset):
+    """One second more (3 s either way) and nothing is judged: exit 4, the message names the header and how far
+    apart the two clocks are, and nothing is written."""
+    frozen_server_clock(cluster)
+    fc.dead_node(cluster, "dead")
+    stuck(cluster, "dead")
+    cluster.date_offset = offset
+
+    result = run_pass()
+
+    assert result.code == EXIT_UNAVAILABLE and cluster.mutations() == []
+    [line] = result.lines("cannot read the cluster; nothing was changed")
+    assert "Date header" in line["error"] and f"{offset:+.0f}s apart" in line["error"], line
+    assert result.summary["exit_code"] == EXIT_UNAVAILABLE and result.lines("node verdict") == []
 
 
 @pytest.mark.parametrize("where", ["lease", "node status", "kubelet ready time"])
@@ -525,7 +567,7 @@ def test_another_status_writer_mid_pass_does_not_undo_the_plans_verdict(cluster,
 
     result = run_pass(OUT_OF_SERVICE_TAINT="never")
 
-    assert pod_names(cluster) == set() and cluster.objects("volumeattachments") == []
+    assert pod_names(cluster) == set() and detached(cluster) == []
     assert result.code == EXIT_OK and result.summary["nodes_not_down_on_recheck"] == 0
 
 

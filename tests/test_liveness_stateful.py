@@ -241,7 +241,8 @@ class PassAgainstTheWorld(RuleBasedStateMachine):
         self.thread.join(timeout=60)
         self.api.stop()
         assert not self.thread.is_alive(), "the pass never finished"
-        assert self.code != EXIT_CRASH, "a pass must never crash, whatever the world does"
+        # An exit code, and not 70: a pass that raised leaves none (issue 37: None passed `!= EXIT_CRASH`).
+        assert self.code is not None and self.code != EXIT_CRASH, "a pass must never crash, whatever the world does"
         assert not self.violations, self.violations
 
 

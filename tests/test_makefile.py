@@ -21,6 +21,8 @@ import pytest
 from conftest import ROOT
 from rwo_testkit import fake_cluster as fc
 
+from helpers import detached
+
 MAKEFILE = (ROOT / "Makefile").read_text()
 VENV = Path(sys.prefix)  # the venv running the tests: the one `make` set up
 # Under `make test`, make's own variables reach the tests; a make started here must not think it is nested.
@@ -70,7 +72,7 @@ def run_collecting(target: str) -> None:
     assert commands
     for command in commands:
         argv = shlex.split(command)
-        if argv[1:3] == ["-m", "pytest"]:
+        if argv[1:3] in (["-m", "pytest"], ["-m", "rwo_testkit.tiers"]):  # the tiers pass it on to pytest
             argv += ["--collect-only", "-q"]
         proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, f"{command}:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}"
@@ -98,7 +100,7 @@ def run_run(api, env) -> None:
     proc = make("run", env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert summary(proc.stdout)["pods_deleted"] == 1
-    assert api.objects("pods") == [] and api.objects("volumeattachments") == []
+    assert api.objects("pods") == [] and detached(api) == []
 
 
 def run_lint_imports(_api, _env) -> None:
@@ -119,10 +121,23 @@ def run_clean(_api, _env, tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == [".wheelhouse", "Makefile"]
 
 
+def run_mutants(_api, _env) -> None:
+    """The real command, asked for its groups only (a real run takes minutes: docs/testing.md has its figures)."""
+    proc = make("mutants", "MUTANTS=--help")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "planner.nodes" in proc.stdout and "kube.clock" in proc.stdout and "act.writer" in proc.stdout
+
+
+def run_crash_check(_api, _env) -> None:
+    """Its recipe only: while it runs, every pass of this venv crashes, this suite's included (docs/testing.md)."""
+    assert recipe("crash-check") == [f"{VENV}/bin/python -m rwo_testkit.crash_check"]
+
+
 RUNNERS = {
     "demo": run_demo, "dry-run": run_dry_run, "run": run_run, "lint-imports": run_lint_imports,
     "test": lambda _api, _env: run_collecting("test"), "quick": lambda _api, _env: run_collecting("quick"),
-    "e2e": lambda _api, _env: run_collecting("e2e"), "clean": run_clean,
+    "e2e": lambda _api, _env: run_collecting("e2e"), "clean": run_clean, "mutants": run_mutants,
+    "crash-check": run_crash_check,
 }
 
 
@@ -193,8 +208,21 @@ def test_a_finished_venv_is_kept(tmp_path):
 
 # --- the wheelhouse across Python versions ------------------------------------------------------------------
 
-OTHER_PYTHONS = sorted(Path("/root/.pyenv/versions").glob("3.1[2-9]*/bin/python")) + \
+OTHER_PYTHONS = ([Path(os.environ["OTHER_PYTHON"])] if os.environ.get("OTHER_PYTHON") else []) + \
+    sorted(Path("/root/.pyenv/versions").glob("3.1[2-9]*/bin/python")) + \
     [Path(p) for p in (shutil.which("python3.12"), shutil.which("python3.13")) if p]
+
+
+def other_python() -> Path:
+    """A second Python, 3.12 or newer: OTHER_PYTHON, or pyenv's (this kind of machine has 3.12 and 3.13 under
+    /root/.pyenv, and .ci/run says which it found), or one on PATH. Without one this is a skip here and a
+    failure where CI requires everything to run (E2E_REQUIRED), as for helpers.real_tool."""
+    if not OTHER_PYTHONS:
+        message = "needs a second Python (3.12 or newer) besides this 3.11: set OTHER_PYTHON to one"
+        if os.environ.get("E2E_REQUIRED"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return OTHER_PYTHONS[0]
 
 
 def fake_wheel(folder: Path, tag: str) -> tuple[str, str]:
@@ -236,12 +264,11 @@ class Index:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not OTHER_PYTHONS, reason="needs a second Python (3.12 or newer) besides this 3.11")
 def test_after_a_python_upgrade_the_rebuilt_venv_gets_that_pythons_wheels(tmp_path):
     """The wheelhouse held only the first interpreter's wheels and said it was complete: after an upgrade the
     rebuild failed with pip's "No matching distribution", even online, and again after `make clean`. Here a
     real second interpreter, real pip, and a dependency whose wheels are per interpreter."""
-    other = OTHER_PYTHONS[0]
+    other = other_python()
     other_tag = "cp" + subprocess.run([str(other), "-c", "import sys; print(*sys.version_info[:2], sep='')"],
                                       capture_output=True, text=True, check=True).stdout.strip()
     assert other_tag != "cp311"

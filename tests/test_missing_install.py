@@ -3,7 +3,7 @@ with its cause named, never "someone else finished it"; start-up says once what 
 
 from __future__ import annotations
 
-from rwo_failover.run.exitcodes import EXIT_FAILED
+from rwo_failover.run.exitcodes import EXIT_FAILED, EXIT_OK
 from rwo_testkit import fake_cluster as fc
 
 OFF = "off: what the settings need does not exist"
@@ -30,11 +30,18 @@ def test_without_the_recovery_namespace_every_record_create_is_a_named_failure(a
 def test_start_up_says_once_that_recovery_confirmation_is_off(api, run_pass):
     fc.outage(api)
     api.missing_namespaces.add("rwo-failover")
-    [off] = run_pass().lines(OFF)
+    first = run_pass()
+    [off] = first.lines(OFF)
     assert off["level"] == "WARNING" and off["setting"] == "RECOVERY_NAMESPACE=rwo-failover"
-    assert "recovery confirmation" in off["off"]
+    assert "recovery confirmation" in off["off"] and "the out-of-service taint" in off["off"]
+    # The pod is still freed; its recovery record cannot be written, nor our taint's record (issue 35: it lives
+    # there), so the taint is not added and the handoff keeps the attachment: exit 1, three failures. Issue 37:
+    # this test passed when every pass crashed.
+    assert first.code == EXIT_FAILED and first.summary["pods_deleted"] == 1 and first.summary["failures"] == 3
+    assert first.summary["taints_added"] == 0 and first.summary["attachments_held"] == 1
     api.missing_namespaces.discard("rwo-failover")  # created: start-up has nothing more to say
-    assert not run_pass().lines(OFF)
+    second = run_pass()
+    assert not second.lines(OFF) and second.code == EXIT_OK
 
 
 def test_without_the_networkfence_api_start_up_says_fencing_cannot_work_and_the_create_fails(api, run_pass):
@@ -43,4 +50,7 @@ def test_without_the_networkfence_api_start_up_says_fencing_cannot_work_and_the_
     result = run_pass(FENCING="networkfence", NETWORK_FENCE_CLASS="ceph")
     [off] = result.lines(OFF)
     assert off["setting"] == "FENCING=networkfence" and "csiaddons" in off["off"]
-    assert result.code != 0 and api.get("pods", "db-0", "default") is not None
+    assert api.get("pods", "db-0", "default") is not None
+    # What must happen (issue 37: `code != 0` accepted a crash): the create fails, named, and the pass exits 1.
+    assert result.code == EXIT_FAILED and result.summary["failures"] == 1
+    assert [line for line in result.logs if line["message"].startswith("creating NetworkFence dead failed")]

@@ -52,6 +52,12 @@ def test_a_label_added_after_the_plan_stops_every_write_at_the_live_re_check(api
                 label(api, "dead", "true")
         return None
     api.hooks.append(opt_out_on_recheck)
-    run_pass()
+    result = run_pass()
     assert api.get("pods", "db-0", "default") is not None
     assert not [r for r in api.mutations() if r.resource in ("pods", "nodes", "volumeattachments")]
+    # What must happen (issue 37: this passed when every pass crashed): the plan was to free the pod; the live
+    # re-check found the label and said so, and the pass ends well (exit 0).
+    assert result.code == EXIT_OK and result.summary["pods_planned"] == 1
+    assert result.summary["nodes_not_down_on_recheck"] == 1 and result.summary["pods_deleted"] == 0
+    [line] = result.lines("node no longer proven down on live re-check; nothing more is written on it")
+    assert line["node"] == "dead" and line["reason"].startswith(f"opted out by its label {LABEL}")

@@ -16,7 +16,7 @@ from rwo_failover.run.exitcodes import EXIT_OK
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.fake_apiserver import Fault
 
-from helpers import stuck, tainted_node
+from helpers import attached, detached, stuck, tainted_node
 from test_once_wait import one_pass
 
 QUIET_MESSAGE = "kubelets went quiet: watching them for a shutdown taint, then passing again"
@@ -52,7 +52,7 @@ def test_a_quiet_node_that_gets_its_shutdown_taint_is_freed_in_the_same_run(api,
     change.join()
 
     assert code == EXIT_OK
-    assert api.objects("volumeattachments") == [], "freed in the same run"
+    assert detached(api) == [], "freed in the same run"
     assert [p["metadata"]["name"] for p in api.objects("pods")] == [], "the stuck pod is gone"
     quiet = [line for line in logs if line["message"] == QUIET_MESSAGE]
     assert len(quiet) == 1 and quiet[0]["nodes"] == ["dead"]
@@ -82,7 +82,7 @@ def test_a_renewal_ends_the_wait_and_nothing_is_touched(api, kubeconfig):
 
     code, logs, took = one_pass(kubeconfig)
 
-    assert code == EXIT_OK and len(api.objects("pods")) == 1 and len(api.objects("volumeattachments")) == 1
+    assert code == EXIT_OK and len(api.objects("pods")) == 1 and len(attached(api)) == 1
     assert [line for line in logs if line["message"] == QUIET_MESSAGE]
     assert [line["message"] for line in logs].count("pass finished") == 1
     assert took < 15, "the wait ended at the renewal, not at its budget (about 24 s)"

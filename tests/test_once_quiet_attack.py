@@ -19,7 +19,7 @@ from rwo_failover.run.exitcodes import EXIT_OK
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.fake_apiserver import Fault
 
-from helpers import tainted_node
+from helpers import attached, tainted_node
 from test_once_quiet import QUIET_MESSAGE, later, lease_lists, quiet_node
 from test_once_wait import MIN, one_pass
 
@@ -146,4 +146,4 @@ def test_a_partition_seen_at_notready_still_trips_the_brake_after_the_wait(api, 
     assert [line["nodes"] for line in logs if line["message"] == QUIET_MESSAGE] == [["dead", "p0", "p1", "p2"]]
     assert [line["node"] for line in logs if line["message"] == PASSED_AGAIN] == ["dead"]
     assert code == 3 and passes(logs)[-1]["brake"] == "unhealthy-fraction"
-    assert len(api.objects("pods")) == 1 and len(api.objects("volumeattachments")) == 1, "nothing freed"
+    assert len(api.objects("pods")) == 1 and len(attached(api)) == 1, "nothing freed"

@@ -19,7 +19,7 @@ from conftest import ROOT
 from rwo_failover.run.exitcodes import EXIT_OK, EXIT_REFUSED
 from rwo_testkit import fake_cluster as fc
 
-from helpers import stuck, tainted_node
+from helpers import detached, stuck, tainted_node
 
 
 def one_pass(kubeconfig: str, **env: str) -> tuple[int, list[dict], float]:
@@ -52,7 +52,7 @@ def test_a_pass_waits_for_a_node_proven_down_within_its_deadline_and_frees_it(ap
     code, logs, took = one_pass(kubeconfig, MIN_NOT_READY_SECONDS="8")
 
     assert code == EXIT_OK
-    assert api.objects("pods") == [] and api.objects("volumeattachments") == [], "freed in the same run"
+    assert api.objects("pods") == [] and detached(api) == [], "freed in the same run"
     passes = [line for line in logs if line["message"] == "pass finished"]
     assert [p["not_yet"] for p in passes] == [1, 0] and passes[-1]["pods_deleted"] == 1
     waited = [line for line in logs if line["message"].startswith("waiting for a node to be proven down")]
@@ -115,7 +115,7 @@ def test_a_run_always_waits_its_own_sighting_of_a_node_long_down(api, kubeconfig
 
     code, logs, _took = one_pass(kubeconfig, MIN_NOT_READY_SECONDS="3", **env)
 
-    assert code == EXIT_OK and api.objects("pods") == [] and api.objects("volumeattachments") == []
+    assert code == EXIT_OK and api.objects("pods") == [] and detached(api) == []
     assert [line["not_yet"] for line in logs if line["message"] == "pass finished"] == [1, 0]
 
 

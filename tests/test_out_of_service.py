@@ -15,6 +15,8 @@ from rwo_testkit import fake_cluster as fc
 from rwo_failover.run.exitcodes import EXIT_OK, EXIT_REFUSED
 from rwo_failover.model import OUT_OF_SERVICE_KEY as OOS_KEY
 
+from helpers import attached, detached, states
+
 
 @pytest.fixture
 def cluster(api):
@@ -160,7 +162,7 @@ def test_persistent_conflicts_give_up_loudly_free_the_pods_and_keep_the_attachme
 
     assert len(patches(cluster)) == 5 and result.code == 1
     assert cluster.objects("pods") == [], "the pods are still freed"
-    assert len(cluster.objects("volumeattachments")) == 1, "no attachment released before the taint is on"
+    assert len(attached(cluster)) == 1, "no attachment released before the taint is on"
 
 
 @pytest.mark.parametrize("env, version, added", [
@@ -176,7 +178,7 @@ def test_mode_and_server_version(cluster, run_pass, env, version, added):
 
     result = run_pass(**env)
 
-    assert result.code == EXIT_OK and cluster.objects("pods") == [] and cluster.objects("volumeattachments") == []
+    assert result.code == EXIT_OK and cluster.objects("pods") == [] and detached(cluster) == []
     assert bool(oos_taints(cluster, "dead")) is added
     version_reads = [r for r in result.requests if r.path == "/version"]
     assert len(version_reads) == (0 if env else 1), "only auto asks the server its version"
@@ -217,8 +219,14 @@ def test_our_taint_stays_while_the_node_is_not_back_for_long_enough(cluster, run
 def test_our_taint_stays_without_a_fresh_lease(cluster, run_pass):
     recovered_node(cluster, "back", ready_for=120)
     cluster.add(fc.lease("back", 300))
-    run_pass()
+    result = run_pass()
     assert patches(cluster) == [] and len(oos_taints(cluster, "back")) == 1
+    # What must happen (issue 37: this passed when every pass crashed): judged recovering, and the skip says the
+    # taint waits for a fresh Lease; no Event, exit 0.
+    assert result.code == EXIT_OK and states(result) == {"back": "recovering"}
+    assert {"object": "back", "reason": "our out-of-service taint stays until the node's Lease is fresh"} in \
+        [{"object": line["object"], "reason": line["reason"]} for line in result.lines("skipped")]
+    assert result.summary["taints_removed"] == 0 and cluster.mutations() == []
 
 
 def test_a_human_out_of_service_taint_is_never_removed(cluster, run_pass):
@@ -251,7 +259,7 @@ def test_continuous_mode_finishes_the_pass_in_flight_on_sigterm(cluster, kubecon
     assert "pass triggered" not in messages[stopped:], "no new pass started after the signal"
     in_flight = [line for line in logs[:stopped] if line["message"] == "pass finished"][-1]
     assert in_flight["pods_deleted"] == 3, "the pass in flight finished"
-    assert cluster.objects("pods") == [] and cluster.objects("volumeattachments") == []
+    assert cluster.objects("pods") == [] and detached(cluster) == []
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -279,5 +287,5 @@ def test_failing_version_read_degrades_to_no_taint_and_the_pass_still_works(clus
     result = run_pass(API_MAX_ATTEMPTS="2")
 
     assert result.code == EXIT_OK and patches(cluster) == []
-    assert cluster.objects("pods") == [] and cluster.objects("volumeattachments") == []
+    assert cluster.objects("pods") == [] and detached(cluster) == []
     assert result.lines("cannot read the server version; not adding the out-of-service taint")

@@ -59,6 +59,7 @@ def test_a_replacement_is_confirmed_from_the_pods_where_its_volume_is_attached_n
 def test_a_record_due_to_time_out_lists_its_namespace_and_says_exactly_what_is_missing(api, run_pass):
     deployment_outage(api)
     assert run_pass(OUT_OF_SERVICE_TAINT="never").code == EXIT_OK
+    api.attacher.detach()  # the CSI attacher detaches the released volume from the dead node
     replacement(api, attached=False)  # on w1, its volume not attached there: not confirmable, and not found
     time.sleep(1.1)  # through an attachment; only the namespace's list finds it and can say so
     before = len(api.requests)

@@ -49,6 +49,7 @@ def test_a_record_that_comes_due_during_the_live_re_read_still_says_exactly_what
     said what test_recovery_reads.py expects of a due record: the attachment on w1 is not attached."""
     deployment_outage(api)
     assert run_pass(OUT_OF_SERVICE_TAINT="never").code == EXIT_OK
+    api.attacher.detach()  # the CSI attacher detaches the released volume from the dead node
     [record] = recovery_records(api)
     # The replacement: scheduled on w1, its volume not attached there yet.
     api.add(fc.pod("app-7d9f-q8w2p", "w1", namespace="shop", claims=["data-app"], owner="ReplicaSet", ready="True"))

@@ -21,6 +21,8 @@ from rwo_failover.run.exitcodes import EXIT_FAILED, EXIT_OK
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.redfish_bmc import PASSWORD, USER, RedfishEmulator, SilentBmc, SlowBmc, _RawTLS
 
+from helpers import detached
+
 SILENT = "silent"
 
 
@@ -64,7 +66,7 @@ def untouched(api) -> bool:
 def freed(api, node: str = SILENT, pod: str = "db-0") -> bool:
     oos = [t for t in api.get("nodes", node)["spec"].get("taints", [])
            if t["key"] == "node.kubernetes.io/out-of-service"]
-    return api.get("pods", pod, "default") is None and not api.objects("volumeattachments") and bool(oos)
+    return api.get("pods", pod, "default") is None and not detached(api) and bool(oos)
 
 
 def refusal(api, node: str = SILENT) -> str:

@@ -15,7 +15,7 @@ import json
 
 import pytest
 
-from rwo_failover.run.exitcodes import EXIT_OK, EXIT_REFUSED
+from rwo_failover.run.exitcodes import EXIT_FAILED, EXIT_OK, EXIT_REFUSED
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.redfish_bmc import RedfishEmulator, _RawTLS
 from test_redfish import SILENT, bmc_file, cluster, freed, no_secret, redfish_pass, refusal, untouched
@@ -86,7 +86,13 @@ def test_off_for_another_system_is_not_proof(api, run_pass, tmp_path):
         result = redfish_pass(run_pass, bmc_file(tmp_path, {SILENT: other.entry()}))
 
     assert untouched(api) and not freed(api)
-    assert result.code != EXIT_OK
+    # What must happen (issue 37: `code != EXIT_OK` accepted exit 70, a crash): exit 1, fencing not confirmed
+    # for the reason, in the log and in the node's Warning Event.
+    assert result.code == EXIT_FAILED
+    assert "the BMC's answer is not the entry's ComputerSystem (its @odata.id is another path)" in refusal(api)
+    [line] = [line for line in result.logs if line["message"].startswith(f"fencing of node {SILENT} not confirmed")]
+    assert "not the entry's ComputerSystem" in line["message"] and line["level"] == "ERROR"
+    assert result.summary["failures"] == 1 and result.summary["powered_off"] == 0
 
 
 @pytest.mark.parametrize("target", ["/redfish/v1/Systems/2/Actions/ComputerSystem.Reset",

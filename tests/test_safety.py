@@ -10,7 +10,7 @@ from rwo_failover.run.exitcodes import EXIT_OK, EXIT_REFUSED
 from rwo_failover.planner import NodePlan, NodeState, NodeVerdict, PodAction
 from rwo_failover.planner.caps import cap_pods
 
-from helpers import oos_taints
+from helpers import attached, detached, oos_taints
 
 
 def deletes(api) -> list:
@@ -126,7 +126,7 @@ def test_pod_replaced_between_observe_and_act_is_left_alone(cluster, run_pass):
     [attempt] = deletes(cluster)
     assert attempt.status == 409 and attempt.body["preconditions"]["uid"] == old["metadata"]["uid"]
     assert cluster.get("pods", "db-0", "default")["metadata"]["uid"] == replaced["uid"]
-    assert len(cluster.objects("volumeattachments")) == 1, "no attachment is released for a pod we did not delete"
+    assert len(attached(cluster)) == 1, "no attachment is released for a pod we did not delete"
     assert result.summary["pods_replaced"] == 1 and result.code == EXIT_OK
 
 
@@ -142,7 +142,7 @@ def test_attachment_of_another_pv_on_the_same_node_is_untouched(cluster, run_pas
     deleted = [r.name for r in deletes(cluster) if r.resource == "volumeattachments"]
     assert len(deleted) == 1
     left = {(va["spec"]["nodeName"], va["spec"]["source"]["persistentVolumeName"])
-            for va in cluster.objects("volumeattachments")}
+            for va in attached(cluster)}
     assert left == {("dead", "pv-someone-else"), ("worker-2", "pv-default-data-db-0")}
 
 
@@ -185,7 +185,7 @@ def test_volume_shared_with_a_pod_left_in_place_stays_attached(cluster, run_pass
 
     assert result.code == EXIT_OK
     assert [r.resource for r in deletes(cluster)] == ["pods"]
-    assert len(cluster.objects("volumeattachments")) == 1
+    assert len(attached(cluster)) == 1
 
 
 def test_node_that_recovers_before_acting_is_skipped(cluster, run_pass):
@@ -230,7 +230,7 @@ def test_pod_held_by_a_finalizer_keeps_its_attachment_and_fails_loudly(cluster, 
     assert result.code == 1
     assert cluster.get("pods", "db-0", "default")["metadata"]["deletionTimestamp"]
     assert [r.resource for r in deletes(cluster)] == ["pods"]
-    assert len(cluster.objects("volumeattachments")) == 1
+    assert len(attached(cluster)) == 1
     assert any("example.com/protect" in line["message"] for line in result.logs if line["level"] == "ERROR")
 
 
@@ -244,7 +244,7 @@ def test_server_side_rejection_is_a_failure_not_silence(cluster, run_pass):
 
     assert result.code == 1
     assert result.summary["failures"] == 1
-    assert len(cluster.objects("volumeattachments")) == 1, "the attachment waits for its pod"
+    assert len(attached(cluster)) == 1, "the attachment waits for its pod"
 
 
 # --- MAX_PODS_PER_PASS caps what one pass deletes; it never stops the others (issue 18, attack) ---------------
@@ -277,7 +277,7 @@ def test_pods_past_the_cap_are_deleted_by_later_passes(cluster, run_pass):
     first = run_pass(MAX_PODS_PER_PASS="3", OUT_OF_SERVICE_TAINT="never")
     assert len(cluster.objects("pods")) == 2 and first.summary["pods_deferred"] == 2 and first.code == EXIT_OK
     run_pass(MAX_PODS_PER_PASS="3", OUT_OF_SERVICE_TAINT="never")
-    assert cluster.objects("pods") == [] and cluster.objects("volumeattachments") == []
+    assert cluster.objects("pods") == [] and detached(cluster) == []
 
 
 def test_the_caps_first_namespace_turns_so_stuck_pods_never_starve_a_later_namespace():

@@ -15,7 +15,10 @@ def healthy_cluster(api, count: int = 3) -> None:
 
 
 def names(api, plural: str) -> set[str]:
-    return {o["metadata"]["name"] for o in api.objects(plural)}
+    """The objects there; of VolumeAttachments, those nobody deleted (a deleted one stays, marked, until its CSI
+    attacher has detached it, as on kube-apiserver)."""
+    return {o["metadata"]["name"] for o in api.objects(plural)
+            if plural != "volumeattachments" or not o["metadata"].get("deletionTimestamp")}
 
 
 def test_statefulset_pod_stuck_terminating_is_force_deleted_and_its_volume_released(api, run_pass):

@@ -3,7 +3,7 @@ of many Date headers, never this process's wall clock, and never ahead of the se
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from email.utils import format_datetime
 
 import pytest
@@ -78,3 +78,130 @@ def test_each_response_costs_the_same_however_many_came_before():
     assert len(shared._bounds) <= SharedServerClock.MAX_BOUNDS + 1
     truth = SERVER_AT_ZERO + mono[0]
     assert 0 <= truth - shared.now().timestamp() < 0.01, "as tight as before, and never ahead"
+
+
+@pytest.mark.parametrize("kind", [ServerClock, SharedServerClock])
+def test_now_runs_at_most_exactly_the_tolerance_past_the_checked_answer(kind):
+    """Issue 37: the cap was tested only 300 s out. Once a Date header has been checked against the server's own
+    stamp, "now" never runs more than CLOCK_TOLERANCE_SECONDS (2 s, written here as a literal so a change to the
+    constant fails this) past that Date, plus the monotonic time since: a later answer 300 s ahead (another
+    proxy, another API server) moves it exactly that far and no further; one within the cap is believed."""
+    mono = [0.0]
+    clock = kind(monotonic=lambda: mono[0])
+    checked = datetime.fromtimestamp(SERVER_AT_ZERO, timezone.utc)
+    clock.observe(date_header(SERVER_AT_ZERO))
+    clock.check(checked, checked)
+    assert clock.now() == checked
+
+    mono[0] = 5.0
+    clock.observe(date_header(SERVER_AT_ZERO + 5 + 300))
+    assert clock.now() == checked + timedelta(seconds=5 + 2)
+
+    mono[0] = 6.0
+    clock.observe(date_header(SERVER_AT_ZERO + 6 + 1))  # 1 s ahead of the checked clock: within the cap
+    assert clock.now() == checked + timedelta(seconds=6 + 1)
+
+
+@pytest.mark.parametrize("apart, accepted", [(2, True), (-2, True), (3, False), (-3, False), (2.5, False)])
+def test_the_check_accepts_a_date_exactly_the_tolerance_from_the_stamp_and_no_more(apart, accepted):
+    """The tolerance's edge, either way: 2 s apart is one clock; 2.5 or 3 s is not, and the error names the
+    Date header and how far apart the two are."""
+    clock = ServerClock(monotonic=lambda: 0.0)
+    stamp = datetime.fromtimestamp(SERVER_AT_ZERO, timezone.utc)
+    date = stamp + timedelta(seconds=apart)
+    if accepted:
+        clock.check(stamp, date)
+        return
+    with pytest.raises(ServerClockUnknown, match="Date header") as refused:
+        clock.check(stamp, date)
+    assert f"{apart:+.0f}s apart" in str(refused.value)
+
+
+# --- Found by `make mutants` (issue 37): what the clock's survivors could change -----------------------------
+
+NO_DATE = ("the API server's answers carry no Date header (a proxy between here and the API server may strip it); "
+           "rwo-failover times every age on the server's clock and judges nothing without it")
+
+
+def test_now_moves_on_with_the_monotonic_clock_after_a_header():
+    mono = [100.0]
+    clock = ServerClock(monotonic=lambda: mono[0])
+    clock.observe(date_header(SERVER_AT_ZERO))
+    mono[0] = 103.5
+    assert clock.now() == datetime.fromtimestamp(SERVER_AT_ZERO, timezone.utc) + timedelta(seconds=3.5)
+
+
+def test_without_any_header_the_check_and_now_refuse_in_plain_words():
+    clock = ServerClock(monotonic=lambda: 0.0)
+    assert clock.last_date is None and not clock.synced
+    stamp = datetime.fromtimestamp(SERVER_AT_ZERO, timezone.utc)
+    with pytest.raises(ServerClockUnknown) as unchecked:
+        clock.check(stamp, clock.last_date)
+    with pytest.raises(ServerClockUnknown) as unknown:
+        clock.now()
+    assert str(unchecked.value) == str(unknown.value) == NO_DATE
+
+
+def test_a_date_apart_from_the_stamp_is_refused_in_plain_words():
+    clock = ServerClock(monotonic=lambda: 0.0)
+    stamp = datetime.fromtimestamp(SERVER_AT_ZERO, timezone.utc)
+    with pytest.raises(ServerClockUnknown) as refused:
+        clock.check(stamp, stamp + timedelta(seconds=5))
+    assert str(refused.value) == (
+        "the Date header and the API server's own stamp on what it writes are +5s apart: a proxy between here and "
+        "the API server may send its own Date; rwo-failover times every age on the API server's clock and judges "
+        "nothing while they disagree")
+
+
+def test_the_date_header_is_read_in_utc_whatever_this_process_s_time_zone():
+    import os
+    import time
+
+    before = os.environ.get("TZ")
+    os.environ["TZ"] = "America/Sao_Paulo"
+    time.tzset()
+    try:
+        clock = ServerClock(monotonic=lambda: 0.0)
+        clock.observe(date_header(SERVER_AT_ZERO))
+        assert clock.last_date.tzinfo is timezone.utc
+    finally:
+        if before is None:
+            os.environ.pop("TZ")
+        else:
+            os.environ["TZ"] = before
+        time.tzset()
+
+
+def test_bounds_are_kept_for_the_window_however_long_the_process_has_run():
+    """The window is measured between two monotonic readings; a process up for days reads large ones."""
+    mono = [1_000_000.0]
+    shared = SharedServerClock(monotonic=lambda: mono[0])
+    for step in range(1, 8):
+        mono[0] = 1_000_000.0 + step * 1.37
+        shared.observe(date_header(SERVER_AT_ZERO + step * 1.37))
+    truth = SERVER_AT_ZERO + 7 * 1.37
+    assert 0 <= truth - shared.now().timestamp() < 0.15
+
+
+@pytest.mark.parametrize("later, kept", [(1.5, True), (2.0, False)])
+def test_a_bound_up_to_a_second_above_the_latest_header_is_believed_and_no_more(later, kept):
+    """Only a bound more than a second above the latest header is dropped (Date is truncated: a second is the
+    header's own resolution). The first answer bounds the server at +0.5 s over the monotonic clock; one read at
+    monotonic 1.5 bounds it at -0.5 s, exactly a second below: the first is kept. At 2.0, 1.5 s below: dropped."""
+    mono = [0.5]
+    shared = SharedServerClock(monotonic=lambda: mono[0])
+    shared.observe(date_header(SERVER_AT_ZERO + 1))
+    mono[0] = later
+    shared.observe(date_header(SERVER_AT_ZERO + 1))
+    offset = 0.5 if kept else 1.0 - later
+    assert shared.now().timestamp() == pytest.approx(SERVER_AT_ZERO + later + offset, abs=1e-6)
+
+
+def test_a_bound_is_kept_for_exactly_its_window():
+    """A bound WINDOW_SECONDS old is still inside the window (it goes once it is older)."""
+    mono = [0.5]
+    shared = SharedServerClock(monotonic=lambda: mono[0])
+    shared.observe(date_header(SERVER_AT_ZERO + 1))  # bounds the server at +0.5 s over the monotonic clock
+    mono[0] = 0.5 + SharedServerClock.WINDOW_SECONDS
+    shared.observe(date_header(SERVER_AT_ZERO + SharedServerClock.WINDOW_SECONDS))  # a second below it
+    assert shared.now().timestamp() == pytest.approx(SERVER_AT_ZERO + 0.5 + mono[0], abs=1e-6)

@@ -22,7 +22,7 @@ from rwo_failover.run.cli import main
 from rwo_failover.run.exitcodes import EXIT_OK
 from rwo_testkit import fake_cluster as fc
 
-from helpers import stuck
+from helpers import attached, detached, stuck
 
 
 def fresh_process_pass(kubeconfig: str, **env: str) -> tuple[int, list[dict], float]:
@@ -82,7 +82,7 @@ def test_a_held_back_renewal_that_lands_within_the_wait_is_seen_and_nothing_is_f
     finally:
         renewal.cancel()
 
-    assert deletes(api) == [] and api.objects("pods") != [] and len(api.objects("volumeattachments")) == 1
+    assert deletes(api) == [] and api.objects("pods") != [] and len(attached(api)) == 1
     passes = [line for line in logs if line["message"] == "pass finished"]
     assert len(passes) == 2 and passes[0]["not_yet"] == 1, passes
     assert passes[1]["split_brain"] == 1 and code != EXIT_OK, "the renewal after the verdict is a sign of life"
@@ -95,7 +95,7 @@ def test_without_a_renewal_the_pass_waits_its_own_sighting_out_and_frees_the_nod
 
     code, logs, took = fresh_process_pass(kubeconfig, ONCE_WAIT_SECONDS="10")
 
-    assert code == EXIT_OK and api.objects("pods") == [] and api.objects("volumeattachments") == []
+    assert code == EXIT_OK and api.objects("pods") == [] and detached(api) == []
     waited = [line for line in logs if line["message"].startswith("waiting for a node to be proven down")]
     assert len(waited) == 1 and waited[0]["node"] == "dead", logs
     passes = [line for line in logs if line["message"] == "pass finished"]
@@ -146,4 +146,4 @@ def test_stopped_instances_still_count_neither_way_for_a_process_that_has_just_s
 
     summaries = [line for line in logs if line["message"] == "pass finished"]
     assert [s["brake"] for s in summaries] == ["", ""], summaries
-    assert code == EXIT_OK and api.objects("pods") == [] and api.objects("volumeattachments") == []
+    assert code == EXIT_OK and api.objects("pods") == [] and detached(api) == []

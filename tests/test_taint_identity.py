@@ -13,6 +13,8 @@ from rwo_failover.model import OUT_OF_SERVICE_KEY as OOS_KEY
 
 from test_out_of_service import cluster, oos_taints, stuck  # noqa: F401 - cluster is a fixture
 
+from helpers import attached, detached
+
 # What rwo-failover 0.1 wrote on the Node with its taint: annotations its own kubelet may write (NodeRestriction
 # lets a kubelet write every annotation on its Node). They are read no more.
 LEGACY = ("rwo-failover.io/out-of-service-added-at", "rwo-failover.io/out-of-service-applied-by",
@@ -228,7 +230,7 @@ def test_no_attachment_is_released_until_the_taint_is_read_back_on_the_node(clus
     result = run_pass()
 
     assert result.code == 1, "a held attachment is a failure the next pass retries"
-    assert cluster.objects("pods") == [] and len(cluster.objects("volumeattachments")) == 1
+    assert cluster.objects("pods") == [] and len(attached(cluster)) == 1
     assert not [r for r in result.requests if r.verb == "delete" and r.resource == "volumeattachments"]
     assert [line for line in result.logs if "the out-of-service taint is not on the node" in line.get("message", "")
             + line.get("error", "")]
@@ -238,7 +240,7 @@ def test_the_taint_is_read_back_live_between_the_patch_and_each_release(cluster,
     fc.dead_node(cluster, "dead")
     stuck(cluster, "dead")
     result = run_pass()
-    assert result.code == EXIT_OK and cluster.objects("volumeattachments") == []
+    assert result.code == EXIT_OK and detached(cluster) == []
     writes = [(r.verb, r.resource) for r in result.requests]
     patched, released = writes.index(("patch", "nodes")), writes.index(("delete", "volumeattachments"))
     assert ("get", "nodes") in writes[patched + 1:released], "a live read of the node after the taint"
@@ -250,7 +252,7 @@ def test_with_the_handoff_off_attachments_are_released_and_start_up_names_what_i
     stuck(cluster, "dead")
     result = run_pass(OUT_OF_SERVICE_TAINT="never")
     assert result.code == EXIT_OK and oos_taints(cluster, "dead") == []
-    assert cluster.objects("volumeattachments") == []
+    assert detached(cluster) == []
     [line] = result.lines(HANDOFF_OFF)
     assert line["level"] in ("warning", "WARNING") and "ceph-csi" in line["skips"]
     assert "rbd" in line["skips"] and "cephfs" in line["skips"]
@@ -261,7 +263,7 @@ def test_dry_run_says_it_would_release_after_its_would_be_taint(cluster, run_pas
     fc.dead_node(cluster, "dead")
     stuck(cluster, "dead")
     result = run_pass(DRY_RUN="true")
-    assert result.code == EXIT_OK and len(cluster.objects("volumeattachments")) == 1
+    assert result.code == EXIT_OK and len(attached(cluster)) == 1
     assert result.lines("dry-run: would add the out-of-service taint")
     assert [line for line in result.logs if line["message"].startswith("dry-run: would delete")
             and "volumeattachment" in str(line).lower()]
@@ -277,12 +279,12 @@ def test_attachments_of_a_node_whose_taint_waits_for_deferred_pods_wait_too(clus
     first = run_pass(MAX_PODS_PER_PASS="1")
 
     assert first.code == EXIT_OK and first.summary["pods_deferred"] == 1
-    assert oos_taints(cluster, "dead") == [] and len(cluster.objects("volumeattachments")) == 2
+    assert oos_taints(cluster, "dead") == [] and len(attached(cluster)) == 2
     assert [s for s in first.lines("skipped") if s["kind"] == "volumeattachment"
             and "once the out-of-service taint is on" in s["reason"]]
     run_pass(MAX_PODS_PER_PASS="1")
     last = run_pass(MAX_PODS_PER_PASS="1")
-    assert last.code == EXIT_OK and cluster.objects("pods") == [] and cluster.objects("volumeattachments") == []
+    assert last.code == EXIT_OK and cluster.objects("pods") == [] and detached(cluster) == []
     assert len(oos_taints(cluster, "dead")) == 1
 
 

@@ -21,7 +21,7 @@ from rwo_testkit import fake_cluster as fc
 from rwo_testkit.managed_fields import entry
 from rwo_failover.run.exitcodes import EXIT_OK, EXIT_REFUSED
 
-from helpers import recovery_records
+from helpers import detached, recovery_records
 
 STOPPED = tuple(f"stopped-{i}" for i in range(5))
 
@@ -51,7 +51,7 @@ def test_tenant_pods_naming_stopped_nodes_never_trip_the_nodes_brake(api, run_pa
 
     assert result.code == EXIT_OK, result.summary["refusal"]
     assert api.get("pods", "db-0", "default") is None, "the real outage is failed over"
-    assert api.objects("volumeattachments") == []
+    assert detached(api) == []
     [warning] = ignored_warnings(api)
     assert warning["type"] == "Warning"
     assert all(pod in warning["message"] for pod in pods), warning["message"]
@@ -66,7 +66,7 @@ def test_tenant_pods_never_make_idle_stopped_nodes_count_toward_the_unhealthy_fr
     result = run_pass()
 
     assert result.code == EXIT_OK, result.summary["refusal"]
-    assert api.get("pods", "db-0", "default") is None and api.objects("volumeattachments") == []
+    assert api.get("pods", "db-0", "default") is None and detached(api) == []
 
 
 def test_the_warning_is_one_event_per_pass_naming_a_bounded_list(api, run_pass):
@@ -177,7 +177,7 @@ def test_unreadable_tenant_pods_on_stopped_nodes_never_move_the_unhealthy_fracti
     result = run_pass()
 
     assert result.code == EXIT_OK, result.summary["refusal"]
-    assert api.get("pods", "db-0", "default") is None and api.objects("volumeattachments") == []
+    assert api.get("pods", "db-0", "default") is None and detached(api) == []
     assert all(api.get("pods", f"odd-{i}", "tenant") for i in range(5)), "what cannot be read is never touched"
     [warning] = ignored_warnings(api)
     assert "node stopped-0 (nothing on node stopped-0 is touched" in warning["message"], warning["message"]

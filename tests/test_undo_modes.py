@@ -36,7 +36,9 @@ def acknowledge(api, node: str) -> None:
 
 
 def back(api, name: str, boot_id: str) -> None:
-    """The node Ready again with a fresh Lease, keeping its uid and our taint, reporting `boot_id`."""
+    """The node Ready again with a fresh Lease, keeping its uid and our taint, reporting `boot_id`. By then the
+    CSI attacher has long detached what the failover released (undo waits for that)."""
+    api.attacher.detach()
     current = api.get("nodes", name)
     ours = [t for t in current["spec"].get("taints") or [] if t["key"] == OOS]
     node = fc.node(name, ready="True", since=120, taints=ours)

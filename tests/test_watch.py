@@ -28,6 +28,8 @@ from rwo_testkit import fake_cluster as fc
 from rwo_testkit.control_plane import free_port
 from rwo_testkit.fake_apiserver import Fault
 
+from helpers import detached
+
 
 def settings_for(kubeconfig: str, **env: str):
     return config.load(["--interval", "5"], {"KUBECONFIG": kubeconfig, "WATCH_STALE_SECONDS": "5", **env})[1]
@@ -454,7 +456,7 @@ def test_the_loop_fails_over_through_watch_faults(api, kubeconfig, fault):
         wait_until("the pod freed", lambda: not api.objects("pods"), timeout=30)
     finally:
         logs = stop(proc)
-    assert api.objects("volumeattachments") == []
+    assert detached(api) == []
     assert all(line["exit_code"] == EXIT_OK for line in logs if line["message"] == "pass finished")
 
 

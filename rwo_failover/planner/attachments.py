@@ -10,6 +10,11 @@ from .pods import NO_UID, completed
 from .types import AttachmentAction, Skip
 
 Selected = Sequence[tuple[Pod, list[Claim]]]
+# A deleted attachment stays, marked, until its CSI external-attacher has detached the volume (its finalizer,
+# external-attacher/<driver>, holds it): deleting it again changes nothing, and counting it would make a slow
+# attacher after one outage trip the nodes brake at the next.
+BEING_DETACHED = ("being detached: deleted already (deletionTimestamp set), and held by its attacher's finalizer "
+                  "until the volume is detached; nothing more to do here")
 
 
 def attachments_for(node: str, selected: Selected, pods: Sequence[Pod], snapshot: Snapshot,
@@ -27,7 +32,9 @@ def attachments_for(node: str, selected: Selected, pods: Sequence[Pod], snapshot
     used_claims = kept_claims | {c.key for _, claims in selected for c in claims}
     actions, skips = [], []
     for att in sorted((a for a in snapshot.attachments if a.node == node), key=lambda a: a.name):
-        if not att.uid:
+        if att.deleting:
+            action, reason = None, BEING_DETACHED
+        elif not att.uid:
             action, reason = None, NO_UID
         elif att.inline:
             action, reason = None, ("inline volume (CSI migration): no PersistentVolume traces it to a claim, "

@@ -130,10 +130,12 @@ SPECS: tuple[Spec, ...] = (
          "How long Ready=Unknown, with the Lease unrenewed for its own duration, before a node counts as down.",
          _RANGE.format(0, DAY)),
     Spec("MAX_UNHEALTHY_FRACTION", number_in(0, 1), "0.5",
-         "Brake: act on nothing when more than this fraction of all nodes is not Ready.",
+         "Brake: act on nothing when more than this fraction of the nodes is not Ready (proven-down "
+         "nodes with nothing to release are left out).",
          "a number in (0, 1]; 0.9 or more only with ALLOW_UNSAFE=unhealthy-fraction"),
     Spec("MAX_NODES_PER_PASS", int_at_least(1), "5",
-         "Brake: act on nothing when more nodes than this are proven down.", _WHOLE.format(1)),
+         "Brake: act on nothing when more proven-down nodes have something to release than this "
+         "(only what a tenant cannot fake counts: docs/safety.md).", _WHOLE.format(1)),
     Spec("STORM_COOLDOWN_SECONDS", int_in(0, DAY), "300",
          "After a brake (MAX_UNHEALTHY_FRACTION, MAX_NODES_PER_PASS) has tripped, keep refusing for this long once "
          "no brake trips any more, timed on the API server's clock and kept in the control ConfigMap; 0 (only with "
