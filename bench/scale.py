@@ -162,6 +162,7 @@ def pass_env(kubeconfig: str) -> dict:
 
 def check(api: FakeApiServer, expected: Expected, pods_before: set[str], atts_before: set[str]) -> list[str]:
     pods_after = {f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in api.objects("pods")}
+    api.attacher.detach()  # the CSI attacher's finalizer holds a deleted attachment until it has detached
     atts_after = set(api.store["volumeattachments"])
     problems = []
     if pods_before - pods_after != expected.pods:

@@ -51,4 +51,7 @@ def test_a_healthy_node_whose_lease_only_looks_silent_is_never_powered_off(api, 
     passes = [line for line in logs if line["message"] == "pass finished"]
     assert passes and all(p["powered_off"] == 0 for p in passes) and api.get("pods", "db-0", "default")
     [first] = [line for line in logs if line["message"] == "node verdict" and line["node"] == VICTIM][:1]
-    assert first["state"] == "not-yet" and "seen unchanged here" in first["reason"], first
+    # Its BMC may be asked (a read: only its Off would prove anything), but no ForceOff is sent before this process
+    # has watched the Lease a renewal interval, and by then the kubelet has renewed (found by the attack on issue
+    # 36: a "not yet" here also left a partition's silent nodes out of the brakes, tests/test_own_sighting_edges.py).
+    assert first["state"] == "down" and "powered off only once seen unchanged here" in first["reason"], first

@@ -111,11 +111,15 @@ class Actor:
 
     def record_refusal(self, plan: Plan) -> None:
         # One Event per down node that has work, capped, so a mass outage does not become an Event storm;
-        # with the unhealthy-fraction brake no node was planned, so every down node is named (capped).
+        # with the unhealthy-fraction brake no node was planned, so every down node is named (capped), and every
+        # node down by the server's stamps that only this process's own sighting holds back (a new process's).
         if plan.storm_mark is not None:  # first: the cool-down's memory matters more than the Events
             record_storm(self.memory, self.settings, plan.storm_mark)
         # The cool-down has its own reason: its message (when it resumes) must not be hidden under a brake's.
         busy = [n.verdict for n in plan.busy_nodes] or [v for v in plan.verdicts if v.state is NodeState.DOWN]
+        named = {v.node for v in busy}
+        busy += [v for v in plan.verdicts if v.state is NodeState.NOT_YET and v.sighting_pending
+                 and v.node not in named]
         cooling = plan.refusal is not None and plan.refusal.kind is RefusalKind.STORM_COOLDOWN
         reason = "StormCooldown" if cooling else "FailoverRefused"
         for verdict in busy[: self.settings.max_nodes_per_pass]:

@@ -56,7 +56,7 @@ class Fencer:
             return self._await_answer(node, node_plan.fence_reason)
         if step == REQUEST:
             if self.settings.fencing == "redfish":
-                return self._redfish(node, node_plan.machine_seen)
+                return self._redfish(node, node_plan.machine_seen, node_plan.verdict.sighting_pending)
             return self._webhook(node_plan, node) if self.settings.fencing == "webhook" else self._request(node)
         if step == RECREATE:
             return self._recreate(node, *node_plan.fence_seen)
@@ -85,9 +85,10 @@ class Fencer:
                                  f"fence webhook did not confirm: {why}; rwo-failover touched nothing on this node")
         return False
 
-    def _redfish(self, node: Node, judged: tuple[str, str, str]) -> bool:
-        """Proven down only when its BMC answers PowerState Off, in this pass; otherwise nothing is touched."""
-        why = self.power.prove_off(node, judged)
+    def _redfish(self, node: Node, judged: tuple[str, str, str], hold_power_off: bool) -> bool:
+        """Proven down only when its BMC answers PowerState Off, in this pass; otherwise nothing is touched.
+        `hold_power_off`: this process has not watched its Lease a renewal interval yet, so a machine On stays On."""
+        why = self.power.prove_off(node, judged, hold_power_off=hold_power_off)
         if why is None:
             self.outcome.fenced.append(node.name)
             log.info("its BMC answers PowerState Off: proven down", extra={"node": node.name})

@@ -62,9 +62,11 @@ class PowerWitness:
             return f"its BMC does not show the machine back on ({why})"
         return None if state == "On" else f"its BMC answers PowerState {state}, not On"
 
-    def prove_off(self, node: Node, judged: tuple[str, str, str]) -> Optional[str]:
+    def prove_off(self, node: Node, judged: tuple[str, str, str], *, hold_power_off: bool = False) -> Optional[str]:
         """None once the BMC answers Off (after ForceOff, with REDFISH_POWER_OFF) for the machine the map names;
-        else why not ("" when the writer recorded it already). No reason holds the BMC's address or credentials."""
+        else why not ("" when the writer recorded it already, or when it is only pending: `hold_power_off`, this
+        process has not yet watched the Lease long enough to send a ForceOff). No reason holds the BMC's address or
+        credentials."""
         bmc, why = self._entry(node, judged)
         if bmc is None:
             return why
@@ -73,8 +75,13 @@ class PowerWitness:
             return None
         if state is None:
             return why
-        if not self.settings.redfish_power_off:
+        if not self.settings.redfish_power_off:  # first: no wait can make a power-off that is never sent
             return f"its BMC answers PowerState {state}, and REDFISH_POWER_OFF=false: it is not powered off"
+        if hold_power_off:
+            self.outcome.fencing_pending.append(node.name)
+            log.info(f"its BMC answers PowerState {state}: not powered off until this process has itself seen its "
+                     "Lease unchanged for a renewal interval", extra={"node": node.name})
+            return ""
         result, why = self.writer.power_off(node.name, lambda: redfish.force_off(bmc, system, self.settings,
                                                                                   self.api.remaining))
         if result is Result.WOULD:

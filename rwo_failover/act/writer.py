@@ -50,8 +50,7 @@ class Writer:
         return self.guard() if self.guard else None
 
     def stopped_destructive(self) -> Optional[str]:
-        """Why no destructive write may start now: stopped(), or the pause switch as read live now (an operator
-        may set it during a pass's wait, for a BMC's Off or a fence's answer)."""
+        """stopped(), or the pause switch read live now (set, perhaps, during a wait for a BMC's Off or a fence)."""
         return self.stopped() or (self.live_pause() if self.live_pause else None)
 
     def delete_pod(self, namespace: str, name: str, uid: str, fields: dict) -> Result:
@@ -126,8 +125,7 @@ class Writer:
         return Result.DONE
 
     def patch_node(self, name: str, patch: dict, purpose: str) -> Result:
-        """A resourceVersion-preconditioned merge patch to `purpose` ("add the ... taint");
-        CONFLICT tells the caller to read again."""
+        """A resourceVersion-preconditioned merge patch to `purpose`; CONFLICT tells the caller to read again."""
         return self._write(f"patching node {name} to {purpose}", f"would {purpose}", {"node": name},
                            lambda: self.api.patch_node(name, patch), conflict_ok=True, destructive=True)
 
@@ -207,7 +205,7 @@ class Writer:
         if refused:
             return refused
         try:
-            fenced, why = call(self.stopped)
+            fenced, why = call(self.stopped_destructive)  # each retry is a fence sent: the pause, read live
         except WriteStopped as err:
             return self._stopped_mid_call(what, err, {"node": node}), str(err)
         if fenced:
@@ -216,8 +214,7 @@ class Writer:
         return Result.FAILED, why
 
     def power_off(self, node: str, call: Callable[[], tuple[bool, str]]) -> tuple[Result, str]:
-        """A BMC's ForceOff is a write too: dry run logs it, the deadline and the guard refuse it. (DONE, "")
-        when the BMC accepted it; (FAILED, why) otherwise, for the caller to record with its Warning."""
+        """A BMC's ForceOff, through the writes' gate: (DONE, "") when the BMC accepted it; (FAILED, why) if not."""
         what = f"power-off of node {node} through its BMC"
         refused = self._outside_call_gate(what, "would power off the node through its BMC (Redfish ForceOff)", node)
         if refused:
@@ -226,8 +223,7 @@ class Writer:
         return (Result.DONE, "") if done else (Result.FAILED, why)
 
     def _outside_call_gate(self, what: str, would: str, node: str) -> Optional[tuple[Result, str]]:
-        """What a call outside the API server (a fencer, a BMC) comes to before it is made: a dry run only logs
-        it; a write the deadline or the guard refuses is not attempted. None when it may be made."""
+        """A fencer's or a BMC's call, first: WOULD in a dry run, NOT_ATTEMPTED when refused; None: make it."""
         if self.dry_run:
             log.info(f"dry-run: {would}", extra={"node": node})
             return Result.WOULD, ""
@@ -269,6 +265,10 @@ class Writer:
             self._not_attempted(what, stopped, fields)
             return Result.NOT_ATTEMPTED
         self.api.write_guard = self.stopped  # this writer's guard for this call's attempts (one Api, two writers)
+        # A destructive write's retries ask the live pause too (unless the live re-check set its own retry guard).
+        own_retry_guard = destructive and self.live_pause is not None and self.api.retry_guard is None
+        if own_retry_guard:
+            self.api.retry_guard = self.live_pause
         try:
             self.body = call()
         except WriteStopped as err:
@@ -286,6 +286,9 @@ class Writer:
                 return Result.CONFLICT
             self.fail(f"{what} failed: {err}", err)
             return Result.FAILED
+        finally:
+            if own_retry_guard:
+                self.api.retry_guard = None
         return Result.DONE if self.body is not None else Result.GONE
 
 

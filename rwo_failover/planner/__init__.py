@@ -151,8 +151,9 @@ def plan(snapshot: Snapshot, settings: Settings) -> Plan:
                     snapshot)
     # Down by the server's stamps, not yet by this process's own sighting (a one-shot run's first pass): planned
     # only to tell a stopped instance, which holds nothing and counts neither way, from an outage; never acted on.
-    idle |= left_out([_plan_node(v, nodes[v.node], snapshot, settings)[0] for v in verdicts if v.sighting_pending],
-                     snapshot)
+    # A silent node (FENCING=redfish) is never one of them: a partition silences Leases too.
+    idle |= left_out([_plan_node(v, nodes[v.node], snapshot, settings)[0] for v in verdicts
+                      if v.sighting_pending and v.state is NodeState.NOT_YET and v.taint != WITNESS], snapshot)
     recovery = judge_all(snapshot, settings)
     skips += [Skip("recovery record", v.entry.name, v.detail) for v in recovery if v.state == "unreadable"]
     totals = {"not_ready": not_ready_count(snapshot), "total_nodes": len(snapshot.nodes), "untaint": untainted,
@@ -171,4 +172,4 @@ def plan(snapshot: Snapshot, settings: Settings) -> Plan:
         turns = datetime.fromtimestamp((minute + 1) * 60, timezone.utc)
         totals["wake_at"] = min(turns, totals["wake_at"] or turns)
     return Plan(tuple(verdicts), capped, tuple(skips + cap_skips), refusal, deferred=deferred,
-                paused=pause_reason(snapshot, settings), storm_mark=mark, **totals)
+                paused=pause_reason(snapshot, settings), storm_mark=mark, judged_at=snapshot.now, **totals)

@@ -22,12 +22,15 @@ WITNESS = "no shutdown taint: its Lease went silent (FENCING=redfish)"
 
 
 def last_heard(node: Node, lease: Optional[Lease]) -> Optional[datetime]:
-    """The kubelet's last heartbeat, on the server's clock: its last Lease renewal. Status writes are not
-    counted: others write the status too (the attach-detach controller's volumesAttached, the node lifecycle
-    controller's Ready=Unknown), and a live kubelet renews its Lease every renew interval whatever it posts.
-    None when there is no server-stamped renewal to time silence by."""
+    """The kubelet's last heartbeat, on the server's clock: its last Lease renewal, or a later status write while
+    the node is Ready=True. The node lifecycle controller counts a status post as a heartbeat too, and keeps a
+    node whose kubelet posts Ready but cannot renew its Lease Ready: its machine runs. Others write the status
+    too (the attach-detach controller's volumesAttached), which can only make a node look alive longer, and only
+    until the controller marks it Unknown. None when there is no server-stamped renewal to time silence by."""
     if lease is None or lease.changed_at is None:
         return None
+    if node.ready == "True" and node.status_written_at is not None:
+        return max(lease.changed_at, node.status_written_at)
     return lease.changed_at
 
 
@@ -58,10 +61,13 @@ def judge_silent(node: Node, lease: Optional[Lease], settings: Settings, now: da
                                           "API server's now: two clocks disagree, so it is judged neither way")
     assert lease is not None
     silent, needed = age(now, heard + STAMP), max(settings.redfish_silent_seconds, renews(lease))
-    if silent >= needed and observed < renews(lease):  # a live kubelet would have renewed while we watched
-        return verdict(NodeState.NOT_YET, f"Lease unrenewed for {silent:.0f}s by the server's stamps, and seen "
-                                          f"unchanged here for {observed:.1f}s (needs {renews(lease):g}s, a renewal "
-                                          "interval)", now + timedelta(seconds=renews(lease) - observed), True)
+    if silent >= needed and observed < renews(lease):
+        # Asking the BMC is a read, and its Off is proof whatever our clocks say; a power-off is not: a live
+        # kubelet would have renewed while we watched a renewal interval, so none is sent before that.
+        return verdict(NodeState.DOWN, f"Lease unrenewed for {silent:.0f}s by the server's stamps, seen unchanged "
+                                       f"here for {observed:.1f}s: down only once its BMC answers PowerState Off, "
+                                       f"and powered off only once seen unchanged here for {renews(lease):g}s (a "
+                                       "renewal interval)", now + timedelta(seconds=renews(lease) - observed), True)
     if silent >= needed:
         return verdict(NodeState.DOWN, f"Lease unrenewed for {silent:.0f}s (REDFISH_SILENT_SECONDS="
                                        f"{settings.redfish_silent_seconds}, renewals due every "

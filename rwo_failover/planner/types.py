@@ -33,9 +33,10 @@ class NodeVerdict:
     changes_at: Optional[datetime] = None
     # Why the node could not be judged at all (no server stamp, clocks that disagree): a human should look.
     unjudged: str = ""
-    # NOT_YET only because this process has not itself seen the node so long yet (observe/sightings.py): by the
-    # server's stamps it is down. The brakes leave it out when it holds nothing (a stopped instance is still one),
-    # and a one-shot run always waits for it (run/once.py), whatever ONCE_WAIT_SECONDS.
+    # Held back only because this process has not itself watched the node long enough yet (observe/sightings.py),
+    # until changes_at: NOT_YET for a shutdown-tainted node down by the server's stamps (the brakes leave it out
+    # when it holds nothing, as a stopped instance); DOWN for a silent node with FENCING=redfish, whose BMC is asked
+    # but told to power nothing off yet. A one-shot run waits for either (run/once.py), whatever ONCE_WAIT_SECONDS.
     sighting_pending: bool = False
 
 
@@ -170,6 +171,7 @@ class Plan:
     # an undo allowed, a recovery timed out. None when only a change in the cluster can.
     wake_at: Optional[datetime] = None
     deferred: tuple[str, ...] = ()  # pods left for later passes by MAX_PODS_PER_PASS (planner/caps.py)
+    judged_at: Optional[datetime] = None  # the server's now the verdicts were judged at (the snapshot's)
     paused: str = ""  # why this pass writes nothing (the pause switch, an unreadable control object): control.py
     storm_mark: Optional[StormMark] = None  # a storm moment for act to record (control.py)
     ignored: tuple[tuple[str, str], ...] = ()  # (node, object) the brakes did not count (planner/evidence.py)

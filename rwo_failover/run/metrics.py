@@ -23,7 +23,7 @@ from ..kube.deadline_http import deadline_handlers
 from ..planner.fencing import HELD_REASONS
 from ..planner.types import NodeState, Plan, RefusalKind
 from ..settings.urls import without_userinfo
-from .exitcodes import EXIT_OK, EXIT_REFUSED, NAMES, PAUSED, chosen_pause
+from .exitcodes import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, NAMES, PAUSED, chosen_pause
 from .pushed import Carried, NotCarried, Refuse, read_back
 
 log = logging.getLogger("rwo_failover")
@@ -180,6 +180,11 @@ class Metrics:
             self.attachments.inc(len(outcome.attachments_deleted))
             self.taints_added.inc(len(outcome.taints_added))
             self.taints_removed.inc(len(outcome.taints_removed))
+
+    def run_failed(self) -> None:
+        """A one-shot run that fails after passes that did not (run/once.py): the failure is what the alerts read."""
+        self.passes.labels(NAMES[EXIT_FAILED]).inc()
+        self.last_pass.set(time.time())
 
     def recovered(self, seconds: float) -> None:
         self.failover.observe(seconds)

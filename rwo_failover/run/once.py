@@ -14,18 +14,20 @@ on. A stop signal ends the wait at once.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from datetime import datetime
 from typing import Callable, Optional
 
+from ..act.outcome import Outcome
 from ..act.writer import Guard
 from ..kube import Api, ServerClockUnknown
 from ..observe.sightings import Sightings
 from ..planner import NodeState, Plan
 from ..settings import Settings
 from . import logs
-from .exitcodes import EXIT_OK, EXIT_REFUSED
+from .exitcodes import EXIT_FAILED, EXIT_OK, EXIT_REFUSED
 from .metrics import Metrics
 from .quiet_wait import wait_for_taint
 from .runner import run_pass
@@ -35,6 +37,13 @@ MAX_PASSES = 3  # a first pass and two waits at most: a run never turns into a l
 MIN_QUIET_SECONDS = 2.0  # a shorter watch of quiet nodes is not worth listing the Leases for
 QUIET_SLACK_SECONDS = 2.0  # the second pass itself, and the truncated second of the proof's stamp
 WAKE_MARGIN_SECONDS = 0.2  # past the moment, so the verdict has surely changed when the pass judges it
+# What a run spends before its first sighting (start-up, the clock check, the first node list) and the wake margin:
+# a wait for this process's own sighting may take as much from the next pass's third, so that a NotReady wait of
+# up to two thirds of PASS_TIMEOUT_SECONDS, as settings/checks.py allows, fits.
+START_SLACK_SECONDS = 2.0
+# Kept, of REDFISH_OFF_WAIT_SECONDS, for the BMC to answer Off after a ForceOff sent late in a run (hardware takes a
+# few seconds): a ForceOff sent with no time left to see the Off powers the machine off and fails the pass.
+OFF_WAIT_KEPT_SECONDS = 12.0
 STOP_CHECK_SECONDS = 0.2  # how soon a stop signal ends the wait
 
 
@@ -47,10 +56,20 @@ def run_once(new_api: Callable[[], Api], settings: Settings, metrics: Metrics, g
     api = new_api()
     for number in range(1, MAX_PASSES + 1):
         plans: list[Plan] = []
-        code = run_pass(api, settings, metrics=metrics, guard=guard, show=_keep(plans, show), sightings=sightings)
+        shown: list[float] = []  # when each plan was made, on this process's monotonic clock
+        outcomes: list[Outcome] = []
+        code = run_pass(api, settings, metrics=metrics, guard=guard, show=_keep(plans, shown, show), sightings=sightings,
+                        done=outcomes.append)
         if not _may_wait(code, plans) or number == MAX_PASSES or guard() is not None:
             return code
-        due = _due(plans, api, settings)
+        due, unfit = _due(plans, outcomes, api, settings, first=number == 1, shown_at=shown[0] if shown else 0.0)
+        if unfit:
+            log.error("a node this run cannot watch long enough to judge: no run of this length ever will",
+                      extra={"reason": unfit, "setting": "PASS_TIMEOUT_SECONDS"})
+            if code != EXIT_OK:  # a pass's own code (a split-brain alarm, 3) says more
+                return code
+            metrics.run_failed()  # the alerts read the run's failure, not the passes' success
+            return EXIT_FAILED
         if due is not None:
             node, wait = due
             log.info("waiting for a node to be proven down, then passing again", extra={
@@ -74,32 +93,52 @@ def _may_wait(code: int, plans: list[Plan]) -> bool:
     return code == EXIT_OK or (code == EXIT_REFUSED and plans[0].refusal is None and bool(plans[0].split_brain))
 
 
-def _keep(plans: list[Plan], show: Optional[Callable[[Plan], None]]) -> Callable[[Plan], None]:
+def _keep(plans: list[Plan], shown: list[float],
+          show: Optional[Callable[[Plan], None]]) -> Callable[[Plan], None]:
     def seen(plan: Plan) -> None:
         plans.append(plan)
+        shown.append(time.monotonic())
         if show:
             show(plan)
     return seen
 
 
-def _due(plans: list[Plan], api: Api, settings: Settings) -> Optional[tuple[str, float]]:
-    """The node due to be proven down soonest, and the seconds until then, when waiting for it is worth it: within
-    ONCE_WAIT_SECONDS, or whatever it says for a node down by the server's stamps that only this process's own
-    sighting holds back (without that wait no one-shot run could ever prove a node down). A dry run waits too:
-    its plan is then the real run's."""
-    if not plans:
-        return None
+def _due(plans: list[Plan], outcomes: list[Outcome], api: Api, settings: Settings, *,
+         first: bool, shown_at: float) -> tuple[Optional[tuple[str, float]], str]:
+    """The node due to be judged again soonest, and the seconds until then, when waiting for it is worth it: within
+    ONCE_WAIT_SECONDS, or whatever it says for a node that only this process's own sighting holds back (without
+    that wait no one-shot run could ever prove a node down, or power off a silent one): NOT_YET, or DOWN with its
+    fencing still pending (FENCING=redfish: its BMC answered On; the wait then keeps time for the BMC's Off as
+    well). The second item names such a node when the wait cannot fit a run that has watched it from its
+    first pass (`first`): no run of this length ever could; one first seen later is the next run's. A dry run waits
+    too: its plan is then the real run's. A paused pass waits for nothing: it would free nothing."""
+    if not plans or plans[0].paused:
+        return None, ""
+    pending = set(outcomes[0].fencing_pending) if outcomes else set()
     moments = [(v.changes_at, v.node, v.sighting_pending) for v in plans[0].verdicts
-               if v.state is NodeState.NOT_YET and v.changes_at is not None and not v.unjudged
-               and (settings.once_wait_seconds or v.sighting_pending)]
+               if v.changes_at is not None and not v.unjudged
+               and ((v.state is NodeState.NOT_YET and (settings.once_wait_seconds or v.sighting_pending))
+                    or (v.state is NodeState.DOWN and v.sighting_pending and v.node in pending))]
     if not moments:
-        return None
-    moment, node, pending = min(moments)
-    wait = _seconds_until(moment, api) + WAKE_MARGIN_SECONDS
-    reserve = settings.pass_timeout_seconds / 3  # what the next pass needs: the fencing wait leaves as much
-    if wait <= 0 or (wait > settings.once_wait_seconds and not pending) or api.remaining() - wait < reserve:
-        return None
-    return node, wait
+        return None, ""
+    moment, node, own = min(moments)
+    wait = (_own_seconds_until(moment, plans[0], shown_at) if own else _seconds_until(moment, api)) \
+        + WAKE_MARGIN_SECONDS
+    power_off = settings.fencing == "redfish" and settings.redfish_power_off and own
+    off_wait = min(float(settings.redfish_off_wait_seconds), OFF_WAIT_KEPT_SECONDS) if power_off else 0.0
+    reserve = settings.pass_timeout_seconds / 3 + off_wait - (START_SLACK_SECONDS if own else 0.0)
+    if wait <= 0 or (wait > settings.once_wait_seconds and not own):
+        return None, ""
+    if api.remaining() - wait < reserve:
+        if not own or not first:
+            return None, ""
+        used = settings.pass_timeout_seconds - api.remaining()
+        kept = f" and {off_wait:g}s for the BMC's Off" if off_wait else ""
+        return None, (f"node {node} is judged only once this process has watched it {wait:.0f}s more, and this run "
+                      f"({used:.0f}s in) must keep a third of PASS_TIMEOUT_SECONDS={settings.pass_timeout_seconds:g} "
+                      f"for acting{kept}: raise PASS_TIMEOUT_SECONDS to at least "
+                      f"{math.ceil(1.5 * (used + wait + off_wait))}, or run continuous mode")
+    return (node, wait), ""
 
 
 def _quiet_node_tainted(api: Api, settings: Settings, plan: Plan, guard: Guard) -> bool:
@@ -116,6 +155,15 @@ def _quiet_node_tainted(api: Api, settings: Settings, plan: Plan, guard: Guard) 
     if node is not None:
         log.info("a quiet node carries a shutdown taint now: passing again", extra={"node": node})
     return node is not None
+
+
+def _own_seconds_until(moment: datetime, plan: Plan, shown_at: float) -> float:
+    """Until a moment of this process's own sighting, which is timed on its monotonic clock: from the server time
+    the plan was judged at, less the time since, never from a later reading of the server's clock, whose bound
+    (Date headers are whole seconds) may have tightened by up to a second since the plan: the pass woke early."""
+    if plan.judged_at is None:
+        return -1.0
+    return (moment - plan.judged_at).total_seconds() - (time.monotonic() - shown_at)
 
 
 def _seconds_until(moment: datetime, api: Api) -> float:

@@ -30,7 +30,7 @@ def run_pass(api: Api, settings: Settings, metrics: Optional[Metrics] = None, gu
              show: Optional[Callable[[planner.Plan], None]] = None,
              cache: Optional[Callable[[Api], Cached]] = None, watched_pause: Optional[Callable[[], str]] = None,
              nodes_now: Optional[Callable[[Api], Optional[tuple]]] = None,
-             sightings: Optional[Sightings] = None) -> int:
+             sightings: Optional[Sightings] = None, done: Optional[Callable[[Outcome], None]] = None) -> int:
     """Observe, decide, act; log one summary line; return the exit code.
 
     Every age is judged on the API server's clock (clock.ServerClock, fed by the Date header of each
@@ -41,7 +41,8 @@ def run_pass(api: Api, settings: Settings, metrics: Optional[Metrics] = None, gu
     switch, which the write guard asks before every write. A paused pass (planner/control.py) acts as a dry run.
     `nodes_now`: the cache's nodes as of a consistent read made now, when it has caught up (see decide).
     `sightings`: the process's memory of when it first saw each node Ready=Unknown (observe/sightings.py); one
-    for the process, kept across its passes; a pass without one remembers nothing before itself.
+    for the process, kept across its passes; a pass without one remembers nothing before itself. `done` gets what
+    the pass did (one-shot mode's wait reads which fencing is still pending).
     """
     started = time.monotonic()
     now = api.server_clock.now
@@ -72,6 +73,8 @@ def run_pass(api: Api, settings: Settings, metrics: Optional[Metrics] = None, gu
         log.error("refusing to act on anything", extra={"reason": str(err), "brake": err.refusal.kind.value})
         actor.record_refusal(plan)
         outcome = actor.outcome
+    if done:
+        done(outcome)
     paused = plan.paused or pause.found
     code = paused_code(paused, outcome) if paused else exit_code(plan, outcome)
     _summary(settings, plan, outcome, code, started, api, metrics, guard, paused)
