@@ -12,7 +12,8 @@ from rwo_failover import settings as config
 from rwo_failover.model import Lease, Node, Pod, Snapshot
 from rwo_failover.planner import NodeState, judge_nodes, pod_exclusion
 from rwo_failover.planner.fencing import REQUEST, fence_step
-from rwo_failover.planner.redfish import WITNESS, judge_silent, silent_brake
+from rwo_failover.planner.redfish import WITNESS, judge_silent, quiet, silent_brake
+from rwo_failover.planner.types import RefusalKind
 
 NOW = datetime(2026, 11, 25, 12, 0, 0, tzinfo=timezone.utc)
 
@@ -58,17 +59,17 @@ def test_a_lease_only_stamped_silent_is_not_powered_off_until_seen_unchanged_for
 
 
 def test_a_renewal_while_the_pass_watched_is_never_a_candidate():
-    verdict = judge_silent(node("n"), lease("n", 300, version="2"), settings(), NOW, seen="1")
+    verdict = judge_silent(node("n"), lease("n", 300, version="2"), settings(), NOW, seen="1", observed=0.0)
     assert verdict.state is NodeState.NOT_YET and "changed while this pass watched" in verdict.reason
 
 
 def test_a_lease_stamped_after_the_servers_now_is_judged_neither_way():
-    verdict = judge_silent(node("n"), lease("n", -30), settings(), NOW)
+    verdict = judge_silent(node("n"), lease("n", -30), settings(), NOW, observed=0.0)
     assert verdict.state is NodeState.NOT_YET and "clocks disagree" in verdict.reason
 
 
 def test_no_lease_no_candidate():
-    assert judge_silent(node("n"), None, settings(), NOW) is None
+    assert judge_silent(node("n"), None, settings(), NOW, observed=0.0) is None
 
 
 def test_without_redfish_a_silent_untainted_node_is_never_judged():
@@ -93,3 +94,75 @@ def test_every_pod_on_a_candidate_counts_as_stuck_and_the_bmcs_word_comes_first(
     running = Pod("default", "web-0", "uid-1", "silent", phase="Running", ready="True")
     assert pod_exclusion(running, settings(), powered_off=True) is None
     assert fence_step(node("silent"), snapshot({"silent": 300}), settings())[0] == REQUEST
+
+
+# Edges, each pinned by a mutant of planner/redfish.py that survived `make mutants` (docs/testing.md).
+
+def test_a_status_post_while_ready_is_a_heartbeat_and_the_controllers_unknown_is_not():
+    """The node lifecycle controller counts a status post as a heartbeat: a kubelet posting Ready=True 5 s ago
+    runs, whatever its Lease says. Its own Ready=Unknown write is no heartbeat."""
+    posting = Node("n", ready="True", status_written_at=NOW - timedelta(seconds=5))
+    assert judge_silent(posting, lease("n", 600), settings(), NOW, observed=600.0) is None
+    assert quiet(posting, lease("n", 600), settings(), NOW) is False
+    marked = Node("n", ready="Unknown", status_written_at=NOW - timedelta(seconds=5))
+    verdict = judge_silent(marked, lease("n", 600), settings(), NOW, observed=600.0)
+    assert verdict is not None and verdict.state is NodeState.DOWN and not verdict.sighting_pending
+    assert verdict.reason == ("Lease unrenewed for 599s (REDFISH_SILENT_SECONDS=20, renewals due every 10s); down "
+                              "only once its BMC answers PowerState Off") and verdict.not_ready_since == ""
+
+
+@pytest.mark.parametrize("silent, state, pending", [
+    (21, NodeState.DOWN, False),   # unrenewed exactly REDFISH_SILENT_SECONDS (20 s after the stamp's second)
+    (20.5, NodeState.NOT_YET, False),
+    (13, NodeState.NOT_YET, False),  # exactly a renewal interval (12 s): a renewal missed
+    (12.5, None, False),
+])
+def test_the_silence_bounds_are_inclusive(silent, state, pending):
+    verdict = judge_silent(node("n"), lease("n", silent), settings(), NOW, observed=silent)
+    assert (verdict.state if verdict else None) is state
+    if state is NodeState.NOT_YET:
+        assert verdict.reason == f"Lease unrenewed for {silent - 1:.0f}s (needs 20s, REDFISH_SILENT_SECONDS)"
+    held = judge_silent(node("n"), lease("n", 21), settings(), NOW, observed=0.0)
+    assert held.state is NodeState.DOWN and held.sighting_pending
+
+
+@pytest.mark.parametrize("stamped_ago, judged", [(-1.0, True), (0.5, True), (-1.5, False)])
+def test_a_stamp_up_to_a_second_ahead_of_now_is_still_judged(stamped_ago, judged):
+    """The Date header and the stamps are whole seconds: a stamp a second ahead is the same moment."""
+    verdict = judge_silent(node("n"), lease("n", stamped_ago), settings(), NOW, observed=0.0)
+    if judged:
+        assert verdict is None
+    else:
+        assert verdict.state is NodeState.NOT_YET and verdict.reason == (
+            "its last heartbeat is stamped 2s later than the API server's now: two clocks disagree, so it is "
+            "judged neither way")
+
+
+def test_what_the_pass_watched_decides_whether_the_lease_changed():
+    assert judge_silent(node("n"), lease("n", 300), settings(), NOW, seen="1", observed=300.0).state \
+        is NodeState.DOWN, "the same version as seen: unchanged"
+    gone = judge_silent(node("n"), None, settings(), NOW, seen="1", observed=0.0)
+    assert gone.state is NodeState.NOT_YET and gone.reason == "its Lease changed while this pass watched it"
+    assert judge_silent(node("n"), None, settings(), NOW, seen="", observed=0.0) is None, "no Lease then or now"
+
+
+def test_a_held_verdict_says_when_it_may_power_off():
+    verdict = judge_silent(node("n"), lease("n", 300), settings(), NOW, observed=2.0)
+    assert verdict.reason == ("Lease unrenewed for 299s by the server's stamps, seen unchanged here for 2.0s: down "
+                              "only once its BMC answers PowerState Off, and powered off only once seen unchanged "
+                              "here for 12s (a renewal interval)")
+
+
+def test_the_brake_counts_a_node_not_ready_or_untimeable_whatever_its_lease():
+    fresh = lease("n", 1)
+    assert quiet(Node("n", ready="Unknown"), fresh, settings(), NOW) is True
+    assert quiet(node("n"), dataclasses.replace(fresh, changed_at=None), settings(), NOW) is True
+    assert quiet(node("n"), lease("n", 20.5), settings(), NOW) is False
+    assert quiet(node("n"), lease("n", 21), settings(), NOW) is True, "silent exactly REDFISH_SILENT_SECONDS"
+
+
+def test_the_silent_brakes_refusal_is_the_unhealthy_fraction_brake():
+    refusal = silent_brake(snapshot({"a": 3, "b": 300, "c": 300}), settings())
+    assert refusal.kind is RefusalKind.UNHEALTHY_FRACTION
+    assert refusal.message.endswith("the control plane may be partitioned: no BMC is asked to power anything off, "
+                                    "and nothing is freed")

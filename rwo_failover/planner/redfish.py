@@ -41,7 +41,7 @@ def renews(lease: Lease) -> float:
 
 
 def judge_silent(node: Node, lease: Optional[Lease], settings: Settings, now: datetime,
-                 seen: Optional[str] = None, *, observed: float = 0.0) -> Optional[NodeVerdict]:
+                 seen: Optional[str] = None, *, observed: float) -> Optional[NodeVerdict]:
     """DOWN (a candidate for the BMC's word) once the kubelet has been silent REDFISH_SILENT_SECONDS; NOT_YET
     once it has missed a renewal; None while it heartbeats, so a healthy node costs no verdict. Silence is timed
     by the server's stamps and also by `observed`, how long this process itself has seen the Lease at its current
