@@ -6,6 +6,7 @@ followed issue 36's attack; each failed before its fix."""
 
 from __future__ import annotations
 
+import json as _json
 import threading
 import time
 
@@ -13,8 +14,9 @@ import pytest
 
 from rwo_failover.observe.sightings import Sightings
 from rwo_testkit import fake_cluster as fc
+from rwo_testkit.fake_apiserver import Response
 from rwo_testkit.redfish_bmc import RedfishEmulator
-from test_own_sighting_edges import one_run
+from test_own_sighting_edges import hung_machine as hung, one_run
 from test_pause import control
 from test_redfish import bmc_file
 
@@ -24,24 +26,6 @@ def bmc():
     with RedfishEmulator({"p-hung": "On", "nopo-hung": "On", "late-hung": "On", "c-hung": "On", "sb-hung": "On",
                            "m-hung": "On", "rt-live": "On"}) as emulator:
         yield emulator
-
-
-def hung(api, name: str, lease_seconds: int) -> None:
-    """As test_own_sighting_edges.hung_machine: a hung machine (BMC On), kubelet silent 10 min, 4 live nodes whose
-    Leases are renewed on every read."""
-    live = [f"w{i}" for i in range(4)]
-    for node in live:
-        fc.live_node(api, node)
-
-    def renew(req) -> None:
-        if req.resource == "leases" and req.verb in ("get", "list"):
-            for node in live:
-                api.add(fc.lease(node, 0))
-    api.hooks.append(renew)
-    api.add(fc.node(name, ready="True", since=3600, machine=name))
-    api.add(fc.lease(name, 600, duration=lease_seconds))
-    fc.add_volume(api, "data-db-0", attached_to=name)
-    api.add(fc.pod("db-0", name, claims=["data-db-0"], ready="True"))
 
 
 def unfit_lines(logs):
@@ -182,11 +166,6 @@ def test_a_split_brain_alarm_keeps_exit_3_when_another_node_needs_a_longer_watch
     passes = [line for line in logs if line["message"] == "pass finished"]
     assert passes[0]["exit_code"] == 3 and passes[0]["split_brain"] == 1, passes[0]
     assert code == 3, (code, [u["reason"] for u in unfit_lines(logs)])
-
-
-import json as _json  # noqa: E402
-
-from rwo_testkit.fake_apiserver import Response  # noqa: E402
 
 
 @pytest.mark.parametrize("verb, resource", [("delete", "pods"), ("delete", "volumeattachments"),
