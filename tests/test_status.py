@@ -11,6 +11,7 @@ import sys
 
 import pytest
 import yaml
+from pathlib import Path
 
 from conftest import ROOT
 from rwo_failover.run.cli import main
@@ -172,3 +173,50 @@ def test_a_leader_identity_cannot_lead_the_readyz_request_elsewhere(api, kubecon
     paths = [r.path for r in api.requests[before:]]
     assert all(".." not in p and "secrets" not in p for p in paths), paths
     assert found["readyz"] == "" and "not a pod name" in found["note"] and found["leader"].endswith("_a1b2c3d4")
+
+
+LAUNCHER = ROOT / "deploy" / "krew" / "kubectl-rwo_failover"
+VENV_BIN = Path(sys.executable).parent
+# What a human might type after `kubectl rwo-failover`: nothing at all, a pass's flags, a subcommand that does
+# not exist. None of them may reach a pass, whichever executable kubectl finds first.
+NOT_STATUS = ([], ["--once"], ["--once", "--dry-run=false"], ["--interval", "15"], ["run"], ["pause"],
+              ["--dry-run=false", "status"], ["statuses"])
+
+
+def plugin(executable: list[str], kubeconfig: str, *argv: str) -> subprocess.CompletedProcess:
+    env = {"KUBECONFIG": kubeconfig, "PATH": f"{VENV_BIN}:/usr/bin:/bin", "DRY_RUN": "false"}
+    return subprocess.run([*executable, *argv], capture_output=True, text=True, env=env, timeout=120)
+
+
+@pytest.mark.parametrize("executable", [["sh", str(LAUNCHER)], [str(VENV_BIN / "kubectl-rwo_failover")]],
+                         ids=["krew-launcher", "console-script"])
+def test_no_way_of_invoking_the_plugin_writes(api, kubeconfig, executable):
+    """The krew archive's launcher and the wheel's console script are both `kubectl-rwo_failover`; whichever
+    kubectl finds first, everything but `status`, `version` and `--help` exits 2 naming what the plugin does,
+    before any request, and `status` sends GETs alone, on a cluster a real pass would act on."""
+    fc.outage(api)
+    for argv in NOT_STATUS:
+        before = len(api.requests)
+        done = plugin(executable, kubeconfig, *argv)
+        assert done.returncode == EXIT_CONFIG, (argv, done.stdout, done.stderr)
+        assert "read-only" in done.stderr and "kubectl rwo-failover status" in done.stderr, (argv, done.stderr)
+        assert api.requests[before:] == [], argv
+    assert api.mutations() == [] and api.get("pods", "db-0", "default") is not None
+    version = plugin(executable, kubeconfig, "version")
+    assert version.returncode == EXIT_OK and version.stdout.startswith("rwo-failover "), version.stderr
+    helped = plugin(executable, kubeconfig, "--help")
+    assert helped.returncode == EXIT_OK and "status" in helped.stdout and "read-only" in helped.stdout
+    before = len(api.requests)
+    shown = plugin(executable, kubeconfig, "status", "-n", NAMESPACE, "-o", "json")
+    assert shown.returncode == EXIT_OK, shown.stderr
+    assert json.loads(shown.stdout)["would_release"] == {"pods": 1, "attachments": 1}
+    assert_read_only(api.requests[before:])
+    assert api.mutations() == []
+
+
+def test_the_krew_manifest_says_what_the_plugin_needs():
+    """krew-index's criteria: a plugin that needs tools its archive does not carry says so in its caveats."""
+    krew = yaml.safe_load((ROOT / "deploy" / "krew" / "rwo-failover.yaml").read_text())
+    caveats = krew["spec"]["caveats"]
+    assert "Python 3.11" in caveats and "pip install" in caveats and "rwo-failover" in caveats
+    assert "read-only" in caveats

@@ -20,6 +20,7 @@ import tempfile
 from datetime import datetime, timedelta
 from typing import IO, Any, Mapping, Optional, Sequence
 
+from .. import __version__
 from .. import settings as config
 from ..kube import Api, ApiError, Forbidden, load_api_client
 from ..kube.clock import ServerClockUnknown
@@ -97,13 +98,28 @@ def main(argv: Sequence[str], environ: Optional[Mapping[str, str]] = None, stdou
     return EXIT_OK
 
 
-def plugin_main() -> int:
-    """`kubectl rwo-failover status ...`: kubectl runs this executable (kubectl-rwo_failover) with what follows."""
-    argv = sys.argv[1:]
-    if argv[:1] != ["status"]:
-        print("usage: kubectl rwo-failover status [-n NAMESPACE] [-o text|json]", file=sys.stderr)
-        return EXIT_CONFIG
-    return main(argv[1:])
+PLUGIN_USAGE = ("kubectl rwo-failover is read-only: kubectl rwo-failover status [-n NAMESPACE] [-o text|json], "
+                "kubectl rwo-failover version, kubectl rwo-failover --help. A pass runs only as the install's "
+                "CronJob or Deployment, never from here.")
+
+
+def plugin_main(argv: Optional[Sequence[str]] = None) -> int:
+    """`kubectl rwo-failover ...`: kubectl runs this executable (kubectl-rwo_failover) with what follows. It only
+    reads: `status`, `version` and `--help`; anything else exits 2 before any request, so a human's credentials
+    and this machine's defaults never reach a pass (deploy/krew/kubectl-rwo_failover keeps the same rule)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    first = argv[0] if argv else ""
+    if first == "status":
+        return main(argv[1:])
+    if first == "version":
+        print(f"rwo-failover {__version__}")
+        return EXIT_OK
+    if first in ("-h", "--help", "help"):
+        print(PLUGIN_USAGE)
+        _parser().print_help()
+        return EXIT_OK
+    print(f"kubectl rwo-failover: {first!r} refused. {PLUGIN_USAGE}", file=sys.stderr)
+    return EXIT_CONFIG
 
 
 SHOWN_AS_WATCHED_SECONDS = 86400.0
