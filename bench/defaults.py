@@ -37,7 +37,6 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
 
 from timeline import Timeline, print_phases
 
@@ -69,11 +68,11 @@ class Run:
     """One outage: the phases seen (seconds from power-off), and when the cloud's taint went on."""
 
     phases: dict[str, float] = field(default_factory=dict)
-    tainted: Optional[float] = None
+    tainted: float | None = None
     off_second: float = 0.0  # the second of the wall-clock minute at power-off
 
     @property
-    def done(self) -> Optional[float]:
+    def done(self) -> float | None:
         """Seconds from power-off to the replacement Running and Ready with its volume attached; None: stuck."""
         if "Running" in self.phases and "attached" in self.phases:
             return max(self.phases["Running"], self.phases["attached"])
@@ -89,7 +88,7 @@ class Victim:
         self.pv, self.run = f"pv-{self.namespace}-db", Run()
         cluster.sim.add_node(self.node)
         cluster.statefulset(self.namespace, "db", node_affinity=self.node)
-        self.timeline: Optional[Timeline] = None
+        self.timeline: Timeline | None = None
 
     def ready_to_fail(self) -> None:
         old = wait_for(f"{self.namespace}/db-0 running", lambda: self.cluster.running(self.namespace, "db-0"), 90)
@@ -97,7 +96,7 @@ class Victim:
         self.timeline = Timeline(self.cluster.kubeconfig, self.namespace, "db-0", self.node, self.pv,
                                  old["metadata"]["uid"])
 
-    def power_off(self, bmc: Optional[RedfishEmulator] = None) -> None:
+    def power_off(self, bmc: RedfishEmulator | None = None) -> None:
         assert self.timeline is not None
         self.cluster.sim.power_off(self.node)
         self.timeline.start()
@@ -116,7 +115,7 @@ class Victim:
         self.run.phases = dict(self.timeline.phases)
         return self.run.done is not None
 
-    def finish(self, log: Optional[Path]) -> Run:
+    def finish(self, log: Path | None) -> Run:
         assert self.timeline is not None
         self.timeline.stop()
         self.timeline.read_passes(log)
@@ -149,7 +148,7 @@ class Cron:
 
 
 def reconciler_env(cluster: Cluster, sa: Path, approach: str, tag: str,
-                   bmc: Optional[RedfishEmulator], node: str) -> dict:
+                   bmc: RedfishEmulator | None, node: str) -> dict:
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(cluster.cp.workdir), "KUBECONFIG": str(sa),
            "LOG_FORMAT": "json"}
     if "networkfence" in approach:
@@ -221,7 +220,7 @@ def nothing_runs(cluster: Cluster, runs: int, limit: float) -> list[Run]:
     return [victim.finish(None) for victim in victims]
 
 
-def run_defaults(runs: int, limit: float, only: Optional[list[str]]) -> int:
+def run_defaults(runs: int, limit: float, only: list[str] | None) -> int:
     approaches = [a for a in APPROACHES if not only or a in only]
     results: dict[str, list[Run]] = {a: [] for a in approaches}
     with tempfile.TemporaryDirectory(prefix="rwo-bench-") as tmp, \
@@ -257,7 +256,7 @@ def run_defaults(runs: int, limit: float, only: Optional[list[str]]) -> int:
     return 0
 
 
-def _say(approach: str, runs: list[Run], run: Optional[int] = None) -> None:
+def _say(approach: str, runs: list[Run], run: int | None = None) -> None:
     for i, found in enumerate(runs):
         shown = "stuck" if found.done is None else f"{found.done:.1f}s from power-off"
         shown += f" (power off at second {found.off_second:.0f} of the minute)"

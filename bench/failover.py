@@ -26,7 +26,6 @@ bench/defaults.py says how.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -34,8 +33,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Optional
 
 import defaults
 
@@ -69,7 +69,7 @@ def one_run(cluster: Cluster, sa: Path, approach: str, run: int, limit: float, f
     node, namespace = f"victim-{tag}", f"bench-{tag}"
     cluster.sim.add_node(node)
     cluster.statefulset(namespace, "db", node_affinity=node)
-    loop: Optional[subprocess.Popen] = None
+    loop: subprocess.Popen | None = None
     env = pass_env(approach, fencer)
 
     def act() -> None:
@@ -86,7 +86,7 @@ def one_run(cluster: Cluster, sa: Path, approach: str, run: int, limit: float, f
 
 
 def timed_outage(cluster: Cluster, namespace: str, node: str, act: Callable[[], None],
-                 loop: Optional[subprocess.Popen], limit: float) -> Result:
+                 loop: subprocess.Popen | None, limit: float) -> Result:
     """The outage of `node`, then its cleanup: the loop (if any) stopped, the node removed."""
     try:
         timing = outage(cluster, namespace, "db", node, act, timeout=limit)

@@ -40,8 +40,8 @@ def consume(kubeconfig: str, minutes: float) -> None:
     """The child: a node reflector as continuous mode runs it; prints its CPU over the window as JSON."""
     from rwo_failover import settings as config
     from rwo_failover.kube import Api, load_api_client
-    from rwo_failover.kube.sources import NODES
     from rwo_failover.kube.reflector import Reflector
+    from rwo_failover.kube.sources import NODES
 
     settings = config.load(["--interval", "15"], {"KUBECONFIG": kubeconfig})[1]
     api_client = load_api_client(settings)

@@ -44,7 +44,7 @@ import time
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Optional, TextIO
+from typing import TextIO
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
@@ -123,7 +123,7 @@ class Window:
     first_list_cpu: float = 0.0
 
 
-LOG: Optional[TextIO] = None  # --log: the reconciler's own log at INFO (each pass, what triggered it, its reads)
+LOG: TextIO | None = None  # --log: the reconciler's own log at INFO (each pass, what triggered it, its reads)
 
 
 def start(kubeconfig: str, watch: bool, extra: dict) -> subprocess.Popen:

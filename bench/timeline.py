@@ -16,7 +16,6 @@ import threading
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Optional
 
 from rwo_testkit.e2e import CLOUD_TAINT, OOS_KEY
 from rwo_testkit.kube import Kube
@@ -55,7 +54,7 @@ class Timeline:
             now = time.monotonic()
             try:
                 self._poll(now)
-            except Exception:  # noqa: BLE001 - an API hiccup loses one poll, never the run
+            except Exception:
                 pass
             self._stop.wait(POLL_SECONDS)
 
@@ -82,7 +81,7 @@ class Timeline:
                 self._seen("Running", now)
         self._attachments(now, new_node)
 
-    def _attachments(self, now: float, new_node: Optional[str]) -> None:
+    def _attachments(self, now: float, new_node: str | None) -> None:
         mine = [va for va in self.kube.items("/apis/storage.k8s.io/v1/volumeattachments")
                 if va["spec"]["source"].get("persistentVolumeName") == self.pv]
         if not any(va["spec"]["nodeName"] == self.node for va in mine):
@@ -91,7 +90,7 @@ class Timeline:
                             for va in mine):
             self._seen("attached", now)
 
-    def read_passes(self, log: Optional[Path]) -> None:
+    def read_passes(self, log: Path | None) -> None:
         """rwo-failover's own phases, from the JSON lines of its pass log written since power-off."""
         for line in _lines(log):
             if line.get("message") != "node verdict" or line.get("node") != self.node:
@@ -104,7 +103,7 @@ class Timeline:
                 self.phases.setdefault("proven down", at - self.off_wall)
 
 
-def _lines(log: Optional[Path]) -> list[dict]:
+def _lines(log: Path | None) -> list[dict]:
     if log is None or not log.exists():
         return []
     found = []
@@ -118,16 +117,16 @@ def _lines(log: Optional[Path]) -> list[dict]:
     return found
 
 
-def _wall(stamp: str) -> Optional[float]:
+def _wall(stamp: str) -> float | None:
     try:
         return datetime.fromisoformat(stamp).timestamp()
     except (TypeError, ValueError):
         return None
 
 
-def median_phases(timelines: list[dict[str, float]]) -> dict[str, Optional[float]]:
+def median_phases(timelines: list[dict[str, float]]) -> dict[str, float | None]:
     """Each phase's median over the runs that reached it; None when none did."""
-    out: dict[str, Optional[float]] = {}
+    out: dict[str, float | None] = {}
     for phase in PHASES:
         seen = [t[phase] for t in timelines if phase in t]
         out[phase] = statistics.median(seen) if seen else None

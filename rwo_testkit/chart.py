@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import helm_python as helm
 import yaml
@@ -21,7 +21,7 @@ CHART = Path(__file__).resolve().parent.parent / "charts" / "rwo-failover"
 TEST_DIGEST = "sha256:" + "0" * 64
 
 
-def pinned(values: Optional[dict]) -> dict:
+def pinned(values: dict | None) -> dict:
     """`values` with image.digest set to TEST_DIGEST, unless they say something of the digest themselves."""
     values = dict(values or {})
     image = dict(values.get("image") or {})
@@ -39,7 +39,7 @@ MODES: dict[str, dict[str, Any]] = {
 }
 
 
-def lint(values: Optional[dict] = None) -> dict:
+def lint(values: dict | None = None) -> dict:
     """`helm lint --strict`: the report, {"messages": [{"severity", "path", "error"}], "errors": [...]}."""
     return helm.lint(str(CHART), pinned(values), strict=True)
 
@@ -50,7 +50,7 @@ INSTALL_ORDER = ("PriorityClass", "Namespace", "NetworkPolicy", "PodDisruptionBu
                  "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Service", "Deployment", "CronJob")
 
 
-def render_text(values: Optional[dict] = None, name: str = "rwo-failover", namespace: str = "rwo-failover") -> str:
+def render_text(values: dict | None = None, name: str = "rwo-failover", namespace: str = "rwo-failover") -> str:
     """`helm template`: every manifest, in Helm's install order, as one multi-document YAML stream."""
     values = pinned(values)
     with helm.Chart.load(str(CHART)) as chart:
@@ -66,7 +66,7 @@ def render_text(values: Optional[dict] = None, name: str = "rwo-failover", names
     return "".join(text for _kind, text in sorted(docs, key=lambda d: rank.get(d[0], len(rank))))
 
 
-def render(values: Optional[dict] = None, name: str = "rwo-failover", namespace: str = "rwo-failover") -> list[dict]:
+def render(values: dict | None = None, name: str = "rwo-failover", namespace: str = "rwo-failover") -> list[dict]:
     return [d for d in yaml.safe_load_all(render_text(values, name, namespace)) if d]
 
 
@@ -77,7 +77,7 @@ def workload(docs: list[dict]) -> tuple[list[str], dict[str, str]]:
     return container.get("args") or [], {e["name"]: e["value"] for e in container["env"]}
 
 
-def notes(values: Optional[dict] = None, name: str = "rwo-failover", namespace: str = "rwo-failover") -> str:
+def notes(values: dict | None = None, name: str = "rwo-failover", namespace: str = "rwo-failover") -> str:
     """What `helm install` prints after installing: the rendered NOTES.txt."""
     with helm.Chart.load(str(CHART)) as chart:
         rendered = chart.render(pinned(values), name=name, namespace=namespace, is_install=True)

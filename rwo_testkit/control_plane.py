@@ -28,7 +28,6 @@ import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 BINARIES = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
 ARCHIVE = "k8s-control-plane-v1.36.2-linux-amd64.tar.xz"
@@ -149,13 +148,13 @@ class ControlPlane:
         self.processes: list[subprocess.Popen] = []
         self.port = 0
         self.kubeconfig = workdir / "admin.kubeconfig"
-        self._apiserver: Optional[tuple[subprocess.Popen, list]] = None
+        self._apiserver: tuple[subprocess.Popen, list] | None = None
 
     @property
     def url(self) -> str:
         return f"https://127.0.0.1:{self.port}"
 
-    def __enter__(self) -> "ControlPlane":
+    def __enter__(self) -> ControlPlane:
         try:
             self.start()
         except BaseException:
@@ -278,6 +277,6 @@ class ControlPlane:
                 proc.wait()
         self.processes.clear()
 
-    def log_tail(self, name: str, lines: int = 40) -> Optional[str]:
+    def log_tail(self, name: str, lines: int = 40) -> str | None:
         path = self.workdir / f"{name}.log"
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.exists() else None

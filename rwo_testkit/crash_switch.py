@@ -17,8 +17,9 @@ from __future__ import annotations
 import importlib.abc
 import importlib.machinery
 import sys
+from collections.abc import Callable, Sequence
 from types import ModuleType
-from typing import Any, Callable, Optional, Sequence
+from typing import Any
 
 TARGET = "rwo_failover.run.runner"
 MESSAGE = "crash switch: this pass crashes right after observe (rwo_testkit.crash_switch, docs/testing.md)"
@@ -43,7 +44,7 @@ def _patch(module: ModuleType) -> None:
 class _Finder(importlib.abc.MetaPathFinder):
     """Finds rwo_failover.run.runner as Python would, and patches it once it has been executed."""
 
-    def find_spec(self, fullname: str, path: Optional[Sequence[str]], target: Optional[ModuleType] = None) -> Any:
+    def find_spec(self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None) -> Any:
         if fullname != TARGET:
             return None
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)

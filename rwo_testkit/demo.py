@@ -15,17 +15,17 @@ import os
 import sys
 import tempfile
 import time
-from typing import IO, Mapping, Optional, Sequence
+from collections.abc import Mapping, Sequence
+from typing import IO
 
 from rwo_failover import settings as config
-
-from rwo_failover.run import logs, plan_table, status
 from rwo_failover.kube import Api, load_api_client
 from rwo_failover.model import Node
 from rwo_failover.observe.sightings import Sightings
-from rwo_failover.settings import Settings
+from rwo_failover.run import logs, plan_table, status
 from rwo_failover.run.exitcodes import EXIT_CONFIG
 from rwo_failover.run.runner import run_pass
+from rwo_failover.settings import Settings
 
 from . import fake_cluster as fc
 from .fake_apiserver import FakeApiServer
@@ -117,8 +117,8 @@ def run_demo(settings: Settings, out: IO[str]) -> int:
     return code
 
 
-def main(argv: Optional[Sequence[str]] = None, environ: Optional[Mapping[str, str]] = None,
-         stdout: Optional[IO[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None,
+         stdout: IO[str] | None = None) -> int:
     """Settings as for reconcile.py (LOG_FORMAT, OUT_OF_SERVICE_TAINT, ...); the cluster is the demo's own."""
     out = stdout or sys.stdout
     try:

@@ -13,9 +13,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Optional, TypeVar
+from typing import TypeVar
 
 import pytest
 
@@ -47,7 +48,7 @@ class PassResult:
         return next(line for line in self.logs if line.get("message") == "pass finished")
 
 
-def wait_for(what: str, check: Callable[[], Optional[T]], timeout: float, every: float = 0.5) -> T:
+def wait_for(what: str, check: Callable[[], T | None], timeout: float, every: float = 0.5) -> T:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         found = check()
@@ -86,7 +87,7 @@ class Cluster:
     def namespace(self, name: str) -> None:
         self.kube.apply("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
 
-    def _pod_spec(self, name: str, node_affinity: Optional[str], evict_after: Optional[int]) -> dict:
+    def _pod_spec(self, name: str, node_affinity: str | None, evict_after: int | None) -> dict:
         spec: dict = {"containers": [{"name": name, "image": "sim"}], "terminationGracePeriodSeconds": 30}
         if node_affinity:
             # A new node carries not-ready:NoSchedule until the node controller has seen it Ready.
@@ -100,8 +101,8 @@ class Cluster:
                                     "tolerationSeconds": evict_after} for key in ("not-ready", "unreachable")]
         return spec
 
-    def statefulset(self, namespace: str, name: str, node_affinity: Optional[str] = None,
-                    evict_after: Optional[int] = None) -> None:
+    def statefulset(self, namespace: str, name: str, node_affinity: str | None = None,
+                    evict_after: int | None = None) -> None:
         """A one-replica StatefulSet with an RWO claim `data-<name>-0`, bound to a pre-made CSI PV."""
         self.namespace(namespace)
         self.sim.add_volume(f"pv-{namespace}-{name}", namespace, f"data-{name}-0")
@@ -114,8 +115,8 @@ class Cluster:
                          "accessModes": ["ReadWriteOnce"], "storageClassName": STORAGE_CLASS,
                          "resources": {"requests": {"storage": "1Gi"}}}}]}})
 
-    def deployment(self, namespace: str, name: str, node_affinity: Optional[str] = None,
-                   evict_after: Optional[int] = None) -> None:
+    def deployment(self, namespace: str, name: str, node_affinity: str | None = None,
+                   evict_after: int | None = None) -> None:
         """A one-replica Deployment (strategy Recreate) mounting the RWO claim `data-<name>`, bound to a pre-made
         CSI PV. Its replacement is a new pod, with another name."""
         self.namespace(namespace)
@@ -134,7 +135,7 @@ class Cluster:
     def pods_of(self, namespace: str, app: str) -> list[dict]:
         return self.kube.items(f"/api/v1/namespaces/{namespace}/pods", labelSelector=f"app={app}")
 
-    def running_app(self, namespace: str, app: str, not_on: str = "") -> Optional[dict]:
+    def running_app(self, namespace: str, app: str, not_on: str = "") -> dict | None:
         """A pod of the app, Running and Ready, not being deleted, and not on `not_on`."""
         for pod in self.pods_of(namespace, app):
             found = self.running(namespace, pod["metadata"]["name"], not_on=not_on)
@@ -142,10 +143,10 @@ class Cluster:
                 return found
         return None
 
-    def pod(self, namespace: str, name: str) -> Optional[dict]:
+    def pod(self, namespace: str, name: str) -> dict | None:
         return self.kube.get(f"/api/v1/namespaces/{namespace}/pods/{name}")
 
-    def running(self, namespace: str, name: str, not_on: str = "", not_uid: str = "") -> Optional[dict]:
+    def running(self, namespace: str, name: str, not_on: str = "", not_uid: str = "") -> dict | None:
         """The pod, once Running and Ready (on another node and with another UID, when asked)."""
         pod = self.pod(namespace, name)
         if not pod or pod["metadata"].get("deletionTimestamp") or pod["metadata"]["uid"] == not_uid:
@@ -153,7 +154,7 @@ class Cluster:
         ready = any(c["type"] == "Ready" and c["status"] == "True" for c in pod["status"].get("conditions") or ())
         return pod if ready and pod["spec"].get("nodeName") not in ("", not_on) else None
 
-    def attached(self, pv: str, node: str) -> Optional[dict]:
+    def attached(self, pv: str, node: str) -> dict | None:
         for va in self.kube.items("/apis/storage.k8s.io/v1/volumeattachments"):
             if va["spec"]["source"].get("persistentVolumeName") == pv and va["spec"]["nodeName"] == node \
                     and (va.get("status") or {}).get("attached"):
@@ -178,7 +179,7 @@ class Cluster:
                 self.kube.patch(f"/api/v1/nodes/{name}", {"metadata": {
                     "resourceVersion": node["metadata"]["resourceVersion"]}, "spec": {"taints": taints + [taint]}})
                 return
-            except Exception:  # noqa: BLE001 - a 409 from a concurrent writer: read again
+            except Exception:
                 time.sleep(0.2)
 
     def untaint(self, name: str, key: str) -> None:
@@ -189,7 +190,7 @@ class Cluster:
                 self.kube.patch(f"/api/v1/nodes/{name}", {"metadata": {
                     "resourceVersion": node["metadata"]["resourceVersion"]}, "spec": {"taints": kept}})
                 return
-            except Exception:  # noqa: BLE001 - a 409: read again
+            except Exception:
                 time.sleep(0.2)
 
     def taints(self, name: str) -> list[dict]:
@@ -204,7 +205,7 @@ class Timing:
 
 
 def outage(cluster: Cluster, namespace: str, name: str, node: str, act: Callable[[], None],
-           timeout: float = 240) -> Optional[Timing]:
+           timeout: float = 240) -> Timing | None:
     """Power `node` off; once it is NotReady, add the cloud's shutdown taint, as a cloud provider does for a
     stopped instance; then call `act` every 2 s (a pass, say) until the StatefulSet's replacement is Running
     and Ready on another node with its volume attached there. None when that did not happen in `timeout`."""
@@ -215,7 +216,7 @@ def outage(cluster: Cluster, namespace: str, name: str, node: str, act: Callable
     wait_for("the volume attached", lambda: cluster.attached(pv, node), 30)
     off = time.monotonic()
     cluster.sim.power_off(node)
-    tainted_at: Optional[float] = None
+    tainted_at: float | None = None
     while time.monotonic() < off + timeout:
         if tainted_at is None and cluster.ready(node) != "True":
             cluster.taint(node, CLOUD_TAINT)
@@ -252,7 +253,7 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
         yield Cluster(cp, sim)
 
 
-def pytest_collection_modifyitems(config, items: list) -> None:  # noqa: ANN001 - pytest's hook signature
+def pytest_collection_modifyitems(config, items: list) -> None:
     """Without its binaries the e2e tier is left out with one line saying what is missing, instead of a skip
     line per test; CI sets E2E_REQUIRED=1, and then the `cluster` fixture fails each test instead."""
     e2e = [item for item in items if item.get_closest_marker("e2e")]
@@ -266,13 +267,13 @@ def pytest_collection_modifyitems(config, items: list) -> None:  # noqa: ANN001 
         NOT_RUN.append(f"e2e tier skipped ({len(e2e)} tests, E2E_REQUIRED=1 makes this a failure): {err}")
 
 
-def pytest_sessionfinish(session, exitstatus: int) -> None:  # noqa: ANN001 - pytest's hook signature
+def pytest_sessionfinish(session, exitstatus: int) -> None:
     """`make e2e` without the binaries: the one line says why, and the run is a skip (0), not "no tests" (5)."""
     if NOT_RUN and exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
         session.exitstatus = pytest.ExitCode.OK
 
 
-def pytest_terminal_summary(terminalreporter) -> None:  # noqa: ANN001 - pytest's hook signature
+def pytest_terminal_summary(terminalreporter) -> None:
     for line in NOT_RUN:
         terminalreporter.write_line(line, yellow=True)
     if FIGURES:

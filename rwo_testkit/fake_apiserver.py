@@ -23,10 +23,11 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Iterator, Optional
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import msgspec
@@ -80,7 +81,7 @@ class Request:
     user_agent: str = ""
     content_type: str = ""
     fault: str = ""  # the injected fault that hit this call, if any
-    watch_fault: Optional["Fault"] = None
+    watch_fault: Fault | None = None
     at: float = field(default_factory=time.monotonic)  # when it arrived, on this process's monotonic clock
 
     @property
@@ -95,10 +96,10 @@ class Response:
     body: bytes = b""
     headers: dict[str, str] = field(default_factory=dict)
     # Set by a fault: close the connection after sending this many body bytes.
-    cut_after: Optional[int] = None
+    cut_after: int | None = None
     delay: float = 0.0
     trickle: float = 0.0  # seconds between pieces of the body (the "trickle" fault)
-    stream: Optional[Iterator[bytes]] = None  # a watch: sent chunked, one event a chunk, instead of `body`
+    stream: Iterator[bytes] | None = None  # a watch: sent chunked, one event a chunk, instead of `body`
 
 
 class ApiStatus(Exception):
@@ -107,10 +108,10 @@ class ApiStatus(Exception):
         self.code, self.reason, self.message = code, reason, message
 
 
-def now_text(at: Optional[float] = None) -> str:
+def now_text(at: float | None = None) -> str:
     """A Time as the API server writes it: whole seconds, truncated; `at` in seconds since the epoch (default:
     now)."""
-    moment = datetime.now(timezone.utc) if at is None else datetime.fromtimestamp(at, timezone.utc)
+    moment = datetime.now(UTC) if at is None else datetime.fromtimestamp(at, UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -119,7 +120,7 @@ def _status_body(code: int, reason: str, message: str) -> bytes:
                        "message": message, "reason": reason, "code": code}).encode()
 
 
-Hook = Callable[[Request], Optional[Response]]
+Hook = Callable[[Request], Response | None]
 FAULT_KINDS = ("status", "reset", "timeout", "truncate", "expired-continue", "reshape", "trickle", "watch-drop",
                "watch-lag", "watch-gone", "watch-empty", "watch-behind")
 TRICKLE_BYTES = 8
@@ -146,15 +147,15 @@ class Fault:
     """
 
     kind: str
-    verb: Optional[str] = None
-    resource: Optional[str] = None
-    name: Optional[str] = None
+    verb: str | None = None
+    resource: str | None = None
+    name: str | None = None
     status: int = 503
-    retry_after: Optional[str] = None
+    retry_after: str | None = None
     delay: float = 1.0
     body: bytes = b""
-    first: Optional[int] = None
-    fraction: Optional[float] = None
+    first: int | None = None
+    fraction: float | None = None
     matched: int = 0
     fired: int = 0
 
@@ -201,7 +202,7 @@ class FakeApiServer:
         # A list at resourceVersion "0" is served from kube-apiserver's watch cache, at whatever version it holds,
         # which may lag etcd (kubernetes#141887, KEP-5647): lag_watch_cache() freezes what such lists answer
         # until catch_up_watch_cache(). None: the cache is current (the kind case, and the default).
-        self.watch_cache: Optional[tuple[int, dict[str, dict[str, bytes]]]] = None
+        self.watch_cache: tuple[int, dict[str, dict[str, bytes]]] | None = None
         # The server's wall clock, in seconds since the epoch: every stamp it writes (creationTimestamp, managedFields
         # times, deletionTimestamp) and its Date header. A test may freeze it, so that a stamp and the Date header of
         # the same answer are a known number of seconds apart whatever second boundary falls between them.
@@ -209,7 +210,7 @@ class FakeApiServer:
         # The CSI external-attacher: a deleted VolumeAttachment stays until `attacher.detach()` (fake_lifecycle.py).
         self.attacher = fake_lifecycle.Attacher(self._update_metadata, lambda: self.objects("volumeattachments"),
                                                 lambda name: self.get("nodes", name))
-        self._server: Optional[ThreadingHTTPServer] = None
+        self._server: ThreadingHTTPServer | None = None
 
     def lag_watch_cache(self) -> None:
         """From now on, lists at resourceVersion "0" answer the cluster as it is now, whatever changes after."""
@@ -221,13 +222,13 @@ class FakeApiServer:
             self.watch_cache = None
 
     # --- lifecycle -------------------------------------------------------------------------
-    def __enter__(self) -> "FakeApiServer":
+    def __enter__(self) -> FakeApiServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def start(self) -> "FakeApiServer":
+    def start(self) -> FakeApiServer:
         handler = type("Handler", (_Handler,), {"api": self})
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
@@ -304,7 +305,7 @@ class FakeApiServer:
             self._pods_by_node.get(_field_value(obj, "spec.nodeName"), set()).discard(key)
         return obj
 
-    def get(self, plural: str, name: str, namespace: str = "") -> Optional[dict]:
+    def get(self, plural: str, name: str, namespace: str = "") -> dict | None:
         with self.lock:
             raw = self.store[plural].get(self._key(KINDS[plural], namespace, name))
             return None if raw is None else _loads(raw)
@@ -313,7 +314,7 @@ class FakeApiServer:
         with self.lock:
             return [_loads(raw) for raw in self.store[plural].values()]
 
-    def delete_object(self, plural: str, name: str, namespace: str = "") -> Optional[dict]:
+    def delete_object(self, plural: str, name: str, namespace: str = "") -> dict | None:
         """Remove an object at once, as a controller's force delete (PodGC's, say) would; None when absent."""
         kind = KINDS[plural]
         key = self._key(kind, namespace, name)
@@ -341,7 +342,7 @@ class FakeApiServer:
             self._remove(kind, key, _loads(self.store[plural][key]))
 
     def _update_metadata(self, name: str, change: Callable[[dict], Any], plural: str = "volumeattachments",
-                         namespace: str = "", manager: str = "csi-attacher") -> Optional[dict]:
+                         namespace: str = "", manager: str = "csi-attacher") -> dict | None:
         """A controller's write to an object's metadata, as the API server stores an update (a finalizer removed
         from an object being deleted removes it); None when it is gone after. Not logged as a request."""
         kind = KINDS[plural]
@@ -389,7 +390,7 @@ class FakeApiServer:
             self.requests.clear()
             self.history.clear()
 
-    def _fault_for(self, req: Request) -> Optional[Fault]:
+    def _fault_for(self, req: Request) -> Fault | None:
         with self.lock:
             for fault in self.faults:
                 if not fault.applies(req):
@@ -448,7 +449,7 @@ class FakeApiServer:
         except ApiStatus as err:
             return Response(err.code, _status_body(err.code, err.reason, err.message),
                             {"Content-Type": "application/json"})
-        except Exception as err:  # noqa: BLE001 - as the real server recovers a panic: a 500, not a dropped call
+        except Exception as err:
             return Response(500, _status_body(500, "InternalError", f"fixture: {type(err).__name__}: {err}"),
                             {"Content-Type": "application/json"})
 
@@ -760,7 +761,7 @@ def _field_value(obj: dict, path: str) -> str:
     return "" if value is None else str(value)
 
 
-def _event_filter(kind: Kind, req: Request) -> Optional[Callable[[bytes], bool]]:
+def _event_filter(kind: Kind, req: Request) -> Callable[[bytes], bool] | None:
     """The request's field and label selectors as a test on an encoded object; None when there are none."""
     terms = _field_terms(kind, req.query.get("fieldSelector", ""))
     try:
@@ -851,10 +852,10 @@ class _Handler(BaseHTTPRequestHandler):
         # Headers and body go out in separate writes; without this, Nagle plus delayed ACK adds 40 ms each.
         self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet; the request log is the record
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
-    def send_response(self, code: int, message: Optional[str] = None) -> None:
+    def send_response(self, code: int, message: str | None = None) -> None:
         """http.server's, with the Date header optional (a proxy may strip it)."""
         self.log_request(code)
         self.send_response_only(code, message)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from datetime import datetime, timedelta, timezone
-from typing import Any, Iterable, Optional, Sequence
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from rwo_failover.model import CLOUD_SHUTDOWN_KEY, OUT_OF_SERVICE_KEY, OUT_OF_SERVICE_VALUE
 
@@ -22,13 +23,13 @@ UNREACHABLE = {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"}
 NOT_READY = {"key": "node.kubernetes.io/not-ready", "effect": "NoExecute"}
 
 
-def stamp(seconds_ago: float, now: Optional[datetime] = None) -> str:
-    moment = (now or datetime.now(timezone.utc)) - timedelta(seconds=seconds_ago)
+def stamp(seconds_ago: float, now: datetime | None = None) -> str:
+    moment = (now or datetime.now(UTC)) - timedelta(seconds=seconds_ago)
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def micro_stamp(seconds_ago: float, now: Optional[datetime] = None) -> str:
-    moment = (now or datetime.now(timezone.utc)) - timedelta(seconds=seconds_ago)
+def micro_stamp(seconds_ago: float, now: datetime | None = None) -> str:
+    moment = (now or datetime.now(UTC)) - timedelta(seconds=seconds_ago)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
@@ -39,8 +40,8 @@ def machine_uuid(name: str) -> str:
 
 
 def node(name: str, ready: str = "True", since: float = 3600, taints: Sequence[dict] = (),
-         images: int = 0, clock_offset: float = 0.0, tainted_ago: Optional[float] = None,
-         machine: Optional[str] = None) -> dict:
+         images: int = 0, clock_offset: float = 0.0, tainted_ago: float | None = None,
+         machine: str | None = None) -> dict:
     """A node whose Ready condition became `ready` `since` seconds ago, with its status last written then.
 
     As on a real cluster: Ready=Unknown is the node lifecycle controller's write ("Kubelet stopped posting
@@ -103,7 +104,7 @@ def internal_ip(name: str) -> str:
     return f"10.{digest[0]}.{digest[1]}.{digest[2] % 254 + 1}"
 
 
-def lease(node_name: str, renewed_ago: Optional[float], duration: Optional[int] = 40,
+def lease(node_name: str, renewed_ago: float | None, duration: int | None = 40,
           clock_offset: float = 0.0) -> dict:
     """A node Lease as the kubelet keeps it, last renewed `renewed_ago` seconds ago by the server's clock.
 
@@ -122,9 +123,9 @@ def lease(node_name: str, renewed_ago: Optional[float], duration: Optional[int] 
 
 
 def pod(name: str, node_name: str, namespace: str = "default", claims: Iterable[str] = (),
-        ephemeral: Iterable[str] = (), owner: Optional[str] = "StatefulSet", terminating: bool = False,
-        phase: str = "Running", ready: str = "False", reason: Optional[str] = None,
-        labels: Optional[dict] = None, annotations: Optional[dict] = None, kubelet_ran: bool = True) -> dict:
+        ephemeral: Iterable[str] = (), owner: str | None = "StatefulSet", terminating: bool = False,
+        phase: str = "Running", ready: str = "False", reason: str | None = None,
+        labels: dict | None = None, annotations: dict | None = None, kubelet_ran: bool = True) -> dict:
     """A pod; by default its kubelet ran it (status.startTime and the rest, which only the kubelet writes).
     `kubelet_ran=False`: a pod bound to a node that was already down, as the API server keeps it (a create
     resets status: phase Pending, and only what the pod's `phase` and `reason` say here)."""
@@ -162,7 +163,7 @@ def pod(name: str, node_name: str, namespace: str = "default", claims: Iterable[
 
 
 def claim(name: str, namespace: str = "default", modes: Sequence[str] = ("ReadWriteOnce",),
-          volume: Optional[str] = None, annotations: Optional[dict] = None) -> dict:
+          volume: str | None = None, annotations: dict | None = None) -> dict:
     return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
             "metadata": {"name": name, "namespace": namespace, "annotations": annotations or {}},
             "spec": {"accessModes": list(modes), "resources": {"requests": {"storage": "10Gi"}},
@@ -171,7 +172,7 @@ def claim(name: str, namespace: str = "default", modes: Sequence[str] = ("ReadWr
 
 
 def volume(name: str, claim_name: str, namespace: str = "default", modes: Sequence[str] = ("ReadWriteOnce",),
-           csi: bool = True, claim_uid: Optional[str] = None) -> dict:
+           csi: bool = True, claim_uid: str | None = None) -> dict:
     source: dict[str, Any] = ({"csi": {"driver": "ebs.csi.aws.com", "volumeHandle": f"vol-{_hex(name, 17)}"}}
                               if csi else {"nfs": {"server": "nfs.example.com", "path": f"/exports/{name}"}})
     return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name},
@@ -186,7 +187,7 @@ ATTACHED_AGO = 7 * 86400  # attachments are made by default while their node was
 
 
 def attachment(pv_name: str, node_name: str, attached: bool = True,
-               created_ago: Optional[float] = ATTACHED_AGO) -> dict:
+               created_ago: float | None = ATTACHED_AGO) -> dict:
     """A VolumeAttachment the server created `created_ago` seconds ago (None: when it is added, now)."""
     # The external-attacher puts its finalizer on every attachment it handles: a delete only marks it, until the
     # attacher has detached the volume (FakeApiServer.attacher.detach).
@@ -202,9 +203,9 @@ def attachment(pv_name: str, node_name: str, attached: bool = True,
 
 
 def add_volume(api: FakeApiServer, claim_name: str, namespace: str = "default",
-               modes: Sequence[str] = ("ReadWriteOnce",), attached_to: Optional[str] = None, csi: bool = True,
-               annotations: Optional[dict] = None,
-               attached_ago: Optional[float] = ATTACHED_AGO) -> tuple[dict, dict, Optional[dict]]:
+               modes: Sequence[str] = ("ReadWriteOnce",), attached_to: str | None = None, csi: bool = True,
+               annotations: dict | None = None,
+               attached_ago: float | None = ATTACHED_AGO) -> tuple[dict, dict, dict | None]:
     """A bound PVC, its PV, and (for CSI volumes on a node) its VolumeAttachment, made `attached_ago` seconds
     ago (None: now)."""
     pv_name = f"pv-{namespace}-{claim_name}"
@@ -222,7 +223,7 @@ def our_taint(added_at: str = "2026-11-21T10:00:00Z") -> dict:
 BOOT_BEFORE = "0" * 32  # the bootID mark_ours records by default: the machine has rebooted since
 
 
-def rebooted(node_obj: dict, boot_id: Optional[str] = None) -> dict:
+def rebooted(node_obj: dict, boot_id: str | None = None) -> dict:
     """The node as its kubelet reports it after a reboot: another status.nodeInfo.bootID (a fresh one, or
     `boot_id`). The node, changed."""
     node_obj["status"]["nodeInfo"]["bootID"] = boot_id or str(uuid.uuid4())
@@ -230,7 +231,7 @@ def rebooted(node_obj: dict, boot_id: Optional[str] = None) -> dict:
 
 
 def mark_ours(api: FakeApiServer, node_obj: dict, added_at: str = "2026-11-21T10:00:00Z",
-              boot_id: Optional[str] = BOOT_BEFORE, uid: Optional[str] = None, bmc_off_at: str = "",
+              boot_id: str | None = BOOT_BEFORE, uid: str | None = None, bmc_off_at: str = "",
               namespace: str = RECOVERY_NAMESPACE) -> dict:
     """Our record of our taint, as rwo-failover writes it before adding the taint (a ConfigMap in RECOVERY_NAMESPACE,
     added to `api`): when, and the machine then. By default for this Node object (its uid, given one if it has

@@ -27,9 +27,10 @@ kube-apiserver v1.36.2 (tests/e2e/test_e2e_fixture_parity.py runs the same calls
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any, Callable, Optional
+from datetime import UTC, datetime
+from typing import Any
 
 GRACEFUL_KINDS = frozenset({"pods"})  # the kinds here whose registry implements graceful deletion
 DEFAULT_GRACE_SECONDS = 30  # the API's default for a pod's spec.terminationGracePeriodSeconds
@@ -46,11 +47,11 @@ def attacher_finalizer(driver: str) -> str:
 
 
 def _time(text: str) -> float:
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc).timestamp()
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
 
 
 def _text(at: float) -> str:
-    return datetime.fromtimestamp(at, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def reset_on_create(plural: str, obj: dict, now: float) -> None:
@@ -85,7 +86,7 @@ def qos_class(spec: dict) -> str:
     return "Guaranteed" if guaranteed and limits_seen else "Burstable"
 
 
-def _requested_grace(options: dict, query: dict[str, str]) -> Optional[int]:
+def _requested_grace(options: dict, query: dict[str, str]) -> int | None:
     for source in (options.get("gracePeriodSeconds"), query.get("gracePeriodSeconds")):
         if source is not None and source != "":
             grace = int(source)
@@ -147,9 +148,9 @@ class Attacher:
     node_sim.py's does, whether the attachment's node carried the out-of-service taint at that moment (ceph-csi
     3.15+ fences the node's clients only then): (attachment, node, tainted)."""
 
-    update: Callable[[str, Callable[[dict], Any]], Optional[dict]]  # (name, change) -> the object, None if removed
+    update: Callable[[str, Callable[[dict], Any]], dict | None]  # (name, change) -> the object, None if removed
     objects: Callable[[], list[dict]]
-    node: Callable[[str], Optional[dict]]
+    node: Callable[[str], dict | None]
     unpublished: list[tuple[str, str, bool]] = field(default_factory=list)
 
     def detach(self, *names: str) -> list[str]:

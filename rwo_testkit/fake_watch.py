@@ -30,8 +30,8 @@ import json
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Optional
 
 from .managed_fields import expand
 
@@ -50,7 +50,7 @@ class Change:
     type: str  # ADDED, MODIFIED or DELETED
     key: str
     raw: bytes  # the object as of this change; for DELETED its last state, with the deletion's version
-    old: Optional[bytes]  # the object before it, to tell selector transitions apart
+    old: bytes | None  # the object before it, to tell selector transitions apart
     at: float = field(default_factory=time.monotonic)  # when it happened ("watch-behind" delivers it later)
 
 
@@ -127,7 +127,7 @@ class WatchRequest:
     timeout: float
     bookmarks: bool
     bookmark_seconds: float
-    matches: Optional[Callable[[bytes], bool]]  # None: no selector
+    matches: Callable[[bytes], bool] | None  # None: no selector
     fault: str = ""
     fault_delay: float = 0.0
     namespace: str = ""  # a namespaced path's: only its objects' changes (a namespace never changes)
@@ -210,7 +210,7 @@ def _hold(history: History, generation: int, until: float) -> None:
             history.changed.wait(min(left, 0.5))
 
 
-def _event_type(change: Change, matches: Optional[Callable[[bytes], bool]]) -> Optional[str]:
+def _event_type(change: Change, matches: Callable[[bytes], bool] | None) -> str | None:
     if matches is None:
         return change.type
     now = matches(change.raw)

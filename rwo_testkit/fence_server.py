@@ -20,10 +20,11 @@ import ssl
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from socketserver import BaseRequestHandler, StreamRequestHandler
-from typing import Any, Callable, Optional, Union
+from typing import Any, Union
 
 from .control_plane import make_pki
 
@@ -34,7 +35,7 @@ def fenced_yes(body: Any) -> tuple[int, dict]:
     return 200, {"fenced": True, "node": asked.get("node"), "uid": asked.get("uid")}
 
 
-def _handler(outer: "_Server") -> type[BaseHTTPRequestHandler]:
+def _handler(outer: _Server) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args: object) -> None:
             pass
@@ -62,7 +63,7 @@ def _handler(outer: "_Server") -> type[BaseHTTPRequestHandler]:
             except (OSError, ssl.SSLError):  # the client gave up first (a timeout test)
                 self.close_connection = True
 
-        do_POST = do_GET = do_PUT = _serve  # noqa: N815 - http.server's naming
+        do_POST = do_GET = do_PUT = _serve
     return Handler
 
 
@@ -73,7 +74,7 @@ class _Server:
         self.answer: Any = fenced_yes
         self.delay = 0.0
         self.requests: list[dict] = []
-        self._server: Optional[ThreadingHTTPServer] = None
+        self._server: ThreadingHTTPServer | None = None
 
     def _wrap(self, server: ThreadingHTTPServer) -> None:
         pass
@@ -81,7 +82,7 @@ class _Server:
     def _handler(self) -> type[BaseRequestHandler]:
         return _handler(self)
 
-    def __enter__(self) -> "_Server":
+    def __enter__(self) -> _Server:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self._wrap(self._server)
@@ -113,7 +114,7 @@ class FenceServer(_Server):
         context.load_cert_chain(self.folder / "server.crt", self.folder / "server.key")
         server.socket = context.wrap_socket(server.socket, server_side=True)
 
-    def __enter__(self) -> "FenceServer":
+    def __enter__(self) -> FenceServer:
         super().__enter__()
         return self
 
@@ -125,7 +126,7 @@ class Recorder(_Server):
         super().__init__()
         self.answer = (200, {"fenced": True})
 
-    def __enter__(self) -> "Recorder":
+    def __enter__(self) -> Recorder:
         super().__enter__()
         return self
 
@@ -140,7 +141,7 @@ def http_answer(status: int, body: bytes, *headers: bytes) -> bytes:
     return head + b"".join(h + b"\r\n" for h in headers) + b"\r\n" + body
 
 
-def _raw_handler(outer: "RawFenceServer") -> type[BaseRequestHandler]:
+def _raw_handler(outer: RawFenceServer) -> type[BaseRequestHandler]:
     class Raw(StreamRequestHandler):
         def handle(self) -> None:
             try:
@@ -182,7 +183,7 @@ class RawFenceServer(FenceServer):
     def _handler(self) -> type[BaseRequestHandler]:
         return _raw_handler(self)
 
-    def __enter__(self) -> "RawFenceServer":
+    def __enter__(self) -> RawFenceServer:
         super().__enter__()
         return self
 

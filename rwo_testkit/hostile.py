@@ -10,10 +10,11 @@ nothing realistic left at all.
 from __future__ import annotations
 
 import copy
-import re
 import json
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any
 
 from hypothesis import strategies as st
 
@@ -106,7 +107,7 @@ def hostile(draw: Callable, valid: dict, protect: tuple[str, ...] = ()) -> tuple
 
 # --- realistic objects of every kind a pass reads ---------------------------------------------------------
 
-def network_fence(node: str = "dead", cidrs: Optional[list] = None, result: str = "Succeeded") -> dict:
+def network_fence(node: str = "dead", cidrs: list | None = None, result: str = "Succeeded") -> dict:
     return {"apiVersion": "csiaddons.openshift.io/v1alpha1", "kind": "NetworkFence",
             "metadata": {"name": node, "generation": 1, "labels": {"app.kubernetes.io/managed-by": "rwo-failover"}},
             "spec": {"fenceState": "Fenced", "networkFenceClassName": "fence", "cidrs": cidrs or ["10.0.0.1/32"]},

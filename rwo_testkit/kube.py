@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
@@ -28,7 +28,7 @@ class Kube:
         k8s_config.load_kube_config(config_file=str(kubeconfig), client_configuration=cfg, persist_config=False)
         self.api = k8s.ApiClient(cfg)
 
-    def call(self, method: str, path: str, body: Any = None, query: Optional[list] = None,
+    def call(self, method: str, path: str, body: Any = None, query: list | None = None,
              content_type: str = "application/json") -> Any:
         headers = {"Accept": "application/json"}
         if body is not None:
@@ -42,7 +42,7 @@ class Kube:
             raise KubeError(response.status, data.decode("utf-8", "replace"))
         return json.loads(data) if data else {}
 
-    def get(self, path: str) -> Optional[dict]:
+    def get(self, path: str) -> dict | None:
         try:
             return self.call("GET", path)
         except KubeError as err:
@@ -69,7 +69,7 @@ class Kube:
     def patch(self, path: str, body: dict, content_type: str = MERGE) -> dict:
         return self.call("PATCH", path, body, content_type=content_type)
 
-    def delete(self, path: str, body: Optional[dict] = None) -> Optional[dict]:
+    def delete(self, path: str, body: dict | None = None) -> dict | None:
         try:
             return self.call("DELETE", path, body)
         except KubeError as err:

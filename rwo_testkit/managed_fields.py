@@ -16,7 +16,6 @@ as the object limit allows (issue 26).
 from __future__ import annotations
 
 import re
-from typing import Optional
 
 # What a write may change without changing the object: the server's own bookkeeping.
 _BOOKKEEPING = ("resourceVersion", "managedFields", "generation")
@@ -41,12 +40,12 @@ def _content(obj: dict) -> dict:
     return dict(obj, metadata=meta)
 
 
-def changed(old: Optional[dict], new: dict) -> bool:
+def changed(old: dict | None, new: dict) -> bool:
     """Whether a write changes the object; the real server does not write (nor bump resourceVersion) when not."""
     return old is None or _content(old) != _content(new)
 
 
-def stamp(old: Optional[dict], new: dict, manager: str, subresource: str, now: str, api_version: str) -> None:
+def stamp(old: dict | None, new: dict, manager: str, subresource: str, now: str, api_version: str) -> None:
     """Give `new` the entries of `old`, with this manager's entry (for this subresource) stamped `now`."""
     entries = [dict(e) for e in ((old or {}).get("metadata") or {}).get("managedFields") or ()]
     key = (manager, "Update", subresource)

@@ -15,7 +15,7 @@ its message (a Status object's `message`), so a test can assert which rule refus
 from __future__ import annotations
 
 import json
-from typing import Any, Optional
+from typing import Any
 
 from .control_plane import ControlPlane
 from .kube import MERGE, Kube
@@ -70,7 +70,7 @@ class OwnKubelet(NodeSimulator):
     def refused(self) -> list[str]:
         return [e for e in self.errors if e.startswith("HTTP 403")]
 
-    def register(self, labels: Optional[dict] = None) -> None:
+    def register(self, labels: dict | None = None) -> None:
         """The kubelet registers its Node (a create with its own credential), renews its Lease, posts status."""
         self.add_node(self.name, labels)
 

@@ -38,9 +38,8 @@ from __future__ import annotations
 
 import threading
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Optional
 
 import urllib3
 
@@ -55,7 +54,7 @@ OUT_OF_SERVICE_KEY = "node.kubernetes.io/out-of-service"
 
 
 def now_text(micro: bool = False, offset: float = 0.0) -> str:
-    moment = datetime.now(timezone.utc) + timedelta(seconds=offset)
+    moment = datetime.now(UTC) + timedelta(seconds=offset)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if micro else "%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -82,7 +81,7 @@ class Background:
 
     period = 0.5
 
-    def __enter__(self):  # noqa: ANN204 - returns the subclass
+    def __enter__(self):
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=type(self).__name__, daemon=True)
         self._thread.start()
@@ -112,7 +111,7 @@ class NodeSimulator(Background):
         self.errors: list[str] = []
         self.unpublished: list[tuple[str, str, bool]] = []  # (VolumeAttachment, node, the node was tainted then)
 
-    def __enter__(self) -> "NodeSimulator":
+    def __enter__(self) -> NodeSimulator:
         self.install_storage()
         return super().__enter__()
 
@@ -134,7 +133,7 @@ class NodeSimulator(Background):
                      "claimRef": {"namespace": namespace, "name": claim},
                      "csi": {"driver": DRIVER, "volumeHandle": f"handle-{name}"}}})
 
-    def add_node(self, name: str, labels: Optional[dict] = None, lease_seconds: Optional[int] = None,
+    def add_node(self, name: str, labels: dict | None = None, lease_seconds: int | None = None,
                  clock_offset: float = 0.0) -> None:
         self._added += 1  # never reused, so no two nodes ever share an address
         address = f"10.99.{self._added // 250}.{self._added % 250 + 2}"
@@ -236,7 +235,7 @@ class NodeSimulator(Background):
         names = {v.get("name", "") for v in (found.get("status") or {}).get("volumesAttached") or ()}
         return {n.removeprefix("kubernetes.io/csi/") for n in names}
 
-    def _pod_volumes(self, pod: dict) -> Optional[list[str]]:
+    def _pod_volumes(self, pod: dict) -> list[str] | None:
         """The unique names (driver^handle) of the pod's CSI volumes; None while a claim is not bound yet."""
         found = []
         for volume in (pod.get("spec") or {}).get("volumes") or ():

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import socket
 import threading
-from typing import Optional
 
 
 class RawReply:
@@ -17,9 +16,9 @@ class RawReply:
         self.reply = reply
         self.trickle = trickle  # > 0: the reply goes out 4 bytes at a time, this many seconds apart
         self.requests: list[bytes] = []
-        self._sock: Optional[socket.socket] = None
+        self._sock: socket.socket | None = None
 
-    def __enter__(self) -> "RawReply":
+    def __enter__(self) -> RawReply:
         self._sock = socket.create_server(("127.0.0.1", 0))
         threading.Thread(target=self._serve, daemon=True).start()
         return self

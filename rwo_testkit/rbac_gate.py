@@ -8,11 +8,9 @@ under its own RBAC shows what that install would do on a cluster, before any clu
 
 from __future__ import annotations
 
-from typing import Optional
-
 from .fake_apiserver import KINDS, FakeApiServer, Request, Response, _status_body
 
-Grant = tuple[Optional[str], dict]  # (the RoleBinding's namespace, or None for cluster-wide; a rule)
+Grant = tuple[str | None, dict]  # (the RoleBinding's namespace, or None for cluster-wide; a rule)
 
 
 def grants(docs: list[dict], namespace: str, account: str) -> list[Grant]:
@@ -50,7 +48,7 @@ def enforce(api: FakeApiServer, docs: list[dict], namespace: str = "rwo-failover
             account: str = "rwo-failover") -> None:
     found = grants(docs, namespace, account)
 
-    def hook(req: Request) -> Optional[Response]:
+    def hook(req: Request) -> Response | None:
         if req.verb == "version" or allowed(found, req):
             return None
         where = f' in the namespace "{req.namespace}"' if req.namespace else " at the cluster scope"

@@ -26,7 +26,6 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Optional
 
 import bcrypt
 
@@ -58,7 +57,7 @@ class RedfishEmulator:
             f"SUSHY_EMULATOR_FAKE_SYSTEMS = {fake!r}\n"
             f"SUSHY_EMULATOR_AUTH_FILE = {str(self.folder / 'htpasswd')!r}\n"
             f"SUSHY_EMULATOR_STATE_DIR = {str(self.folder / 'state')!r}\n")
-        self.process: Optional[subprocess.Popen] = None
+        self.process: subprocess.Popen | None = None
 
     @property
     def base(self) -> str:
@@ -67,7 +66,7 @@ class RedfishEmulator:
     def endpoint(self, name: str) -> str:
         return f"{self.base}/redfish/v1/Systems/{self.ids[name]}"
 
-    def entry(self, name: str, password: str = PASSWORD, ca: bool = True, uuid: Optional[str] = None) -> dict:
+    def entry(self, name: str, password: str = PASSWORD, ca: bool = True, uuid: str | None = None) -> dict:
         """A REDFISH_BMC_FILE entry for system `name`: its identity (uuid) is that system's, or `uuid`."""
         found = {"endpoint": self.endpoint(name), "username": USER, "password": password,
                  "uuid": uuid or self.ids[name]}
@@ -94,7 +93,7 @@ class RedfishEmulator:
         with urllib.request.urlopen(request, context=ssl.create_default_context(cafile=self.ca_file), timeout=5):
             pass
 
-    def __enter__(self) -> "RedfishEmulator":
+    def __enter__(self) -> RedfishEmulator:
         log = open(self.folder / "emulator.log", "wb")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "sushy_tools.emulator.main", "--config", str(self.folder / "config.py"),
@@ -126,7 +125,7 @@ class RedfishEmulator:
 class _RawTLS:
     """A TLS server on 127.0.0.1 whose answer to every request is `reply`, sent `trickle` s per byte, or never."""
 
-    def __init__(self, reply: Optional[bytes], trickle: float = 0.0) -> None:
+    def __init__(self, reply: bytes | None, trickle: float = 0.0) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="bmc-"))
         make_pki(self.folder)
         self.ca_file = str(self.folder / "ca.crt")
@@ -170,7 +169,7 @@ class _RawTLS:
         except (OSError, ssl.SSLError):
             pass
 
-    def __enter__(self) -> "_RawTLS":
+    def __enter__(self) -> _RawTLS:
         threading.Thread(target=self._serve, daemon=True).start()
         return self
 
@@ -179,11 +178,11 @@ class _RawTLS:
         self.sock.close()
 
 
-def SilentBmc() -> _RawTLS:  # noqa: N802 - reads as a class at the call site
+def SilentBmc() -> _RawTLS:
     return _RawTLS(None)
 
 
-def SlowBmc(power_state: str = "Off", trickle: float = 0.3) -> _RawTLS:  # noqa: N802
+def SlowBmc(power_state: str = "Off", trickle: float = 0.3) -> _RawTLS:
     body = json.dumps({"@odata.id": "/redfish/v1/Systems/1", "PowerState": power_state}).encode()
     head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body)
     return _RawTLS(head + body, trickle)

@@ -7,17 +7,17 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 from hypothesis import settings as hsettings
 
 from rwo_failover.observe.sightings import Sightings
 from rwo_failover.run.cli import main
-from rwo_testkit.fake_apiserver import TOKEN, FakeApiServer
 from rwo_testkit import log_sink
+from rwo_testkit.fake_apiserver import TOKEN, FakeApiServer
 from rwo_testkit.log_sink import plant, planted_secrets  # noqa: F401 - for the tests: from conftest import plant
 
 # The e2e tier's fixtures (a real control plane per module) and its figures at the end of the run.

@@ -9,8 +9,8 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import ROOT
+
 from rwo_failover.model import OUT_OF_SERVICE_KEY, RECOVERY_LABEL
 from rwo_testkit import fake_cluster as fc
 

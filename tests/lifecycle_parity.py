@@ -6,8 +6,8 @@ test_fake_apiserver.py wants EXPECTED of the fixture alone (what kube-apiserver 
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
-from typing import Any, Optional
+from datetime import UTC, datetime
+from typing import Any
 
 from rwo_testkit.fake_lifecycle import attacher_finalizer
 from rwo_testkit.kube import Kube
@@ -28,7 +28,7 @@ def _pod(name: str, finalizers: tuple[str, ...] = ()) -> dict:
                        "conditions": [{"type": "Ready", "status": "True"}]}}
 
 
-def _state(obj: Optional[dict]) -> Any:
+def _state(obj: dict | None) -> Any:
     """Gone, or (seconds from now to deletionTimestamp in tens, deletionGracePeriodSeconds, finalizers)."""
     if obj is None:
         return "gone"
@@ -36,7 +36,7 @@ def _state(obj: Optional[dict]) -> Any:
     stamp = meta.get("deletionTimestamp")
     if stamp is None:
         return "live"
-    at = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc).timestamp()
+    at = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
     return (int(round((at - time.time()) / 10.0)) * 10, meta.get("deletionGracePeriodSeconds"),
             tuple(meta.get("finalizers") or ()))
 

@@ -6,10 +6,10 @@ attacher after one outage could refuse the next."""
 
 from __future__ import annotations
 
+from helpers import deletes, detached, pod_names, stuck
+
 from rwo_failover.run.exitcodes import EXIT_OK
 from rwo_testkit import fake_cluster as fc
-
-from helpers import deletes, detached, pod_names, stuck
 
 LIVE = 20
 

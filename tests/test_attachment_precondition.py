@@ -8,12 +8,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers import attached
 
+from rwo_failover.run.exitcodes import EXIT_FAILED, EXIT_OK
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.fake_apiserver import Response
-from rwo_failover.run.exitcodes import EXIT_FAILED, EXIT_OK
-
-from helpers import attached
 
 
 def test_an_attachment_made_again_under_the_same_name_after_the_plan_is_left_alone(api, run_pass):

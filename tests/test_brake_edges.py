@@ -6,11 +6,10 @@ on each, nothing written but those Events."""
 from __future__ import annotations
 
 import pytest
+from helpers import deletes, detached, oos_taints, patches, pod_names, stuck
 
 from rwo_failover.run.exitcodes import EXIT_OK, EXIT_REFUSED
 from rwo_testkit import fake_cluster as fc
-
-from helpers import deletes, detached, oos_taints, patches, pod_names, stuck
 
 LIVE = 20  # enough live nodes that MAX_UNHEALTHY_FRACTION (0.5) never trips first
 

@@ -5,10 +5,10 @@ stays; a node with a deferred pod gets no out-of-service taint this pass, and wh
 
 from __future__ import annotations
 
+from helpers import attached, deletes, oos_taints, stuck
+
 from rwo_failover.run.exitcodes import EXIT_OK
 from rwo_testkit import fake_cluster as fc
-
-from helpers import attached, deletes, oos_taints, stuck
 
 DEFERRED_POD = ("deferred: a pass deletes MAX_PODS_PER_PASS=2 pods, taken fairly across namespaces; a later pass "
                 "takes this one")

@@ -18,13 +18,13 @@ import sys
 import time
 
 import pytest
-
 from conftest import ROOT, SESSION_LOG, watched
-from rwo_testkit import fake_cluster as fc
 from helpers import detached
-from rwo_testkit.fake_apiserver import Fault, FakeApiServer
+
 from rwo_failover.run.cli import main
 from rwo_failover.run.exitcodes import EXIT_OK, EXIT_REFUSED
+from rwo_testkit import fake_cluster as fc
+from rwo_testkit.fake_apiserver import FakeApiServer, Fault
 
 CALLS = [("list", "nodes"), ("get", "leases"), ("list", "pods"), ("get", "persistentvolumeclaims"),
          ("list", "volumeattachments"), ("get", "nodes"), ("delete", "pods"), ("delete", "volumeattachments"),

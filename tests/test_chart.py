@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import ROOT
 from helpers import real_tool
+from test_deploy import FORBIDDEN_TOLERATIONS  # the taints of a dead node, which no pod of ours may tolerate
+
 from rwo_failover import __version__
 from rwo_failover import settings as config
 from rwo_testkit import chart
-from test_deploy import FORBIDDEN_TOLERATIONS  # the taints of a dead node, which no pod of ours may tolerate
 
 VALUES = yaml.safe_load((chart.CHART / "values.yaml").read_text())
 # Settings whose chart default is this release's own: its namespace, its name (the CronJob's).

@@ -11,15 +11,15 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import plant, watched
+from test_chart import pod_spec_of, refused
+
 from rwo_failover import settings as config
 from rwo_failover.run.cli import main
 from rwo_failover.run.exitcodes import EXIT_OK
 from rwo_testkit import chart, rbac_gate
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.fence_server import FenceServer
-from test_chart import pod_spec_of, refused
 
 NS = "rwo-failover"
 SECRETS_DIR = "/etc/rwo-failover/secrets"

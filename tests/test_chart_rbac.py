@@ -9,14 +9,13 @@ import io
 import json
 
 import pytest
-
 from conftest import watched
 
 from rwo_failover import settings as config
-from rwo_failover.run.cli import main
 from rwo_failover.kube import Api, load_api_client
-from rwo_failover.run.exitcodes import EXIT_OK
 from rwo_failover.kube.leader import LeaderElector
+from rwo_failover.run.cli import main
+from rwo_failover.run.exitcodes import EXIT_OK
 from rwo_failover.run.runner import run_pass
 from rwo_testkit import chart, rbac_gate
 from rwo_testkit import fake_cluster as fc

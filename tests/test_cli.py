@@ -7,16 +7,16 @@ import json
 import socket
 import subprocess
 import sys
+from datetime import UTC
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, SESSION_LOG, watched
-from rwo_testkit import fake_cluster as fc
+from helpers import detached
+
 from rwo_failover.run.cli import main
 from rwo_failover.run.exitcodes import EXIT_CONFIG, EXIT_CRASH, EXIT_FORBIDDEN, EXIT_OK, EXIT_UNAVAILABLE
-
-from helpers import detached
+from rwo_testkit import fake_cluster as fc
 
 
 def run_main(env: dict) -> tuple[int, str, str]:
@@ -188,12 +188,12 @@ def test_argument_errors_are_one_line_with_the_setting_errors_prefix_and_exit_2(
 def test_the_first_log_line_names_the_version_and_json_times_are_rfc3339_utc(api, kubeconfig):
     """Whatever the machine's time zone, `time` is RFC 3339 in UTC, as log stores expect."""
     import re
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from rwo_failover import __version__
 
     fc.outage(api)
-    before = datetime.now(timezone.utc)
+    before = datetime.now(UTC)
     proc = subprocess.run([sys.executable, str(ROOT / "reconcile.py"), "--once", "--dry-run"], capture_output=True,
                           text=True, timeout=60, cwd=ROOT,
                           env={"KUBECONFIG": kubeconfig, "PATH": "/usr/bin:/bin", "TZ": "America/Los_Angeles",

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from rwo_failover import settings as config
-from rwo_failover.run.exitcodes import EXIT_CONFIG
 from rwo_failover.model.matchers import LabelSelector, MatcherError, TaintSpec
+from rwo_failover.run.exitcodes import EXIT_CONFIG
 
 BAD_VALUES = {
     "DRY_RUN": ["", "maybe", "2"],

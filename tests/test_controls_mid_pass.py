@@ -13,15 +13,15 @@ import json
 import time
 
 import pytest
-
 from conftest import SESSION_LOG, watched
+from test_pause import NAME, NAMESPACE, control
+from test_redfish import SILENT, bmc_file, cluster, freed, redfish_pass
+from test_storm_cooldown import PARTITIONED, calm, data, storm
+
 from rwo_failover.run.cli import main
 from rwo_failover.run.exitcodes import EXIT_OK, EXIT_REFUSED
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.redfish_bmc import RedfishEmulator
-from test_pause import NAME, NAMESPACE, control
-from test_redfish import SILENT, bmc_file, cluster, freed, redfish_pass
-from test_storm_cooldown import PARTITIONED, calm, data, storm
 
 
 def destructive(api) -> list:

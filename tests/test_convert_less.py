@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from rwo_failover import settings as config
 from rwo_failover.kube import Api, load_api_client
 from rwo_failover.kube.decode import Memo, decode_page
+from rwo_failover.kube.reflector import Reflector
 from rwo_failover.kube.shapes import Node as NodeShape
 from rwo_failover.kube.sources import NODES
-from rwo_failover.kube.reflector import Reflector
 from rwo_failover.model import Attachment, Claim, Fence, Node, Pod, Reader, Snapshot, TaintRecord, Unreadable, Volume
 from rwo_testkit import fake_cluster as fc
 
@@ -145,7 +145,7 @@ def test_only_nodes_with_a_taint_our_record_or_a_fence_are_marked():
         "ours", "uid-ours", "boot", "", "2026-11-21T10:00:00Z", name="rwo-taint-uid-ours")})
     fenced, plain = Node("fenced"), Node.from_json(fc.node("plain", ready="True", since=60))
     fence = Fence("fenced", ours=True, state="Fenced", result="Succeeded")
-    snapshot = Snapshot(datetime.now(timezone.utc), (tainted, ours, fenced, plain), fences={"fenced": fence})
+    snapshot = Snapshot(datetime.now(UTC), (tainted, ours, fenced, plain), fences={"fenced": fence})
 
     assert [n.name for n in snapshot.marked] == ["tainted", "ours", "fenced"]
     assert snapshot.by_name["plain"] is plain

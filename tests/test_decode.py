@@ -14,8 +14,8 @@ import pytest
 
 from rwo_failover.model import Attachment, Claim, Fence, Lease, Node, Pod, Reader, RecoveryEntry, Volume
 from rwo_failover.run.exitcodes import EXIT_OK, EXIT_UNAVAILABLE
-from rwo_testkit.fake_apiserver import Fault
 from rwo_testkit import fake_cluster as fc
+from rwo_testkit.fake_apiserver import Fault
 from rwo_testkit.managed_fields import bulky, expand, hostile_entry, nested
 
 STUCK = [f"db-{i}" for i in range(21)]  # one claim more than GETS_BEFORE_LIST: the pass lists claims

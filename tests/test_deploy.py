@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import ROOT, SESSION_LOG, fresh_venv
 from helpers import detached, real_tool
+
 from rwo_failover import settings as config
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.control_plane import free_port
@@ -287,7 +287,7 @@ def test_every_image_pinning_hint_names_the_file_that_pins_it():
     assert "digest" in install and PINNED_IN in install and "image.digest" in install
 
 
-def README_INSTALL() -> str:  # noqa: N802 - reads like the section's name
+def README_INSTALL() -> str:
     return (ROOT / "README.md").read_text().split("## Install", 1)[1].split("\n## ", 1)[0]
 
 

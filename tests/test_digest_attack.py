@@ -22,15 +22,14 @@ import json
 import time
 
 import pytest
-
-from rwo_failover.run.exitcodes import EXIT_OK
-from rwo_testkit import fake_cluster as fc
-
 from helpers import detached, recovery_records
 from test_fence_identity import back, fenced, writes
 from test_fence_lifecycle_attacks import many_addresses
 from test_fencing import fence_of, networkfence, set_result
 from test_recovery_reads_attack import deployment_outage
+
+from rwo_failover.run.exitcodes import EXIT_OK
+from rwo_testkit import fake_cluster as fc
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 from conftest import ROOT
+
 from rwo_failover import settings as config
 from rwo_failover.run import exitcodes
 

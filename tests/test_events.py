@@ -8,7 +8,6 @@ from __future__ import annotations
 import pytest
 
 from rwo_failover.run.exitcodes import EXIT_REFUSED
-
 from rwo_testkit import fake_cluster as fc
 
 PLURAL = {"Node": "nodes", "Pod": "pods", "PersistentVolumeClaim": "persistentvolumeclaims"}

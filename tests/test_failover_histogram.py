@@ -12,11 +12,11 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from test_monitoring import groups, pushgateway, replacement
 
 from rwo_failover.run.exitcodes import EXIT_OK
 from rwo_failover.run.metrics import FAILOVER_BUCKETS, Metrics, documented
 from rwo_testkit import fake_cluster as fc
-from test_monitoring import groups, pushgateway, replacement
 
 NAME = "rwo_failover_failover_seconds"
 
@@ -72,13 +72,13 @@ class _Gateway(BaseHTTPRequestHandler):
     def log_message(self, *args: object) -> None:
         pass
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         self.send_response(200)
         self.send_header("Content-Length", str(len(self.answer)))
         self.end_headers()
         self.wfile.write(self.answer)
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         self.pushed.append(self.rfile.read(int(self.headers["Content-Length"])))
         self.send_response(200)
         self.send_header("Content-Length", "0")

@@ -210,6 +210,7 @@ def test_objects_are_created_deleted_and_finalized_as_kube_apiserver_does(api, k
     the real server): a created pod's status is dropped, a graceful delete marks it until now + the grace, a
     second delete only shortens the grace, finalizers hold anything, a VolumeAttachment waits for its attacher."""
     from lifecycle_parity import EXPECTED, lifecycle_facts
+
     from rwo_testkit.kube import Kube
 
     assert lifecycle_facts(Kube(Path(kubeconfig))) == EXPECTED

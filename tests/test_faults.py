@@ -6,13 +6,12 @@ The RELIABILITY table at the bottom is the README's "Reliability" table; tests/t
 from __future__ import annotations
 
 import pytest
+from helpers import attached, detached
 
+from rwo_failover.run.exitcodes import EXIT_FAILED, EXIT_FORBIDDEN, EXIT_OK, EXIT_UNAVAILABLE
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.fake_apiserver import Fault
 from rwo_testkit.managed_fields import bulky, hostile_entry
-from rwo_failover.run.exitcodes import EXIT_FAILED, EXIT_FORBIDDEN, EXIT_OK, EXIT_UNAVAILABLE
-
-from helpers import attached, detached
 
 
 @pytest.fixture

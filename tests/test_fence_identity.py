@@ -7,16 +7,15 @@ the real one does.
 from __future__ import annotations
 
 import pytest
+from test_fencing import DEAD_CIDR, fence_of, networkfence, set_result, untouched
 
-from rwo_failover.model.names import FENCE_ADDRESSES_ANNOTATION, FENCE_BOOT_ID_ANNOTATION, FENCE_NODE_UID_ANNOTATION
 from rwo_failover.model import Fence
+from rwo_failover.model.names import FENCE_ADDRESSES_ANNOTATION, FENCE_BOOT_ID_ANNOTATION, FENCE_NODE_UID_ANNOTATION
 from rwo_failover.planner.types import Plan
 from rwo_failover.run.exitcodes import EXIT_FAILED, EXIT_OK
 from rwo_failover.run.metrics import Metrics
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.fake_apiserver import Fault
-
-from test_fencing import DEAD_CIDR, fence_of, networkfence, set_result, untouched
 
 
 @pytest.fixture

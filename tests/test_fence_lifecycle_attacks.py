@@ -7,14 +7,13 @@ from __future__ import annotations
 import ipaddress
 
 import pytest
+from test_fence_identity import back, fenced, writes
+from test_fencing import fence_of, networkfence, set_result, untouched
 
 from rwo_failover.model import OUT_OF_SERVICE_KEY, Machine
 from rwo_failover.model.names import FENCE_ADDRESSES_ANNOTATION, FENCE_NODE_UID_ANNOTATION
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.fake_apiserver import ANNOTATIONS_LIMIT, Fault
-
-from test_fence_identity import back, fenced, writes
-from test_fencing import fence_of, networkfence, set_result, untouched
 
 
 @pytest.fixture

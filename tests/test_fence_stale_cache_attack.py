@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import time
 
+from test_watch import live_nodes, loop, stop, wait_until, watches
+
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.fake_apiserver import Fault
-
-from test_watch import live_nodes, loop, stop, wait_until, watches
 
 FENCE_ENV = {"FENCING": "networkfence", "NETWORK_FENCE_CLASS": "ceph-rbd-fence", "MIN_NOT_READY_SECONDS": "10"}
 

@@ -13,8 +13,8 @@ import sys
 import time
 
 import pytest
-
 from conftest import ROOT, plant
+
 from rwo_failover.run.exitcodes import EXIT_FAILED
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.fence_server import FenceServer, RawFenceServer, http_answer

@@ -10,14 +10,13 @@ import json
 import time
 
 import pytest
-
 from conftest import plant
-from rwo_failover.run.exitcodes import EXIT_FAILED, EXIT_OK
+from helpers import detached, stuck
+
 from rwo_failover.model import OUT_OF_SERVICE_KEY
+from rwo_failover.run.exitcodes import EXIT_FAILED, EXIT_OK
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.fence_server import FenceServer, Recorder
-
-from helpers import detached, stuck
 
 FENCE_CLASS = "ceph-rbd-fence"
 DEAD_CIDR = f"{fc.internal_ip('dead')}/32"

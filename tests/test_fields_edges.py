@@ -6,12 +6,25 @@ from __future__ import annotations
 
 import os
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
-from rwo_failover.model.fields import (BadObject, bool_at, int_at, items_at, obj_at, opted_out, parse_time,
-                                       ready_condition, server_time, strings_at, text_at, texts_at, typed_at)
+from rwo_failover.model.fields import (
+    BadObject,
+    bool_at,
+    int_at,
+    items_at,
+    obj_at,
+    opted_out,
+    parse_time,
+    ready_condition,
+    server_time,
+    strings_at,
+    text_at,
+    texts_at,
+    typed_at,
+)
 
 
 @pytest.mark.parametrize("read, obj, reason", [
@@ -58,7 +71,7 @@ def test_absent_or_null_means_the_default_and_a_value_is_kept():
                                           ("2026-01-01T01:00:00.25+01:00", 250000)])
 def test_fractions_of_any_length_and_offsets_are_read_to_utc(text, micros):
     found = parse_time(text)
-    assert found == datetime(2026, 1, 1, 0, 0, 0, micros, tzinfo=timezone.utc)
+    assert found == datetime(2026, 1, 1, 0, 0, 0, micros, tzinfo=UTC)
     assert found.utcoffset().total_seconds() == 0
 
 
@@ -73,7 +86,7 @@ def test_a_time_is_utc_whatever_this_process_s_time_zone():
     os.environ["TZ"] = "Asia/Kolkata"
     time.tzset()
     try:
-        assert parse_time("2026-01-01T00:00:00Z").tzinfo is timezone.utc
+        assert parse_time("2026-01-01T00:00:00Z").tzinfo is UTC
     finally:
         if before is None:
             os.environ.pop("TZ")

@@ -16,31 +16,46 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any, Callable
+from datetime import UTC, datetime
+from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, event, given, settings as hsettings, strategies as st
-
 from conftest import SESSION_LOG, SESSION_REQUESTS, plant
+from hypothesis import HealthCheck, event, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
+
+from rwo_failover.act.events import NotOurs, bump_of
+from rwo_failover.act.fence_webhook import judge_answer
 from rwo_failover.kube import decode, shapes
 from rwo_failover.kube.deep import MAX_DEPTH
-from rwo_failover.run.cli import main
-from rwo_failover.act.events import NotOurs, bump_of
-from rwo_failover.run.exitcodes import EXIT_CRASH
-from rwo_failover.act.fence_webhook import judge_answer
-from rwo_failover.model import (OPT_OUT_ANNOTATION, OUT_OF_SERVICE_KEY, RECOVERY_ANNOTATION,
-                                RECOVERY_LABEL, Attachment, BadObject, Claim, Fence, Lease, Node, Pod, Undecodable,
-                                Volume)
+from rwo_failover.model import (
+    OPT_OUT_ANNOTATION,
+    OUT_OF_SERVICE_KEY,
+    RECOVERY_ANNOTATION,
+    RECOVERY_LABEL,
+    Attachment,
+    BadObject,
+    Claim,
+    Fence,
+    Lease,
+    Node,
+    Pod,
+    Undecodable,
+    Volume,
+)
 from rwo_failover.planner.recovery import Record
+from rwo_failover.run.cli import main
+from rwo_failover.run.exitcodes import EXIT_CRASH
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit import hostile as h
 from rwo_testkit.control_plane import free_port
 from rwo_testkit.fake_apiserver import FakeApiServer
 from rwo_testkit.managed_fields import bulky, expand, hostile_entry, nested
 
-NOW = datetime(2026, 11, 21, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 BUMPED = ("alive", "uid-alive", "ShutdownTaintOnLiveNode")  # the node, its uid, and the reason of h.event()
 FROM_JSON: dict[str, Callable[[Any], Any]] = {
     "node": Node.from_json, "lease": Lease.from_json, "pod": Pod.from_json, "claim": Claim.from_json,

@@ -19,21 +19,23 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
-from hypothesis import HealthCheck, event, example, given, settings as hsettings, strategies as st
-
 from conftest import SESSION_LOG, SESSION_REQUESTS, WATCHED_FOR, watched
 from helpers import attached
+from hypothesis import HealthCheck, event, example, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
+
 from rwo_failover import planner
+from rwo_failover import settings as config
 from rwo_failover.act.events import build_event, repeated_name
 from rwo_failover.act.recovery import records_for
 from rwo_failover.model import Attachment, Claim, Lease, Node, Pod, RecoveryEntry, Snapshot, Volume, is_name
 from rwo_failover.planner.recovery import Record, controller_ref, judge_all
 from rwo_failover.run.cli import main
-from rwo_failover.run.exitcodes import EXIT_CRASH, EXIT_OK, EXIT_REFUSED
-from rwo_failover import settings as config
+from rwo_failover.run.exitcodes import EXIT_CRASH, EXIT_REFUSED
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit import hostile as h
 from rwo_testkit.fake_apiserver import FakeApiServer
@@ -49,7 +51,7 @@ def _snapshot(pod: dict, namespace: str, claim: str, node: str) -> Snapshot:
     claim_obj["metadata"]["uid"] = "c-uid-1"
     pv = fc.volume("pv-1", claim, namespace, claim_uid="c-uid-1")
     pod["metadata"]["uid"] = "p-uid-1"
-    return Snapshot(datetime.now(timezone.utc), (Node.from_json(fc.node(node, "Unknown", 600, [fc.SHUTDOWN])),
+    return Snapshot(datetime.now(UTC), (Node.from_json(fc.node(node, "Unknown", 600, [fc.SHUTDOWN])),
                                                  Node.from_json(fc.node("w1"))),
                     {node: Lease.from_json(fc.lease(node, 640))}, (Pod.from_json(pod),),
                     {f"{namespace}/{claim}": Claim.from_json(claim_obj)},

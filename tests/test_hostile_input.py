@@ -11,13 +11,12 @@ import json
 import time
 
 import pytest
+from helpers import attached
 
-from rwo_failover.run.exitcodes import EXIT_FAILED, EXIT_FORBIDDEN, EXIT_OK, EXIT_REFUSED
 from rwo_failover.model import RECOVERY_ANNOTATION, RECOVERY_LABEL
+from rwo_failover.run.exitcodes import EXIT_FAILED, EXIT_FORBIDDEN, EXIT_OK, EXIT_REFUSED
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.fake_apiserver import Fault
-
-from helpers import attached
 
 
 def released(api, pod: str = "db-0") -> bool:

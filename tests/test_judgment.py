@@ -17,16 +17,25 @@ import threading
 import time
 
 import pytest
-
 from conftest import ROOT, SESSION_LOG
+from helpers import (
+    attached,
+    deletes,
+    detached,
+    oos_taints,
+    patches,
+    pod_names,
+    skewed_pass,
+    states,
+    stuck,
+    tainted_node,
+)
+
+from rwo_failover.model import OUT_OF_SERVICE_KEY
 from rwo_failover.run import logs
 from rwo_failover.run.exitcodes import EXIT_FAILED, EXIT_OK, EXIT_REFUSED
-from rwo_failover.model import OUT_OF_SERVICE_KEY
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.fake_apiserver import Fault
-
-from helpers import (attached, deletes, detached, oos_taints, patches, pod_names, skewed_pass, states, stuck,
-                     tainted_node)
 
 MIN = 60  # MIN_NOT_READY_SECONDS where a test sets it: longer than the default (3), to time it apart
 

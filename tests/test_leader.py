@@ -12,18 +12,17 @@ import urllib.error
 import urllib.request
 
 import pytest
-
 from conftest import ROOT, SESSION_LOG
+from helpers import attached, detached
+
 from rwo_failover import settings as config
-from rwo_failover.run.cli import main
 from rwo_failover.kube import Api, ApiError, Forbidden, load_api_client
-from rwo_failover.run.exitcodes import EXIT_CONFIG, EXIT_OK
 from rwo_failover.kube.leader import LeaderElector
+from rwo_failover.run.cli import main
+from rwo_failover.run.exitcodes import EXIT_CONFIG, EXIT_OK
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.control_plane import free_port
 from rwo_testkit.fake_apiserver import Fault
-
-from helpers import attached, detached
 
 LEASE = ("rwo-failover", "rwo-failover-leader")
 

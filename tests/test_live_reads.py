@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Callable
+from collections.abc import Callable
+
+from conftest import watched
+from helpers import detached
+from test_watch import break_node, live_nodes, loop, outage_due_in, settings_for, stop, wait_until, watches
 
 from rwo_failover.kube import Api, load_api_client
 from rwo_failover.kube.cache import WatchedCluster
@@ -14,11 +18,6 @@ from rwo_failover.run import runner
 from rwo_failover.run.exitcodes import EXIT_OK, EXIT_REFUSED
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.fake_apiserver import Fault
-
-from conftest import watched
-from test_watch import break_node, live_nodes, loop, outage_due_in, settings_for, stop, wait_until, watches
-
-from helpers import detached
 
 
 def partition(api, nodes: int) -> None:

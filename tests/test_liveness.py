@@ -10,19 +10,27 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Optional
 
 import pytest
-
 from conftest import ROOT
+from helpers import (
+    attached,
+    deletes,
+    detached,
+    oos_taints,
+    patches,
+    pod_names,
+    recovery_records,
+    skewed_pass,
+    states,
+    stuck,
+    tainted_node,
+)
+from test_signals import hold_first_pod_delete, start_pass
+
 from rwo_failover.run.exitcodes import EXIT_OK, EXIT_REFUSED, EXIT_UNAVAILABLE
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.fake_apiserver import Fault, Response
-
-from test_signals import hold_first_pod_delete, start_pass
-
-from helpers import (attached, deletes, detached, oos_taints, patches, pod_names, recovery_records, skewed_pass,
-                     states, stuck, tainted_node)
 
 
 @pytest.fixture
@@ -271,7 +279,7 @@ def test_a_leader_whose_lease_lapses_mid_pass_sends_no_more_writes(api, kubeconf
     lease_seconds = 4
     renewals: list[float] = []
 
-    def world(req) -> Optional[Response]:
+    def world(req) -> Response | None:
         if req.resource == "leases" and req.verb in ("create", "update") and req.namespace == "rwo-failover":
             if deletes(api, "pods"):
                 return Response(503, b'{"kind":"Status","code":503}', {"Content-Type": "application/json"})

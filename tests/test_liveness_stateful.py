@@ -19,18 +19,18 @@ from __future__ import annotations
 import io
 import os
 import threading
-from typing import Optional
 
-from hypothesis import HealthCheck, settings as hsettings, strategies as st
+from hypothesis import HealthCheck
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from rwo_failover import settings as config
-
-from rwo_failover.run import logs
 from rwo_failover.kube import Api, load_api_client
-from rwo_failover.run.exitcodes import EXIT_CRASH
 from rwo_failover.kube.leader import LeaderElector
 from rwo_failover.model import OUT_OF_SERVICE_KEY
+from rwo_failover.run import logs
+from rwo_failover.run.exitcodes import EXIT_CRASH
 from rwo_failover.run.runner import run_pass
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.fake_apiserver import FakeApiServer, Fault, Request
@@ -44,9 +44,9 @@ WRITES = ("POST", "PUT", "PATCH", "DELETE")
 class Gate:
     """Holds each request of the pass until released; lets the leader election's own requests through."""
 
-    def __init__(self, on_arrival, on_served) -> None:  # noqa: ANN001 - bound methods of the machine
+    def __init__(self, on_arrival, on_served) -> None:
         self.cv = threading.Condition()
-        self.held: Optional[Request] = None
+        self.held: Request | None = None
         self.released = 0
         self.open = False
         self.on_arrival, self.on_served = on_arrival, on_served
@@ -152,7 +152,7 @@ class PassAgainstTheWorld(RuleBasedStateMachine):
         if req.verb == "get" and req.resource == "nodes" and req.name in self.untainted:
             self.seen_untainted.add(req.name)
 
-    def _destroys_on(self, req: Request) -> Optional[str]:
+    def _destroys_on(self, req: Request) -> str | None:
         """The node a destructive write acts on: a pod or attachment delete there, a NetworkFence for it, or a
         patch adding the out-of-service taint (removing ours, or an annotation, destroys nothing)."""
         if req.resource == "networkfences" and req.verb == "create":

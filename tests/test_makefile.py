@@ -17,11 +17,10 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT
-from rwo_testkit import fake_cluster as fc
-
 from helpers import detached
+
+from rwo_testkit import fake_cluster as fc
 
 MAKEFILE = (ROOT / "Makefile").read_text()
 VENV = Path(sys.prefix)  # the venv running the tests: the one `make` set up

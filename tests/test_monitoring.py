@@ -8,13 +8,13 @@ import re
 import subprocess
 import time
 import urllib.request
-from datetime import datetime, timedelta, timezone
-from typing import Optional
+from datetime import UTC, datetime, timedelta
 
 import pytest
 import yaml
-
 from conftest import ROOT, plant
+from helpers import real_tool, recovery_records
+
 from rwo_failover.run.exitcodes import EXIT_OK, EXIT_REFUSED
 from rwo_failover.run.health import Liveness
 from rwo_failover.run.metrics import Metrics, documented
@@ -22,8 +22,6 @@ from rwo_testkit import fake_cluster as fc
 from rwo_testkit.control_plane import free_port
 from rwo_testkit.fence_server import Recorder
 from rwo_testkit.raw_reply import RawReply
-
-from helpers import real_tool, recovery_records
 
 MONITORING = ROOT / "monitoring"
 
@@ -128,7 +126,7 @@ def test_a_reply_that_is_not_http_is_one_warning_and_the_pass_keeps_its_code(api
 # --- recovery confirmation --------------------------------------------------------------------------------
 
 def stamp(seconds_ago: float) -> str:
-    return (datetime.now(timezone.utc) - timedelta(seconds=seconds_ago)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return (datetime.now(UTC) - timedelta(seconds=seconds_ago)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def replacement(api, name: str, node: str, ready: bool, ready_ago: float = 5, owner: str = "StatefulSet",
@@ -364,7 +362,7 @@ def test_every_alert_links_a_runbook_section_that_exists(path):
     doc = yaml.safe_load((MONITORING / path).read_text())
     rules = [r for g in doc.get("spec", doc)["groups"] for r in g["rules"]]
     source = re.search(r'org\.opencontainers\.image\.source="([^"]+)"', (ROOT / "Dockerfile").read_text())[1]
-    assert RUNBOOK == f"{source}/blob/main/docs/runbook.md", "the image's source is the repository the runbook is in"
+    assert f"{source}/blob/main/docs/runbook.md" == RUNBOOK, "the image's source is the repository the runbook is in"
     anchors = github_anchors((ROOT / "docs" / "runbook.md").read_text())
     assert rules
     for rule in rules:
@@ -384,7 +382,7 @@ def test_the_chart_and_the_rules_share_one_runbook_base_url():
     values = yaml.safe_load((chart.CHART / "values.yaml").read_text())
     assert values["monitoring"]["runbookBaseUrl"] == RUNBOOK
 
-    def urls(base: Optional[str]) -> dict[str, str]:
+    def urls(base: str | None) -> dict[str, str]:
         monitoring = {"prometheusRule": True, **({"runbookBaseUrl": base} if base else {})}
         [rule] = [d for d in chart.render({"monitoring": monitoring}) if d["kind"] == "PrometheusRule"]
         return {r["alert"]: r["annotations"]["runbook_url"] for g in rule["spec"]["groups"] for r in g["rules"]}

@@ -8,6 +8,7 @@ import threading
 import time
 
 import pytest
+from test_watch import settings_for
 
 from rwo_failover.kube import Api, load_api_client
 from rwo_failover.kube.backoff import Backoff
@@ -17,8 +18,6 @@ from rwo_failover.run.loop import MIN_GAP_SECONDS, StopFlag, Trigger, _wait_for_
 from rwo_failover.run.metrics import Metrics
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.fake_apiserver import Fault
-
-from test_watch import settings_for
 
 
 def test_the_loop_sleeps_while_a_burst_settles_and_between_passes():

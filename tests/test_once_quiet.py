@@ -12,12 +12,12 @@ from __future__ import annotations
 import threading
 import time
 
+from helpers import attached, detached, stuck, tainted_node
+from test_once_wait import one_pass
+
 from rwo_failover.run.exitcodes import EXIT_OK
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.fake_apiserver import Fault
-
-from helpers import attached, detached, stuck, tainted_node
-from test_once_wait import one_pass
 
 QUIET_MESSAGE = "kubelets went quiet: watching them for a shutdown taint, then passing again"
 

@@ -14,14 +14,14 @@ import sys
 import time
 
 from conftest import ROOT
+from helpers import attached, tainted_node
+from test_once_quiet import QUIET_MESSAGE, later, lease_lists, quiet_node
+from test_once_wait import MIN, one_pass
+
 from rwo_failover.model.names import NODE_OPT_OUT_LABEL
 from rwo_failover.run.exitcodes import EXIT_OK
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.fake_apiserver import Fault
-
-from helpers import attached, tainted_node
-from test_once_quiet import QUIET_MESSAGE, later, lease_lists, quiet_node
-from test_once_wait import MIN, one_pass
 
 PASSED_AGAIN = "a quiet node carries a shutdown taint now: passing again"
 

@@ -14,12 +14,11 @@ import sys
 import time
 
 import pytest
-
 from conftest import ROOT
+from helpers import detached, stuck, tainted_node
+
 from rwo_failover.run.exitcodes import EXIT_OK, EXIT_REFUSED
 from rwo_testkit import fake_cluster as fc
-
-from helpers import detached, stuck, tainted_node
 
 
 def one_pass(kubeconfig: str, **env: str) -> tuple[int, list[dict], float]:

@@ -11,14 +11,15 @@ import threading
 import time
 
 import pytest
+from test_own_sighting_edges import hung_machine as hung
+from test_own_sighting_edges import one_run
+from test_pause import control
+from test_redfish import bmc_file
 
 from rwo_failover.observe.sightings import Sightings
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.fake_apiserver import Response
 from rwo_testkit.redfish_bmc import RedfishEmulator
-from test_own_sighting_edges import hung_machine as hung, one_run
-from test_pause import control
-from test_redfish import bmc_file
 
 
 @pytest.fixture(scope="module")

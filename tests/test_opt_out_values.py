@@ -6,12 +6,11 @@ not only what it must not. Issue 37: narrowing the check to `== "true"` failed n
 from __future__ import annotations
 
 import pytest
+from helpers import deletes, oos_taints, patches, pod_names, stuck
 
 from rwo_failover.model import OPT_OUT_ANNOTATION
 from rwo_failover.run.exitcodes import EXIT_OK
 from rwo_testkit import fake_cluster as fc
-
-from helpers import deletes, oos_taints, patches, pod_names, stuck
 
 # What people write when they mean "leave it alone", the empty value of `kubectl annotate pod p key=` included.
 OPTING_OUT = ["true", "yes", "1", "", "no-thanks"]

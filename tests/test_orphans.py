@@ -6,11 +6,10 @@ names its claim back, inside the namespace filters, without POD_SELECTOR; each r
 from __future__ import annotations
 
 import pytest
+from helpers import attached, deletes, stuck
 
 from rwo_failover.run.exitcodes import EXIT_OK
 from rwo_testkit import fake_cluster as fc
-
-from helpers import attached, deletes, stuck
 
 
 @pytest.fixture

@@ -9,13 +9,12 @@ import sys
 import time
 
 import pytest
-
 from conftest import ROOT
-from rwo_testkit import fake_cluster as fc
-from rwo_failover.run.exitcodes import EXIT_OK, EXIT_REFUSED
-from rwo_failover.model import OUT_OF_SERVICE_KEY as OOS_KEY
-
 from helpers import attached, detached, states
+
+from rwo_failover.model import OUT_OF_SERVICE_KEY as OOS_KEY
+from rwo_failover.run.exitcodes import EXIT_OK, EXIT_REFUSED
+from rwo_testkit import fake_cluster as fc
 
 
 @pytest.fixture

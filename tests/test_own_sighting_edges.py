@@ -15,13 +15,13 @@ import json
 import time
 
 import pytest
-
 from conftest import SESSION_LOG, watched
+from test_redfish import bmc_file
+
 from rwo_failover.observe.sightings import Sightings
 from rwo_failover.run.cli import main
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.redfish_bmc import RedfishEmulator
-from test_redfish import bmc_file
 
 DEAD = "dead"
 PARTITIONED = [f"p{i}" for i in range(5)]
@@ -115,10 +115,11 @@ def test_a_one_shot_run_at_the_accepted_bound_fails_the_node_over(api, kubeconfi
         (line.get("state"), line.get("reason")) for line in logs if line["message"] == "node verdict"])
 
 
-from rwo_testkit.fake_apiserver import Response  # noqa: E402
-from rwo_testkit.fence_server import FenceServer, fenced_yes  # noqa: E402
 from test_fence_webhook import webhook_pass  # noqa: E402
 from test_pause import control  # noqa: E402
+
+from rwo_testkit.fake_apiserver import Response  # noqa: E402
+from rwo_testkit.fence_server import FenceServer, fenced_yes  # noqa: E402
 
 
 def test_a_pause_set_while_the_fence_webhook_is_retried_stops_the_retry(api, run_pass, tmp_path):

@@ -12,8 +12,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, fresh_venv
+
 from rwo_failover import __version__
 from rwo_testkit import fake_cluster as fc
 

@@ -121,8 +121,9 @@ def test_continuous_mode_honours_the_switch_within_a_second_and_reports_it(api, 
     outage meanwhile is left alone, and resuming frees it at once."""
     import urllib.request
 
-    from rwo_testkit.control_plane import free_port
     from test_watch import running_loop, shut_down, stop, wait_until
+
+    from rwo_testkit.control_plane import free_port
 
     port = free_port()
 

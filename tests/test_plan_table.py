@@ -10,12 +10,12 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import ROOT, watched
-from rwo_failover.run import plan_table
-from rwo_failover.run.cli import main
+
 from rwo_failover.planner import NodePlan, NodeState, NodeVerdict, Plan, PodAction, Refusal, RefusalKind, Skip
 from rwo_failover.planner.types import AttachmentAction
+from rwo_failover.run import plan_table
+from rwo_failover.run.cli import main
 from rwo_testkit import fake_cluster as fc
 
 DOWN = NodeVerdict("worker-3", NodeState.DOWN, "node.cloudprovider.kubernetes.io/shutdown:NoSchedule",

@@ -3,22 +3,33 @@
 from __future__ import annotations
 
 import dataclasses
-from datetime import datetime, timedelta, timezone
-from typing import Optional
+from datetime import UTC, datetime, timedelta
 
 import pytest
-from hypothesis import Phase, find, given, settings as hsettings, strategies as st
+from hypothesis import Phase, find, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
-from rwo_failover import settings as config
 from rwo_failover import planner as decide
-from rwo_failover.model import (MULTI_ATTACH_MODES, Attachment, Claim, Lease, Node, Pod, Snapshot, Taint,
-                                TaintRecord, Volume)
+from rwo_failover import settings as config
+from rwo_failover.model import (
+    MULTI_ATTACH_MODES,
+    Attachment,
+    Claim,
+    Lease,
+    Node,
+    Pod,
+    Snapshot,
+    Taint,
+    TaintRecord,
+    Volume,
+)
 from rwo_failover.settings.values import label_selector
 
 # Hundreds of generated examples per property: `make quick` leaves them to `make test`.
 pytestmark = pytest.mark.slow
 
-NOW = datetime(2026, 11, 21, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 BASE = config.load([], {})[1]
 OURS_AT = "2026-11-21T11:00:00Z"
 TAINTS = [Taint("node.cloudprovider.kubernetes.io/shutdown", "", "NoSchedule"),
@@ -44,7 +55,7 @@ def _node(name: str, ready, since, taints, skew: float = 0.0) -> Node:
         seconds=skew if kubelet else 0), status_written_at=written)
 
 
-def _lease(name: str, age, duration, skew: float, version: str = "") -> Optional[Lease]:
+def _lease(name: str, age, duration, skew: float, version: str = "") -> Lease | None:
     """Renewed `age` seconds ago by the server's stamp; renewTime on the kubelet's clock."""
     if age is None:
         return None

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import ROOT, SESSION_REQUESTS
+
 from rwo_failover.kube import USER_AGENT
 from rwo_failover.run.exitcodes import EXIT_OK, EXIT_REFUSED
 from rwo_testkit import fake_cluster as fc
@@ -220,6 +220,7 @@ def test_a_repeated_warning_is_bumped_under_each_installs_rbac_in_default_only(a
     Node Events live. Under each install's RBAC, enforced as the API server's authorizer does (a Role grants in
     its own namespace only; rwo_testkit/rbac_gate.py), the get and the patch are allowed: no call is refused."""
     from test_events import SQUATTED, split_brain
+
     from rwo_testkit import rbac_gate
 
     rbac_gate.enforce(api, rbac_of(install))

@@ -32,7 +32,7 @@ def test_a_dense_answer_is_refused_within_a_memory_budget(answer):
         def log_message(self, *args: object) -> None:
             pass
 
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             self.send_response(200)
             self.send_header("Content-Length", str(len(answer)))
             self.end_headers()
@@ -71,7 +71,7 @@ def test_a_big_real_shaped_answer_is_still_read():
         def log_message(self, *args: object) -> None:
             pass
 
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             self.send_response(200)
             self.send_header("Content-Length", str(len(answer)))
             self.end_headers()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 
 from helpers import recovery_records
+
 from rwo_failover.run.exitcodes import EXIT_OK
 from rwo_testkit import fake_cluster as fc
 

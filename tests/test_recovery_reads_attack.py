@@ -19,18 +19,18 @@ from __future__ import annotations
 
 import gc
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from conftest import watched
 from helpers import recovery_records
+from test_convert_attack import wait_until, watched_tenant_pods
+from test_watch import settings_for
+
 from rwo_failover.kube import Api, load_api_client
 from rwo_failover.model import RECOVERY_LABEL, Cached, Node, Pod, RecoveryEntry
 from rwo_failover.run import runner
 from rwo_failover.run.exitcodes import EXIT_OK
 from rwo_testkit import fake_cluster as fc
-
-from test_convert_attack import wait_until, watched_tenant_pods
-from test_watch import settings_for
 
 
 def deployment_outage(api) -> None:
@@ -57,7 +57,7 @@ def test_a_record_that_comes_due_during_the_live_re_read_still_says_exactly_what
     fc.dead_node(api, "dead2")
     fc.add_volume(api, "data-db-0", attached_to="dead2")
     api.add(fc.pod("db-0", "dead2", claims=["data-db-0"], terminating=True))
-    deleted = datetime.strptime(record["deletedAt"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+    deleted = datetime.strptime(record["deletedAt"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
     timeout = int(time.time() - deleted.timestamp()) + 2  # the record comes due 1 to 2 s from now
     settings = settings_for(kubeconfig, OUT_OF_SERVICE_TAINT="never", RECOVERY_TIMEOUT_SECONDS=str(timeout))
     # The watch cache as continuous mode holds it now: the nodes and our record.

@@ -14,14 +14,13 @@ import json
 import time
 
 import pytest
-
 from conftest import SESSION_LOG, Run, plant
+from helpers import detached
+
 from rwo_failover.run.cli import main
 from rwo_failover.run.exitcodes import EXIT_FAILED, EXIT_OK
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.redfish_bmc import PASSWORD, USER, RedfishEmulator, SilentBmc, SlowBmc, _RawTLS
-
-from helpers import detached
 
 SILENT = "silent"
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from test_redfish import SILENT, bmc_file, cluster, freed, no_secret, redfish_pass, refusal, untouched
 
 from rwo_failover.run.exitcodes import EXIT_FAILED, EXIT_OK, EXIT_REFUSED
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.redfish_bmc import RedfishEmulator, _RawTLS
-from test_redfish import SILENT, bmc_file, cluster, freed, no_secret, redfish_pass, refusal, untouched
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@ waits for, and the brake that counts silent Leases. No I/O: Snapshot + Settings 
 from __future__ import annotations
 
 import dataclasses
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -15,7 +15,7 @@ from rwo_failover.planner.fencing import REQUEST, fence_step
 from rwo_failover.planner.redfish import WITNESS, judge_silent, quiet, silent_brake
 from rwo_failover.planner.types import RefusalKind
 
-NOW = datetime(2026, 11, 25, 12, 0, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 25, 12, 0, 0, tzinfo=UTC)
 
 
 def settings(**env: str) -> config.Settings:

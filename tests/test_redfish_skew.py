@@ -10,11 +10,11 @@ from __future__ import annotations
 import threading
 
 import pytest
+from test_redfish import bmc_file
+from test_server_skew import fresh_process_pass
 
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.redfish_bmc import RedfishEmulator
-from test_redfish import bmc_file
-from test_server_skew import fresh_process_pass
 
 VICTIM = "healthy"
 

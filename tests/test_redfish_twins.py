@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 
+from test_redfish import SILENT, bmc_file, cluster, freed, redfish_pass
+
 from rwo_failover.run.exitcodes import EXIT_OK
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.redfish_bmc import _RawTLS
-from test_redfish import SILENT, bmc_file, cluster, freed, redfish_pass
 
 CLONED = fc.machine_uuid("vm-template-7")  # a UUID a cloned VM template left on every clone: no placeholder
 

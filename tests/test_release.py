@@ -6,8 +6,8 @@ import re
 import tomllib
 
 import yaml
-
 from conftest import ROOT
+
 from rwo_failover import __version__
 
 

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from helpers import attached, detached, oos_taints
 
-from rwo_testkit import fake_cluster as fc
-from rwo_testkit.fake_apiserver import Response
-from rwo_failover.run.exitcodes import EXIT_OK, EXIT_REFUSED
 from rwo_failover.planner import NodePlan, NodeState, NodeVerdict, PodAction
 from rwo_failover.planner.caps import cap_pods
-
-from helpers import attached, detached, oos_taints
+from rwo_failover.run.exitcodes import EXIT_OK, EXIT_REFUSED
+from rwo_testkit import fake_cluster as fc
+from rwo_testkit.fake_apiserver import Response
 
 
 def deletes(api) -> list:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from rwo_testkit import fake_cluster as fc
 from rwo_failover.observe.lookups import gets_before_list
 from rwo_failover.run.exitcodes import EXIT_OK
+from rwo_testkit import fake_cluster as fc
 
 
 def healthy_cluster(api, count: int = 3) -> None:

@@ -12,8 +12,8 @@ import subprocess
 import sys
 
 import pytest
+from conftest import ROOT, SESSION_LOG, plant, planted_secrets
 
-from conftest import ROOT, SESSION_LOG, planted_secrets, plant
 from rwo_failover.run.exitcodes import EXIT_CONFIG, EXIT_OK
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.control_plane import free_port

@@ -3,7 +3,7 @@ of many Date headers, never this process's wall clock, and never ahead of the se
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
 import pytest
@@ -15,7 +15,7 @@ SERVER_AT_ZERO = 1_800_000_000.0  # the server's time when this process's monoto
 
 def date_header(seconds: float) -> str:
     """What the API server sends at `seconds`: truncated to the second."""
-    return format_datetime(datetime.fromtimestamp(int(seconds), timezone.utc), usegmt=True)
+    return format_datetime(datetime.fromtimestamp(int(seconds), UTC), usegmt=True)
 
 
 def test_many_date_headers_bound_the_server_clock_tighter_than_one_and_never_run_ahead():
@@ -88,7 +88,7 @@ def test_now_runs_at_most_exactly_the_tolerance_past_the_checked_answer(kind):
     proxy, another API server) moves it exactly that far and no further; one within the cap is believed."""
     mono = [0.0]
     clock = kind(monotonic=lambda: mono[0])
-    checked = datetime.fromtimestamp(SERVER_AT_ZERO, timezone.utc)
+    checked = datetime.fromtimestamp(SERVER_AT_ZERO, UTC)
     clock.observe(date_header(SERVER_AT_ZERO))
     clock.check(checked, checked)
     assert clock.now() == checked
@@ -107,7 +107,7 @@ def test_the_check_accepts_a_date_exactly_the_tolerance_from_the_stamp_and_no_mo
     """The tolerance's edge, either way: 2 s apart is one clock; 2.5 or 3 s is not, and the error names the
     Date header and how far apart the two are."""
     clock = ServerClock(monotonic=lambda: 0.0)
-    stamp = datetime.fromtimestamp(SERVER_AT_ZERO, timezone.utc)
+    stamp = datetime.fromtimestamp(SERVER_AT_ZERO, UTC)
     date = stamp + timedelta(seconds=apart)
     if accepted:
         clock.check(stamp, date)
@@ -128,13 +128,13 @@ def test_now_moves_on_with_the_monotonic_clock_after_a_header():
     clock = ServerClock(monotonic=lambda: mono[0])
     clock.observe(date_header(SERVER_AT_ZERO))
     mono[0] = 103.5
-    assert clock.now() == datetime.fromtimestamp(SERVER_AT_ZERO, timezone.utc) + timedelta(seconds=3.5)
+    assert clock.now() == datetime.fromtimestamp(SERVER_AT_ZERO, UTC) + timedelta(seconds=3.5)
 
 
 def test_without_any_header_the_check_and_now_refuse_in_plain_words():
     clock = ServerClock(monotonic=lambda: 0.0)
     assert clock.last_date is None and not clock.synced
-    stamp = datetime.fromtimestamp(SERVER_AT_ZERO, timezone.utc)
+    stamp = datetime.fromtimestamp(SERVER_AT_ZERO, UTC)
     with pytest.raises(ServerClockUnknown) as unchecked:
         clock.check(stamp, clock.last_date)
     with pytest.raises(ServerClockUnknown) as unknown:
@@ -144,7 +144,7 @@ def test_without_any_header_the_check_and_now_refuse_in_plain_words():
 
 def test_a_date_apart_from_the_stamp_is_refused_in_plain_words():
     clock = ServerClock(monotonic=lambda: 0.0)
-    stamp = datetime.fromtimestamp(SERVER_AT_ZERO, timezone.utc)
+    stamp = datetime.fromtimestamp(SERVER_AT_ZERO, UTC)
     with pytest.raises(ServerClockUnknown) as refused:
         clock.check(stamp, stamp + timedelta(seconds=5))
     assert str(refused.value) == (
@@ -163,7 +163,7 @@ def test_the_date_header_is_read_in_utc_whatever_this_process_s_time_zone():
     try:
         clock = ServerClock(monotonic=lambda: 0.0)
         clock.observe(date_header(SERVER_AT_ZERO))
-        assert clock.last_date.tzinfo is timezone.utc
+        assert clock.last_date.tzinfo is UTC
     finally:
         if before is None:
             os.environ.pop("TZ")

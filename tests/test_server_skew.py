@@ -16,13 +16,13 @@ import threading
 import time
 
 from conftest import SESSION_LOG
-from rwo_failover.observe.sightings import Sightings
+from helpers import attached, detached, stuck
+
 from rwo_failover.model import Node
+from rwo_failover.observe.sightings import Sightings
 from rwo_failover.run.cli import main
 from rwo_failover.run.exitcodes import EXIT_OK
 from rwo_testkit import fake_cluster as fc
-
-from helpers import attached, detached, stuck
 
 
 def fresh_process_pass(kubeconfig: str, **env: str) -> tuple[int, list[dict], float]:

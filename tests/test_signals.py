@@ -14,8 +14,8 @@ import threading
 import time
 
 import pytest
-
 from conftest import ROOT
+
 from rwo_failover.run.exitcodes import EXIT_FAILED, EXIT_OK
 from rwo_testkit import fake_cluster as fc
 

@@ -8,16 +8,16 @@ import io
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
-from pathlib import Path
-
 from conftest import ROOT
+from test_pause import control
+
 from rwo_failover.run.cli import main
 from rwo_failover.run.exitcodes import EXIT_CONFIG, EXIT_OK
 from rwo_testkit import fake_cluster as fc
-from test_pause import control
 
 NAMESPACE = "rwo-failover"
 

@@ -5,9 +5,10 @@ preconditions, on the API server's clock."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from helpers import skewed_pass
+
 from rwo_failover.model import parse_time
 from rwo_failover.run.exitcodes import EXIT_OK, EXIT_REFUSED
 from rwo_testkit import fake_cluster as fc
@@ -36,7 +37,7 @@ def data(api) -> dict:
 
 
 def seconds_ago(text: str) -> float:
-    return (datetime.now(timezone.utc) - parse_time(text)).total_seconds()
+    return (datetime.now(UTC) - parse_time(text)).total_seconds()
 
 
 def test_a_tripped_brake_is_remembered_in_the_cluster_on_the_server_s_clock(api, run_pass):
@@ -73,7 +74,7 @@ def test_once_the_cool_down_has_passed_the_next_pass_frees_the_pod(api, run_pass
     run_pass()
     assert api.get("pods", "db-0", "default") is not None
     cm = api.get("configmaps", NAME, NAMESPACE)
-    cm["data"]["stormCalmSince"] = (datetime.now(timezone.utc) - timedelta(seconds=30)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    cm["data"]["stormCalmSince"] = (datetime.now(UTC) - timedelta(seconds=30)).strftime("%Y-%m-%dT%H:%M:%SZ")
     api.add(cm)
     result = run_pass(STORM_COOLDOWN_SECONDS="60")
     assert result.code == EXIT_REFUSED and result.summary["brake"] == "storm-cooldown", "calm for 30 s of 60"

@@ -3,8 +3,11 @@ the next calm pass act at its first calm moment, which is what the cool-down exi
 
 from __future__ import annotations
 
-from rwo_failover.run.exitcodes import EXIT_REFUSED
+from datetime import UTC
+
 from test_storm_cooldown import NAME, NAMESPACE, calm, data, storm
+
+from rwo_failover.run.exitcodes import EXIT_REFUSED
 
 
 def test_a_trip_whose_write_lost_a_race_is_still_remembered(api, run_pass):
@@ -33,8 +36,9 @@ def test_continuous_mode_judges_the_cool_down_from_the_live_object_not_a_lagging
     storm from the watched copy, which has not seen that write yet, and release the volume."""
     import time
 
-    from rwo_testkit.fake_apiserver import Fault
     from test_watch import running_loop, stop, wait_until
+
+    from rwo_testkit.fake_apiserver import Fault
 
     api.inject(Fault("watch-lag", resource="configmaps", delay=4))
     proc = running_loop(api, kubeconfig)
@@ -67,14 +71,15 @@ def test_start_up_says_the_cool_down_is_off_without_its_namespace(api, run_pass)
 def test_a_deposed_leader_writes_no_storm_moment_and_no_retry(api, tmp_path):
     """Partitions and elections: a leader that lost its Lease mid-pass (the guard names it) neither writes the trip
     nor, after a first attempt that lost a race, the re-read retry."""
+    from datetime import datetime
+
     from rwo_failover import settings as config
+    from rwo_failover.act.control import record_storm
     from rwo_failover.act.outcome import Outcome
     from rwo_failover.act.writer import Result, Writer
-    from rwo_failover.act.control import record_storm
     from rwo_failover.kube import Api, load_api_client
     from rwo_failover.model.control import TRIPPED_AT
     from rwo_failover.planner import StormMark
-    from datetime import datetime, timezone
 
     _args, settings = config.load([], {"KUBECONFIG": api.write_kubeconfig(str(tmp_path / "kc"))})
     client = Api(load_api_client(settings), settings, sleep=lambda _s: None)
@@ -88,7 +93,7 @@ def test_a_deposed_leader_writes_no_storm_moment_and_no_retry(api, tmp_path):
             lost.append("leadership lost")
         return None
     api.hooks.append(depose_on_first_write)
-    mark = StormMark(TRIPPED_AT, datetime.now(timezone.utc), "1")  # a stale version: 409, then a re-read
+    mark = StormMark(TRIPPED_AT, datetime.now(UTC), "1")  # a stale version: 409, then a re-read
     assert record_storm(writer, settings, mark) is Result.NOT_ATTEMPTED
     assert [r.verb for r in api.mutations() if r.resource == "configmaps"] == ["patch"], "one attempt, no retry"
     assert "stormTrippedAt" not in data(api)

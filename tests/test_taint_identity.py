@@ -6,14 +6,12 @@ from __future__ import annotations
 import time
 
 import pytest
-
-from rwo_testkit import fake_cluster as fc
-from rwo_failover.run.exitcodes import EXIT_OK, EXIT_REFUSED
-from rwo_failover.model import OUT_OF_SERVICE_KEY as OOS_KEY
-
+from helpers import attached, detached
 from test_out_of_service import cluster, oos_taints, stuck  # noqa: F401 - cluster is a fixture
 
-from helpers import attached, detached
+from rwo_failover.model import OUT_OF_SERVICE_KEY as OOS_KEY
+from rwo_failover.run.exitcodes import EXIT_OK, EXIT_REFUSED
+from rwo_testkit import fake_cluster as fc
 
 # What rwo-failover 0.1 wrote on the Node with its taint: annotations its own kubelet may write (NodeRestriction
 # lets a kubelet write every annotation on its Node). They are read no more.

@@ -15,13 +15,11 @@ from __future__ import annotations
 import re
 import time
 
-import pytest
+from helpers import detached, recovery_records
 
+from rwo_failover.run.exitcodes import EXIT_OK, EXIT_REFUSED
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.managed_fields import entry
-from rwo_failover.run.exitcodes import EXIT_OK, EXIT_REFUSED
-
-from helpers import detached, recovery_records
 
 STOPPED = tuple(f"stopped-{i}" for i in range(5))
 

@@ -11,13 +11,13 @@ import time
 import urllib.request
 
 import pytest
+from test_out_of_service import cluster, oos_taints, stuck  # noqa: F401 - cluster is a fixture
+from test_redfish import SILENT, bmc_file, freed, redfish_pass
 
 from rwo_failover.model import POWER_CYCLED_ANNOTATION
 from rwo_failover.run.exitcodes import EXIT_OK
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.redfish_bmc import PASSWORD, USER, RedfishEmulator
-from test_out_of_service import cluster, oos_taints, stuck  # noqa: F401 - cluster is a fixture
-from test_redfish import SILENT, bmc_file, freed, redfish_pass
 
 OOS = "node.kubernetes.io/out-of-service"
 

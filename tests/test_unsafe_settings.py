@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from conftest import ROOT
+
 from rwo_failover import settings as config
 from rwo_failover.run.exitcodes import EXIT_CONFIG, EXIT_OK
 from rwo_testkit.fence_server import FenceServer

@@ -10,25 +10,24 @@ import sys
 import threading
 import time
 import urllib.request
-from typing import Callable
+from collections.abc import Callable
 
 import pytest
+from conftest import ROOT
+from helpers import detached
 from kubernetes import watch as k8s_watch
 from kubernetes.client.exceptions import ApiException
 
-from conftest import ROOT
 from rwo_failover import settings as config
 from rwo_failover.kube import Api, load_api_client
+from rwo_failover.kube.reflector import Reflector
+from rwo_failover.kube.sources import NODES, RECOVERY_RECORDS
+from rwo_failover.model import RECOVERY_LABEL, Unreadable
 from rwo_failover.run.exitcodes import EXIT_OK
 from rwo_failover.run.metrics import Metrics
-from rwo_failover.model import RECOVERY_LABEL, Unreadable
-from rwo_failover.kube.sources import NODES, RECOVERY_RECORDS
-from rwo_failover.kube.reflector import Reflector
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.control_plane import free_port
 from rwo_testkit.fake_apiserver import Fault
-
-from helpers import detached
 
 
 def settings_for(kubeconfig: str, **env: str):

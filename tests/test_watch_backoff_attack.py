@@ -8,13 +8,13 @@ from __future__ import annotations
 import logging
 import time
 
+from test_watch import settings_for, wait_until
+
 from rwo_failover.kube import Api, load_api_client
 from rwo_failover.kube.cache import WatchedCluster
 from rwo_failover.run.metrics import Metrics
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.fake_apiserver import Fault
-
-from test_watch import settings_for, wait_until
 
 
 def test_watches_cut_after_running_well_do_not_grow_the_back_off(api, kubeconfig, caplog):

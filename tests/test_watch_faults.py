@@ -9,11 +9,11 @@ import signal
 import threading
 import time
 
+from test_watch import break_node, live_nodes, loop, settings_for, stop, wait_until, watches
+
 from rwo_failover.kube import Api, load_api_client
 from rwo_failover.kube.cache import WatchedCluster
 from rwo_testkit.fake_apiserver import Response
-
-from test_watch import break_node, live_nodes, loop, settings_for, stop, wait_until, watches
 
 BAD_BOOKMARK = (b'{"type":"BOOKMARK","object":{"kind":"Node","apiVersion":"v1",'
                 b'"metadata":{"resourceVersion":"garbage"}}}\n')

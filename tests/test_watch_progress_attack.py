@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import time
 
+from test_watch import settings_for, wait_until
+
 from rwo_failover.kube import Api, load_api_client
 from rwo_failover.kube.cache import WatchedCluster
 from rwo_failover.run.metrics import Metrics
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.fake_apiserver import Fault, Response, _status_body
-
-from test_watch import settings_for, wait_until
 
 
 def _probe(req) -> bool:

@@ -8,11 +8,11 @@ from __future__ import annotations
 import gc
 import tracemalloc
 
-from rwo_testkit import fake_cluster as fc
-from rwo_testkit.managed_fields import bulky, hostile_entry
 from rwo_failover import settings as config
 from rwo_failover.kube import Api, load_api_client
 from rwo_failover.model import Node, Pod, Reader
+from rwo_testkit import fake_cluster as fc
+from rwo_testkit.managed_fields import bulky, hostile_entry
 
 PADDING = hostile_entry(bulky(1_400_000), manager="node-labeller")
 

@@ -4,12 +4,11 @@ a write already under way is sent. Over HTTP, with the real client, against the 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 from rwo_failover import settings as config
-from rwo_failover.kube import Api, load_api_client
 from rwo_failover.act.outcome import Outcome
 from rwo_failover.act.writer import Result, Writer
+from rwo_failover.kube import Api, load_api_client
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.fake_apiserver import Fault
 
@@ -35,7 +34,7 @@ def test_a_retry_is_not_sent_once_the_guard_names_a_reason(api, tmp_path):
     pod = api.add(fc.pod("db-0", "n1"))
     api.inject(Fault("status", verb="delete", resource="pods", status=503, first=1))
 
-    def guard() -> Optional[str]:  # leadership is lost once the first attempt has reached the server
+    def guard() -> str | None:  # leadership is lost once the first attempt has reached the server
         return "no longer the leader" if api.mutations() else None
 
     writer = writer_for(api, tmp_path, guard)
@@ -50,7 +49,7 @@ def test_a_retry_after_a_lost_answer_stopped_by_the_guard_is_unconfirmed(api, tm
     pod = api.add(fc.pod("db-0", "n1"))
     api.inject(Fault("reset", verb="delete", resource="pods", first=1))
 
-    def guard() -> Optional[str]:  # leadership is lost once the first attempt has reached the server
+    def guard() -> str | None:  # leadership is lost once the first attempt has reached the server
         return "no longer the leader" if api.mutations() else None
 
     writer = writer_for(api, tmp_path, guard)

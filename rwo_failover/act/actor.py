@@ -11,8 +11,8 @@ holds only the order of operations.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Callable, Mapping, Optional
 
 from ..kube import Api
 from ..model import Unreadable, bounded_list
@@ -39,9 +39,9 @@ UNDO_HOW = {"bootid": "Reboot the machine (a new bootID lets rwo-failover remove
 
 class Actor:
     def __init__(self, api: Api, settings: Settings, now: Callable[[], datetime], sightings: Sightings,
-                 metrics: Optional[RecoveryMetrics] = None, guard: Optional[Guard] = None,
-                 node_uids: Optional[Mapping[str, str]] = None, *, live_pause: Optional[Guard] = None,
-                 memory: Optional[tuple[bool, Optional[Guard]]] = None) -> None:
+                 metrics: RecoveryMetrics | None = None, guard: Guard | None = None,
+                 node_uids: Mapping[str, str] | None = None, *, live_pause: Guard | None = None,
+                 memory: tuple[bool, Guard | None] | None = None) -> None:
         """`guard` is asked before every write, `live_pause` (the pause switch read live) before every destructive
         one. `memory` (dry run, guard) is for what a pass remembers, the storm moments: written under the stop and
         leadership guard alone, so a storm seen by a paused pass is still remembered; by default as the rest."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import Callable, Optional
+from collections.abc import Callable
 
 from ..kube import Api
 from ..model import CONTROL_NAME
@@ -29,13 +29,13 @@ class PauseCheck:
     """A write guard: `inner`'s reason first (a stop signal, leadership lost), then the pause switch, read live
     once before the first write, and `watched` (continuous mode's copy of the control object) before each."""
 
-    def __init__(self, api: Api, settings: Settings, inner: Optional[Guard] = None,
-                 watched: Optional[Callable[[], str]] = None) -> None:
+    def __init__(self, api: Api, settings: Settings, inner: Guard | None = None,
+                 watched: Callable[[], str] | None = None) -> None:
         self.api, self.settings, self.inner, self.watched = api, settings, inner, watched
         self.found = ""  # why writes stopped for the pause switch; sticky for the rest of the pass
         self._read = False
 
-    def __call__(self) -> Optional[str]:
+    def __call__(self) -> str | None:
         why = self.inner() if self.inner else None
         if why or self.found:
             return why or self.found
@@ -49,7 +49,7 @@ class PauseCheck:
             log.error("paused before a write: nothing more is written this pass", extra={"pause": self.found})
         return self.found or None
 
-    def live(self) -> Optional[str]:
+    def live(self) -> str | None:
         """Before each destructive write: `inner`'s reason, or the pause switch read live now (in every mode: the
         watched copy may lag, and a pass may have waited seconds since its first write for a BMC or a fence)."""
         why = self.inner() if self.inner else None
@@ -63,7 +63,7 @@ class PauseCheck:
         return self.found or None
 
 
-def _reason(error: str, paused_by: Optional[str]) -> str:
+def _reason(error: str, paused_by: str | None) -> str:
     if error:
         return f"{error}; failing safe: nothing is written until it can be read"
     return "" if paused_by is None else f"paused{' ' + paused_by if paused_by else ''} (read again before a write)"
@@ -96,7 +96,7 @@ def record_storm(writer: Writer, settings: Settings, mark: StormMark) -> Result:
 
 
 def _write_mark(writer: Writer, namespace: str, mark: StormMark) -> Result:
-    data: dict[str, Optional[str]] = {mark.key: mark.at.strftime("%Y-%m-%dT%H:%M:%SZ")}
+    data: dict[str, str | None] = {mark.key: mark.at.strftime("%Y-%m-%dT%H:%M:%SZ")}
     if mark.key == TRIPPED_AT:
         data[CALM_SINCE] = None
     if mark.resource_version:

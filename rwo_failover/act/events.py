@@ -7,8 +7,8 @@ import json
 import logging
 import re
 import socket
+from collections.abc import Callable
 from datetime import datetime
-from typing import Callable, Optional
 
 from ..kube import ApiError
 from ..model import BadObject, Json, int_at, obj_at, text_at, time_at
@@ -32,7 +32,7 @@ def repeated_name(node: str, reason: str, uid: str = "") -> str:
     return f"{base}.{uid[:8]}" if uid else base
 
 
-def build_event(namespace: str, kind: str, name: str, uid: Optional[str], event_type: str, reason: str,
+def build_event(namespace: str, kind: str, name: str, uid: str | None, event_type: str, reason: str,
                 message: str, stamp: str, instance: str, cluster_scoped: bool = False) -> dict:
     involved = {"apiVersion": "v1", "kind": kind, "name": name, "uid": uid,
                 "namespace": None if cluster_scoped else namespace}
@@ -82,7 +82,7 @@ def _gist(message: object) -> str:
     return _NUMBER.sub("#", message[:1024]) if isinstance(message, str) else ""
 
 
-def bump_of(found: object, now: datetime, stamp: str, message: str, node: str, uid: str, reason: str) -> Optional[dict]:
+def bump_of(found: object, now: datetime, stamp: str, message: str, node: str, uid: str, reason: str) -> dict | None:
     """The merge patch that bumps our existing repeated Warning; None while it was bumped within
     REPEAT_EVERY_SECONDS, names the node as it is now and says what `message` says. NotOurs when it is not ours
     (_ours).
@@ -97,7 +97,7 @@ def bump_of(found: object, now: datetime, stamp: str, message: str, node: str, u
     current = {k: v for k, v in involved.items() if v is not None}
     try:
         last, count = time_at(event, "lastTimestamp"), int_at(event, "count", 1, high=2**31 - 2)
-        version: Optional[str] = text_at(obj_at(event, "metadata"), "resourceVersion") or None
+        version: str | None = text_at(obj_at(event, "metadata"), "resourceVersion") or None
         pointed = {k: v for k, v in obj_at(event, "involvedObject").items() if k in involved} == current
     except BadObject:
         last, count, version, pointed = None, 1, None, False

@@ -19,7 +19,7 @@ import logging
 import ssl
 import urllib.error
 import urllib.request
-from typing import Callable, Optional
+from collections.abc import Callable
 
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
@@ -66,11 +66,11 @@ def judge_answer(status: int, body: bytes, asked: dict) -> tuple[bool, str]:
                        f"{asked.get('uid')!r}, as asked")
     return True, ""
 
-def _context(ca_file: Optional[str]) -> ssl.SSLContext:
+def _context(ca_file: str | None) -> ssl.SSLContext:
     return ssl.create_default_context(cafile=ca_file) if ca_file else ssl.create_default_context()
 
 
-def ca_file_problem(path: str) -> Optional[str]:
+def ca_file_problem(path: str) -> str | None:
     """Why the CA file at `path` cannot verify the webhook (None when it holds a certificate ssl loads): asked at
     start-up, with the parser the calls use, so a token mounted at the wrong path is exit 2 naming the setting,
     not a TLS error on every fence that blames the fencer. Never quotes the file: it may hold a secret."""
@@ -86,7 +86,7 @@ def ca_file_problem(path: str) -> Optional[str]:
     return None
 
 
-def _headers(token_file: Optional[str]) -> dict[str, str]:
+def _headers(token_file: str | None) -> dict[str, str]:
     """The request's headers; TokenError when the token file (checked at start-up) no longer holds a token
     that can be sent: a rotation caught mid-write, say."""
     headers = {"Content-Type": "application/json", "Accept": "application/json", "User-Agent": "rwo-failover"}
@@ -95,7 +95,7 @@ def _headers(token_file: Optional[str]) -> dict[str, str]:
     return headers
 
 
-def _opener(ca_file: Optional[str], per_read: float, remaining: Callable[[], float]) -> urllib.request.OpenerDirector:
+def _opener(ca_file: str | None, per_read: float, remaining: Callable[[], float]) -> urllib.request.OpenerDirector:
     """HTTPS whose answers end with the pass (kube/deadline_http.py), and no redirects."""
     return urllib.request.build_opener(DeadlineHTTPS(_context(ca_file), per_read, remaining, PAST_DEADLINE),
                                        _NoRedirects())
@@ -136,7 +136,7 @@ def _attempt(url: str, payload: bytes, asked: dict, settings: Settings,
 
 
 def fence(payload: dict, settings: Settings, remaining: Callable[[], float], sleep: Callable[[float], None],
-          stopped: Callable[[], Optional[str]]) -> tuple[bool, str]:
+          stopped: Callable[[], str | None]) -> tuple[bool, str]:
     """(True, "") when the webhook confirmed; (False, why) otherwise. Never raises for the answer.
 
     `stopped` (the Writer's guard: a stop signal, lost leadership, the pass deadline) is asked before every

@@ -14,12 +14,21 @@ again and judged again from scratch, and written at most once more, never retrie
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import datetime
-from typing import Callable, Optional
 
 from ..kube import Api, ApiError
-from ..model import (FENCE_ASKED_ANNOTATION, FENCE_LABEL, BadObject, Fence, Lease, Machine, Node, bounded_list,
-                     fence_asked)
+from ..model import (
+    FENCE_ASKED_ANNOTATION,
+    FENCE_LABEL,
+    BadObject,
+    Fence,
+    Lease,
+    Machine,
+    Node,
+    bounded_list,
+    fence_asked,
+)
 from ..planner import unfence_step
 from ..planner.fencing import DELETE, FAILED, PENDING, RECREATE, REQUEST, UNFENCE, cidrs, judge_fence
 from ..planner.types import NodePlan
@@ -33,7 +42,7 @@ from .writer import Result, Writer
 log = logging.getLogger("rwo_failover")
 NETWORK_FENCE_API = "csiaddons.openshift.io/v1alpha1"
 # The node, its Lease and its raw JSON, read now; None once the failure to read them is recorded.
-ReadLive = Callable[[str, str], Optional[tuple[Node, Optional[Lease], dict]]]
+ReadLive = Callable[[str, str], tuple[Node, Lease | None, dict] | None]
 # While a pass waits for a NetworkFence's answer it reads the fence this often, and stops waiting once only
 # KEEP_FOR_ACTING of the pass deadline is left: fencing then costs the controller's few seconds, never a CronJob
 # interval.
@@ -225,7 +234,7 @@ class Fencer:
         bumped, however many passes see it (the plan's skip line says it each pass, and the metric counts it)."""
         self.events.repeated(name, uid, "FenceLeftInPlace", why)
 
-    def _judge_unfence(self, name: str, planned: str) -> Optional[tuple[Node, Fence]]:
+    def _judge_unfence(self, name: str, planned: str) -> tuple[Node, Fence] | None:
         """The node and the fence read now, when the rule still calls for `planned` on them."""
         live = self.read_live(name, "re-check before unfencing")
         fence = self._read_fence(name)
@@ -247,7 +256,7 @@ class Fencer:
             return self.writer.patch_networkfence(name, patch, "unfence")
         return self.writer.delete_networkfence(name, fence.uid, fence.version)
 
-    def _read_fence(self, name: str, purpose: str = "before unfencing", anyone: bool = False) -> Optional[Fence]:
+    def _read_fence(self, name: str, purpose: str = "before unfencing", anyone: bool = False) -> Fence | None:
         """The fence read now (its uid and resourceVersion are what each write is preconditioned on); None once
         the failure is recorded, or when it is gone. Unless `anyone`, one that is not ours is a failure."""
         try:

@@ -7,7 +7,8 @@ never overwrites someone else's change; after a 409 the node is read (and judged
 from __future__ import annotations
 
 import logging
-from typing import Callable, Optional, Union
+from collections.abc import Callable
+from typing import Union
 
 from ..model import OUT_OF_SERVICE_KEY, OUT_OF_SERVICE_VALUE, BadObject, Taint, obj_at, text_at
 from .writer import Result, Writer
@@ -26,7 +27,7 @@ def taints_of(raw: dict) -> list[dict]:
     return list((raw.get("spec") or {}).get("taints") or ())
 
 
-def add_patch(raw: dict, stamp: str) -> Optional[dict]:
+def add_patch(raw: dict, stamp: str) -> dict | None:
     """The patch that adds our taint with timeAdded `stamp` (the time our record of it names); None when an
     out-of-service taint is already there."""
     taints = taints_of(raw)

@@ -4,8 +4,8 @@ with its record, only when undo's rule allows it on the node read live; a record
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import datetime
-from typing import Callable
 
 from ..kube import Api, ApiError
 from ..model import BadObject, Node, TaintRecord

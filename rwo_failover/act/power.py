@@ -5,7 +5,7 @@ allows one. Anything else is no proof, and nothing on the node is touched (act/f
 from __future__ import annotations
 
 import logging
-from typing import Callable, Optional
+from collections.abc import Callable
 
 from ..kube import Api
 from ..model import Node
@@ -30,7 +30,7 @@ class PowerWitness:
         self.api, self.settings, self.writer, self.events = api, settings, writer, events
         self.outcome, self.sleep = outcome, sleep
 
-    def _entry(self, node: Node, judged: Optional[tuple[str, str, str]]) -> tuple[Optional[Bmc], str]:
+    def _entry(self, node: Node, judged: tuple[str, str, str] | None) -> tuple[Bmc | None, str]:
         """The node's BMC map entry, by the key the plan judged unique (`judged`: the key, the node's systemUUID
         then, and another node reporting that UUID), while the node as read now still carries both; else (None,
         why). An entry that names its machine by uuid proves nothing when another node reports that UUID too."""
@@ -50,7 +50,7 @@ class PowerWitness:
                           "its machine by serial)")
         return bmc, ""
 
-    def shows_on(self, node: Node) -> Optional[str]:
+    def shows_on(self, node: Node) -> str | None:
         """UNDO=bmc's last witness, asked just before our taint comes off: None when the machine the map names for
         the node answers PowerState On now (it was seen Off when we acted: a power cycle the BMC itself showed);
         else why not. A read only: nothing is powered on or off."""
@@ -62,7 +62,7 @@ class PowerWitness:
             return f"its BMC does not show the machine back on ({why})"
         return None if state == "On" else f"its BMC answers PowerState {state}, not On"
 
-    def prove_off(self, node: Node, judged: tuple[str, str, str], *, hold_power_off: bool = False) -> Optional[str]:
+    def prove_off(self, node: Node, judged: tuple[str, str, str], *, hold_power_off: bool = False) -> str | None:
         """None once the BMC answers Off (after ForceOff, with REDFISH_POWER_OFF) for the machine the map names;
         else why not ("" when the writer recorded it already, or when it is only pending: `hold_power_off`, this
         process has not yet watched the Lease long enough to send a ForceOff). No reason holds the BMC's address or

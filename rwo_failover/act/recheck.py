@@ -5,13 +5,13 @@ sign of life. Once a node fails a re-check, nothing more is written on it in thi
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Callable, Iterator, Optional
 
 from ..kube import Api, ApiError
-from ..observe.sightings import Sightings
 from ..model import BadObject, Lease, Node
+from ..observe.sightings import Sightings
 from ..planner import NodePlan, NodeState, NodeVerdict, judge_tainted_node, judge_untainted, shutdown_taint
 from ..planner.nodes import OPTED_OUT
 from ..settings import Settings
@@ -20,7 +20,7 @@ from .taint_records import TaintRecords
 from .writer import Writer
 
 log = logging.getLogger("rwo_failover")
-Live = tuple[Node, Optional[Lease], dict]
+Live = tuple[Node, Lease | None, dict]
 
 
 class Rechecker:
@@ -30,7 +30,7 @@ class Rechecker:
         self.on_split_brain, self.records, self.sightings = on_split_brain, records, sightings
         self.lost: set[str] = set()  # nodes that failed a re-check in this pass: nothing more is written there
 
-    def read_live(self, name: str, purpose: str) -> Optional[Live]:
+    def read_live(self, name: str, purpose: str) -> Live | None:
         """The node (also raw, for its resourceVersion) and its Lease, read now; None after recording why not. A
         node carrying an out-of-service taint comes with our record of it, read now too: which taint is ours."""
         try:
@@ -54,8 +54,8 @@ class Rechecker:
             self.writer.fail(f"{purpose} of node {name}: the node or its Lease cannot be read ({err}); skipped")
         return None
 
-    def judge(self, name: str, seen: Optional[str] = None,
-              status_seen: Optional[datetime] = None) -> Optional[tuple[NodeVerdict, Node, dict]]:
+    def judge(self, name: str, seen: str | None = None,
+              status_seen: datetime | None = None) -> tuple[NodeVerdict, Node, dict] | None:
         """Judge the node again, live, with the plan's rule; the verdict, the node, and its raw JSON."""
         live = self.read_live(name, "re-check")
         if live is None:
@@ -79,7 +79,7 @@ class Rechecker:
         """Within: a destructive write whose answer was lost is resent only after the node passes another live
         re-check (a kubelet may come back while the attempt went unanswered), and the pause switch, read live,
         is still off."""
-        def guard() -> Optional[str]:
+        def guard() -> str | None:
             if self.confirm_down(node_plan) is None:
                 return "the node is no longer proven down on the live re-check before a retry"
             return self.writer.live_pause() if self.writer.live_pause else None  # the pause, read live too
@@ -89,7 +89,7 @@ class Rechecker:
         finally:
             self.api.retry_guard = None
 
-    def confirm_down(self, node_plan: NodePlan) -> Optional[tuple[Node, dict]]:
+    def confirm_down(self, node_plan: NodePlan) -> tuple[Node, dict] | None:
         """The node and its raw JSON when it is still proven down now, live; None (after saying why, once) when
         it is not, or cannot be read: then nothing more is written on it in this pass."""
         name = node_plan.verdict.node

@@ -14,8 +14,9 @@ still exists, and the next pass drops it; never one this pass has just written.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import datetime
-from typing import Callable, Optional, Protocol
+from typing import Protocol
 
 from ..model import RECOVERY_LABEL, parse_time
 from ..planner.recovery import Record, Verdict
@@ -44,7 +45,7 @@ def records_for(action: PodAction, not_ready_since: str, now: datetime) -> list[
 
 
 class RecoveryTracker:
-    def __init__(self, writer: Writer, events: EventRecorder, metrics: Optional[RecoveryMetrics],
+    def __init__(self, writer: Writer, events: EventRecorder, metrics: RecoveryMetrics | None,
                  now: Callable[[], datetime], namespace: str) -> None:
         self.writer, self.events, self.metrics, self.now = writer, events, metrics, now
         self.namespace = namespace

@@ -29,7 +29,7 @@ import ssl
 import time
 import urllib.error
 import urllib.request
-from typing import Callable, Optional
+from collections.abc import Callable
 from urllib.parse import urlsplit, urlunsplit
 
 from ..kube.deadline_http import DeadlineHTTPS
@@ -53,7 +53,7 @@ def _context(bmc: Bmc) -> ssl.SSLContext:
     return ssl.create_default_context(cadata=bmc.ca) if bmc.ca else ssl.create_default_context()
 
 
-def _call(bmc: Bmc, method: str, url: str, body: Optional[dict], settings: Settings,
+def _call(bmc: Bmc, method: str, url: str, body: dict | None, settings: Settings,
           remaining: Remaining) -> tuple[int, bytes]:
     """One request, ended by the call's own deadline; (status, body) of any answer that is HTTP, 3xx included.
     Raises _Unproven with a reason that names no address and no credential."""
@@ -111,7 +111,7 @@ def _refused(status: int, what: str) -> _Unproven:
     return _Unproven(f"the BMC answered HTTP {status} {what}")
 
 
-def _not_the_machine(system: dict, bmc: Bmc, node_uuid: str) -> Optional[str]:
+def _not_the_machine(system: dict, bmc: Bmc, node_uuid: str) -> str | None:
     """Why the ComputerSystem is not the machine the map entry names (its uuid and serial: the operator's word),
     or None when it is. The node's own systemUUID, which its kubelet writes, must name that machine too: a check
     against an honest mistake (a name re-registered on another machine), never proof. Nothing is quoted: a BMC's
@@ -153,7 +153,7 @@ def _path(bmc: Bmc) -> str:
 
 
 def power_state(bmc: Bmc, settings: Settings, remaining: Remaining,
-                node_uuid: str) -> tuple[Optional[str], dict, str]:
+                node_uuid: str) -> tuple[str | None, dict, str]:
     """(PowerState, the ComputerSystem, "") as the BMC answers now for the machine the map entry names (which
     `node_uuid`, the node's own word, must name too); (None, {}, why) when it does not, or answers for another
     machine."""

@@ -9,7 +9,6 @@ its uid and resourceVersion), after its node was read again, live.
 from __future__ import annotations
 
 import logging
-from typing import Optional
 
 from ..kube import Api, ApiError
 from ..model import POWER_CYCLED_ANNOTATION, BadObject, Node, TaintRecord, record_name
@@ -18,7 +17,7 @@ from .writer import Result, Writer
 log = logging.getLogger("rwo_failover")
 
 
-def _record(obj: dict) -> Optional[TaintRecord]:
+def _record(obj: dict) -> TaintRecord | None:
     try:
         return TaintRecord.from_json(obj)
     except BadObject:
@@ -30,7 +29,7 @@ class TaintRecords:
         self.api, self.writer, self.namespace = api, writer, namespace
         self._written: dict[str, TaintRecord] = {}  # what this pass wrote, by ConfigMap name
 
-    def read(self, node: Node, purpose: str) -> Optional[dict[str, TaintRecord]]:
+    def read(self, node: Node, purpose: str) -> dict[str, TaintRecord] | None:
         """The record of this Node object, read now ({} when none, or unreadable); None once a failed read is
         recorded."""
         name = record_name(node.uid)
@@ -69,7 +68,7 @@ class TaintRecords:
         except ApiError as err:
             self.writer.fail(f"replacing the taint record {name}: reading it failed: {err}", err)
             return Result.FAILED
-        version = str(((found[0].get("metadata") or {}).get("resourceVersion") or "")) if found else ""
+        version = str((found[0].get("metadata") or {}).get("resourceVersion") or "") if found else ""
         if not version:
             self.writer.fail(f"replacing the taint record {name}: it cannot be read back to precondition the write")
             return Result.FAILED
@@ -99,7 +98,7 @@ class TaintRecords:
             log.warning("taint record changed since it was read; left for a later pass",
                         extra={"record": record.name})
 
-    def drop(self, record: TaintRecord, live: Optional[Node]) -> bool:
+    def drop(self, record: TaintRecord, live: Node | None) -> bool:
         """Drop a record whose taint is gone, judged again on its node as read now (`live`, None when the node is
         gone): kept when the node still carries the recorded taint. True when it was dropped."""
         if live is not None and live.uid == record.node_uid and \

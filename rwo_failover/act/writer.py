@@ -10,8 +10,8 @@ decides what to write and when.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from enum import Enum
-from typing import Callable, Optional
 
 from ..kube import Api, ApiError, Forbidden, Unavailable, WriteStopped
 from ..model import BadObject, obj_at, text_at, texts_at
@@ -19,7 +19,7 @@ from .outcome import Outcome
 
 log = logging.getLogger("rwo_failover")
 # Why no write may start now (a stop signal, leadership lost); None while writes may go on.
-Guard = Callable[[], Optional[str]]
+Guard = Callable[[], str | None]
 
 
 class Result(str, Enum):
@@ -34,22 +34,22 @@ class Result(str, Enum):
 
 
 class Writer:
-    def __init__(self, api: Api, dry_run: bool, outcome: Outcome, guard: Optional[Guard] = None,
-                 live_pause: Optional[Guard] = None) -> None:
+    def __init__(self, api: Api, dry_run: bool, outcome: Outcome, guard: Guard | None = None,
+                 live_pause: Guard | None = None) -> None:
         """`guard` is asked before every write attempt; `live_pause` (the pause switch read live) before every
         destructive one too: a fence, a power-off, a taint, a pod or attachment delete."""
         self.api, self.dry_run, self.outcome, self.guard, self.live_pause = api, dry_run, outcome, guard, live_pause
-        self.body: Optional[dict] = None  # the response body of the last write that landed
+        self.body: dict | None = None  # the response body of the last write that landed
         self.held_by: tuple[str, ...] = ()  # the finalizers the last pod delete's answer named
         api.write_guard = self.stopped
 
-    def stopped(self) -> Optional[str]:
+    def stopped(self) -> str | None:
         """Why no write may start now; None while writes may go on."""
         if self.api.remaining() <= 0:
             return "the pass deadline (PASS_TIMEOUT_SECONDS) has passed"
         return self.guard() if self.guard else None
 
-    def stopped_destructive(self) -> Optional[str]:
+    def stopped_destructive(self) -> str | None:
         """stopped(), or the pause switch read live now (set, perhaps, during a wait for a BMC's Off or a fence)."""
         return self.stopped() or (self.live_pause() if self.live_pause else None)
 
@@ -99,7 +99,7 @@ class Writer:
         return Result.HELD if self.held_by else Result.DONE
 
     def _landed(self, result: Result, what: str, fields: dict, uid: str,
-                read: Callable[[], Optional[dict]]) -> Result:
+                read: Callable[[], dict | None]) -> Result:
         """A delete that found nothing (404) after an attempt whose answer was lost: that attempt landed (or someone
         finished the same delete in between); the object inspected is gone as asked, so it counts as done. A 409
         then proves nothing by itself (an admission webhook answers 409 too, and so does a precondition no object
@@ -165,7 +165,7 @@ class Writer:
         return self._write(f"deleting recovery record {namespace}/{name}", "would settle the recovery record",
                            {"record": name}, lambda: self.api.delete_recovery_record(namespace, name))
 
-    def record(self, what: str, would: str, name: str, call: Callable[[], Optional[dict]]) -> Result:
+    def record(self, what: str, would: str, name: str, call: Callable[[], dict | None]) -> Result:
         """A write of one of our records (act/taint_records.py); CONFLICT on a 409 (it exists, or changed)."""
         return self._write(what, would, {"record": name}, call, conflict_ok=True)
 
@@ -222,7 +222,7 @@ class Writer:
         done, why = call()
         return (Result.DONE, "") if done else (Result.FAILED, why)
 
-    def _outside_call_gate(self, what: str, would: str, node: str) -> Optional[tuple[Result, str]]:
+    def _outside_call_gate(self, what: str, would: str, node: str) -> tuple[Result, str] | None:
         """A fencer's or a BMC's call, first: WOULD in a dry run, NOT_ATTEMPTED when refused; None: make it."""
         if self.dry_run:
             log.info(f"dry-run: {would}", extra={"node": node})
@@ -250,12 +250,12 @@ class Writer:
         self._not_attempted(what, str(err), fields)
         return Result.NOT_ATTEMPTED
 
-    def fail(self, message: str, err: Optional[ApiError] = None) -> None:
+    def fail(self, message: str, err: ApiError | None = None) -> None:
         """Record a failure that is not a write error (a finalizer, a node that keeps changing)."""
         (self.outcome.forbidden if isinstance(err, Forbidden) else self.outcome.failures).append(message)
         log.error(message)
 
-    def _write(self, what: str, would: str, fields: dict, call: Callable[[], Optional[dict]],
+    def _write(self, what: str, would: str, fields: dict, call: Callable[[], dict | None],
                conflict_ok: bool = False, quiet_dry_run: bool = False, destructive: bool = False) -> Result:
         if self.dry_run:
             log.log(logging.DEBUG if quiet_dry_run else logging.INFO, f"dry-run: {would}", extra=fields)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
 from datetime import datetime
-from typing import AbstractSet, Callable, Iterator, Optional, TypeVar
+from typing import AbstractSet, TypeVar
 
 from kubernetes import watch as k8s_watch
 
@@ -30,7 +31,7 @@ SMALL_OBJECT_PAGE_FACTOR = 10
 T = TypeVar("T")
 
 
-def parse_version(git_version: str) -> Optional[tuple[int, int]]:
+def parse_version(git_version: str) -> tuple[int, int] | None:
     """'v1.29.3-eks-abc' -> (1, 29); None when it does not start with major.minor."""
     found = re.match(r"v?(\d+)\.(\d+)", git_version.strip())
     return (int(found[1]), int(found[2])) if found else None
@@ -39,7 +40,7 @@ def parse_version(git_version: str) -> Optional[tuple[int, int]]:
 class Api(Lister):
     """The calls a pass makes, each retried within bounds and charged to one deadline (transport.Transport)."""
 
-    def list_nodes(self, convert: Callable[[dict], T], consistent: Optional[bool] = None) -> list[T]:
+    def list_nodes(self, convert: Callable[[dict], T], consistent: bool | None = None) -> list[T]:
         return self.list_all("nodes", "/api/v1/nodes", shapes.Node, convert, consistent=consistent)
 
     def watch_nodes(self, version: str, timeout_seconds: int, watcher: k8s_watch.Watch) -> Iterator[dict]:
@@ -49,10 +50,10 @@ class Api(Lister):
         """The nodes' resourceVersion now (a consistent list of one node): what a watch of them must reach."""
         return self.latest_version("nodes", "/api/v1/nodes", shapes.Node)
 
-    def read_node(self, name: str) -> Optional[dict]:
+    def read_node(self, name: str) -> dict | None:
         return self.call("get", "nodes", "GET", f"/api/v1/nodes/{name}")
 
-    def read_lease(self, node: str) -> Optional[dict]:
+    def read_lease(self, node: str) -> dict | None:
         return self.call("get", f"leases in {LEASE_NAMESPACE}", "GET",
                          f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases/{node}")
 
@@ -61,8 +62,8 @@ class Api(Lister):
         return self.list_all("leases", f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases",
                              shapes.Lease, convert, page_factor=SMALL_OBJECT_PAGE_FACTOR, consistent=False)
 
-    def list_pods_on(self, node: str, convert: Callable[[dict], T], consistent: Optional[bool] = None,
-                     mounting: Optional[tuple[AbstractSet[str], AbstractSet[str]]] = None) -> list[T]:
+    def list_pods_on(self, node: str, convert: Callable[[dict], T], consistent: bool | None = None,
+                     mounting: tuple[AbstractSet[str], AbstractSet[str]] | None = None) -> list[T]:
         """The pods bound to a node; with `mounting`, only those kube.keep.mounting keeps."""
         return self.list_all("pods", "/api/v1/pods", shapes.Pod, convert,
                              query=[("fieldSelector", f"spec.nodeName={node}")], consistent=consistent,
@@ -73,36 +74,36 @@ class Api(Lister):
         return self.watch("pods", "/api/v1/pods", version, timeout_seconds, watcher,
                           [("fieldSelector", f"spec.nodeName={node}")])
 
-    def read_claim(self, namespace: str, name: str) -> Optional[dict]:
+    def read_claim(self, namespace: str, name: str) -> dict | None:
         return self.read("persistentvolumeclaims", f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/{name}",
                          shapes.Claim)
 
-    def list_claims(self, convert: Callable[[dict], T], only: Optional[AbstractSet[tuple[str, str]]] = None
+    def list_claims(self, convert: Callable[[dict], T], only: AbstractSet[tuple[str, str]] | None = None
                     ) -> list[T]:
         """Every claim, or (`only`) those named (namespace, name) and any whose name cannot be told."""
         return self.list_all("persistentvolumeclaims", "/api/v1/persistentvolumeclaims", shapes.Claim, convert,
                              page_factor=SMALL_OBJECT_PAGE_FACTOR, keep=None if only is None else keep.named_in(only))
 
     def list_pods_in(self, namespace: str, convert: Callable[[dict], T],
-                     mounting: Optional[tuple[AbstractSet[str], AbstractSet[str]]] = None,
-                     consistent: Optional[bool] = None) -> list[T]:
+                     mounting: tuple[AbstractSet[str], AbstractSet[str]] | None = None,
+                     consistent: bool | None = None) -> list[T]:
         """The namespace's pods, or (`mounting`: claim names, uids) those mounting one of the claims or with one of
         the uids, and any whose volumes cannot be told."""
         return self.list_all("pods", f"/api/v1/namespaces/{namespace}/pods", shapes.Pod, convert,
                              keep=None if mounting is None else keep.mounting(*mounting), consistent=consistent)
 
-    def read_pod(self, namespace: str, name: str) -> Optional[dict]:
+    def read_pod(self, namespace: str, name: str) -> dict | None:
         return self.read("pods", f"/api/v1/namespaces/{namespace}/pods/{name}", shapes.Pod)
 
-    def read_volume(self, name: str) -> Optional[dict]:
+    def read_volume(self, name: str) -> dict | None:
         return self.read("persistentvolumes", f"/api/v1/persistentvolumes/{name}", shapes.Volume)
 
-    def list_volumes(self, convert: Callable[[dict], T], only: Optional[AbstractSet[str]] = None) -> list[T]:
+    def list_volumes(self, convert: Callable[[dict], T], only: AbstractSet[str] | None = None) -> list[T]:
         """Every PV, or (`only`) those named and any whose name cannot be told."""
         return self.list_all("persistentvolumes", "/api/v1/persistentvolumes", shapes.Volume, convert,
                              page_factor=SMALL_OBJECT_PAGE_FACTOR, keep=None if only is None else keep.named(only))
 
-    def list_attachments(self, convert: Callable[[dict], T], nodes: Optional[AbstractSet[str]] = None,
+    def list_attachments(self, convert: Callable[[dict], T], nodes: AbstractSet[str] | None = None,
                          volumes: AbstractSet[str] = frozenset()) -> list[T]:
         """Every VolumeAttachment (they have no node field selector), or (`nodes`) those on these nodes or of
         these PVs, and any whose node or PV cannot be told."""
@@ -110,28 +111,28 @@ class Api(Lister):
                              convert, page_factor=SMALL_OBJECT_PAGE_FACTOR,
                              keep=None if nodes is None else keep.on(nodes, volumes))
 
-    def delete_pod(self, namespace: str, name: str, uid: str) -> Optional[dict]:
+    def delete_pod(self, namespace: str, name: str, uid: str) -> dict | None:
         body = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0, "preconditions": {"uid": uid}}
         return self.call("delete", "pods", "DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}",
                          [("gracePeriodSeconds", 0)], body)
 
-    def find_attachment(self, name: str) -> Optional[dict]:
+    def find_attachment(self, name: str) -> dict | None:
         """One VolumeAttachment by name, or None: a consistent list by metadata.name (RBAC grants list, not get)."""
         found = self.list_all("volumeattachments", "/apis/storage.k8s.io/v1/volumeattachments", shapes.Attachment,
                               lambda obj: obj, query=[("fieldSelector", f"metadata.name={name}")], consistent=True)
         return found[0] if found else None
 
-    def delete_attachment(self, name: str, uid: str) -> Optional[dict]:
+    def delete_attachment(self, name: str, uid: str) -> dict | None:
         body = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": uid}}
         return self.call("delete", "volumeattachments", "DELETE", f"/apis/storage.k8s.io/v1/volumeattachments/{name}",
                          body=body)
 
-    def patch_node(self, name: str, patch: dict) -> Optional[dict]:
+    def patch_node(self, name: str, patch: dict) -> dict | None:
         """A JSON merge patch; put metadata.resourceVersion in it to make it fail (409) on a stale read."""
         return self.call("patch", "nodes", "PATCH", f"/api/v1/nodes/{name}", body=patch,
                          content_type="application/merge-patch+json")
 
-    def server_stamp(self) -> tuple[datetime, Optional[datetime]]:
+    def server_stamp(self) -> tuple[datetime, datetime | None]:
         """The API server's own time, and the Date header of the same answer: a server-side dry-run create of an
         Event (stored nowhere; `create events` is already ours) comes back stamped by the server's clock, the
         clock that stamps every Lease and node status we judge."""
@@ -156,29 +157,29 @@ class Api(Lister):
         pass's to find out, and must not cost its deadline twice."""
         self.call("create", what, "POST", path, [("dryRun", "All")], body, attempts=1)
 
-    def server_version(self) -> Optional[tuple[int, int]]:
+    def server_version(self) -> tuple[int, int] | None:
         """(major, minor) from /version, a non-resource URL every authenticated client may read."""
         found = self.call("get", "/version", "GET", "/version") or {}
         return parse_version(str(found.get("gitVersion", "")))
 
     # Fencing with FENCING=networkfence; RBAC in the optional deploy/components/networkfence.
-    def list_networkfences(self, convert: Callable[[dict], T], consistent: Optional[bool] = None) -> list[T]:
+    def list_networkfences(self, convert: Callable[[dict], T], consistent: bool | None = None) -> list[T]:
         return self.list_all("networkfences", NETWORK_FENCES, shapes.Fence, convert, consistent=consistent)
 
     def watch_networkfences(self, version: str, timeout_seconds: int, watcher: k8s_watch.Watch) -> Iterator[dict]:
         return self.watch("networkfences", NETWORK_FENCES, version, timeout_seconds, watcher)
 
-    def read_networkfence(self, name: str) -> Optional[dict]:
+    def read_networkfence(self, name: str) -> dict | None:
         return self.call("get", "networkfences", "GET", f"{NETWORK_FENCES}/{name}")
 
-    def create_networkfence(self, body: dict) -> Optional[dict]:
+    def create_networkfence(self, body: dict) -> dict | None:
         return self.call("create", "networkfences", "POST", NETWORK_FENCES, body=body)
 
-    def patch_networkfence(self, name: str, patch: dict) -> Optional[dict]:
+    def patch_networkfence(self, name: str, patch: dict) -> dict | None:
         return self.call("patch", "networkfences", "PATCH", f"{NETWORK_FENCES}/{name}", body=patch,
                          content_type="application/merge-patch+json")
 
-    def delete_networkfence(self, name: str, uid: str, resource_version: str) -> Optional[dict]:
+    def delete_networkfence(self, name: str, uid: str, resource_version: str) -> dict | None:
         """Preconditioned on the object read: 409 when the fence changed, or was replaced, since."""
         body = {"apiVersion": "v1", "kind": "DeleteOptions",
                 "preconditions": {"uid": uid, "resourceVersion": resource_version}}
@@ -186,7 +187,7 @@ class Api(Lister):
 
     # Recovery records: ConfigMaps in RECOVERY_NAMESPACE (a Role there; tenants cannot write them).
     def list_recovery_records(self, namespace: str, label: str, convert: Callable[[dict], T],
-                              consistent: Optional[bool] = None) -> list[T]:
+                              consistent: bool | None = None) -> list[T]:
         return self.list_all(RECOVERY_RECORDS, f"/api/v1/namespaces/{namespace}/configmaps", shapes.Record, convert,
                              page_factor=SMALL_OBJECT_PAGE_FACTOR, query=[("labelSelector", label)],
                              consistent=consistent)
@@ -196,19 +197,19 @@ class Api(Lister):
         return self.watch(RECOVERY_RECORDS, f"/api/v1/namespaces/{namespace}/configmaps", version, timeout_seconds,
                           watcher, [("labelSelector", label)])
 
-    def create_recovery_record(self, namespace: str, body: dict) -> Optional[dict]:
+    def create_recovery_record(self, namespace: str, body: dict) -> dict | None:
         return self.call("create", RECOVERY_RECORDS, "POST", f"/api/v1/namespaces/{namespace}/configmaps", body=body)
 
-    def patch_recovery_record(self, namespace: str, name: str, patch: dict) -> Optional[dict]:
+    def patch_recovery_record(self, namespace: str, name: str, patch: dict) -> dict | None:
         return self.call("patch", RECOVERY_RECORDS, "PATCH", f"/api/v1/namespaces/{namespace}/configmaps/{name}",
                          body=patch, content_type="application/merge-patch+json")
 
-    def delete_recovery_record(self, namespace: str, name: str) -> Optional[dict]:
+    def delete_recovery_record(self, namespace: str, name: str) -> dict | None:
         return self.call("delete", RECOVERY_RECORDS, "DELETE", f"/api/v1/namespaces/{namespace}/configmaps/{name}")
 
     # Taint records: ConfigMaps in RECOVERY_NAMESPACE labelled TAINT_RECORD_LABEL, one per Node object we tainted.
     def list_taint_records(self, namespace: str, label: str, convert: Callable[[dict], T],
-                           consistent: Optional[bool] = None) -> list[T]:
+                           consistent: bool | None = None) -> list[T]:
         return self.list_all(TAINT_RECORDS, f"/api/v1/namespaces/{namespace}/configmaps", shapes.Record, convert,
                              page_factor=SMALL_OBJECT_PAGE_FACTOR, query=[("labelSelector", label)],
                              consistent=consistent)
@@ -223,15 +224,15 @@ class Api(Lister):
         return self.list_all(TAINT_RECORDS, f"/api/v1/namespaces/{namespace}/configmaps", shapes.Record, convert,
                              query=[("fieldSelector", f"metadata.name={name}")], consistent=True)
 
-    def create_taint_record(self, namespace: str, body: dict) -> Optional[dict]:
+    def create_taint_record(self, namespace: str, body: dict) -> dict | None:
         return self.call("create", TAINT_RECORDS, "POST", f"/api/v1/namespaces/{namespace}/configmaps", body=body)
 
-    def patch_taint_record(self, namespace: str, name: str, patch: dict) -> Optional[dict]:
+    def patch_taint_record(self, namespace: str, name: str, patch: dict) -> dict | None:
         """A merge patch carrying metadata.resourceVersion: 409 when the record changed since our read."""
         return self.call("patch", TAINT_RECORDS, "PATCH", f"/api/v1/namespaces/{namespace}/configmaps/{name}",
                          body=patch, content_type="application/merge-patch+json")
 
-    def delete_taint_record(self, namespace: str, name: str, uid: str, resource_version: str) -> Optional[dict]:
+    def delete_taint_record(self, namespace: str, name: str, uid: str, resource_version: str) -> dict | None:
         """Preconditioned on the record judged: 409 when it was written again since."""
         body = {"apiVersion": "v1", "kind": "DeleteOptions",
                 "preconditions": {"uid": uid, "resourceVersion": resource_version}}
@@ -240,7 +241,7 @@ class Api(Lister):
 
     # The control ConfigMap: read and watched by its name, written with its resourceVersion as precondition.
     def list_control(self, namespace: str, name: str, convert: Callable[[dict], T],
-                     consistent: Optional[bool] = None) -> list[T]:
+                     consistent: bool | None = None) -> list[T]:
         return self.list_all(CONTROL, f"/api/v1/namespaces/{namespace}/configmaps", shapes.Control, convert,
                              query=[("fieldSelector", f"metadata.name={name}")], consistent=consistent)
 
@@ -249,35 +250,35 @@ class Api(Lister):
         return self.watch(CONTROL, f"/api/v1/namespaces/{namespace}/configmaps", version, timeout_seconds, watcher,
                           [("fieldSelector", f"metadata.name={name}")])
 
-    def create_control(self, namespace: str, body: dict) -> Optional[dict]:
+    def create_control(self, namespace: str, body: dict) -> dict | None:
         return self.call("create", CONTROL, "POST", f"/api/v1/namespaces/{namespace}/configmaps", body=body)
 
-    def patch_control(self, namespace: str, name: str, patch: dict) -> Optional[dict]:
+    def patch_control(self, namespace: str, name: str, patch: dict) -> dict | None:
         """A merge patch carrying metadata.resourceVersion: 409 when someone wrote since our read."""
         return self.call("patch", CONTROL, "PATCH", f"/api/v1/namespaces/{namespace}/configmaps/{name}", body=patch,
                          content_type="application/merge-patch+json")
 
     # Leader election (continuous mode with LEADER_ELECTION=true); RBAC in deploy/ha, one namespace only.
-    def read_namespaced_lease(self, namespace: str, name: str) -> Optional[dict]:
+    def read_namespaced_lease(self, namespace: str, name: str) -> dict | None:
         return self.call("get", ELECTION_LEASES, "GET",
                          f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}")
 
-    def create_namespaced_lease(self, namespace: str, body: dict) -> Optional[dict]:
+    def create_namespaced_lease(self, namespace: str, body: dict) -> dict | None:
         return self.call("create", ELECTION_LEASES, "POST",
                          f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases", body=body)
 
-    def update_namespaced_lease(self, namespace: str, name: str, body: dict) -> Optional[dict]:
+    def update_namespaced_lease(self, namespace: str, name: str, body: dict) -> dict | None:
         """A PUT carrying metadata.resourceVersion: 409 when someone else wrote since our read."""
         return self.call("update", ELECTION_LEASES, "PUT",
                          f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}", body=body)
 
-    def read_event(self, namespace: str, name: str) -> Optional[dict]:
+    def read_event(self, namespace: str, name: str) -> dict | None:
         return self.call("get", "events", "GET", f"/api/v1/namespaces/{namespace}/events/{name}")
 
-    def patch_event(self, namespace: str, name: str, patch: dict) -> Optional[dict]:
+    def patch_event(self, namespace: str, name: str, patch: dict) -> dict | None:
         return self.call("patch", "events", "PATCH", f"/api/v1/namespaces/{namespace}/events/{name}", body=patch,
                          content_type="application/merge-patch+json")
 
-    def create_event(self, namespace: str, event: dict) -> Optional[dict]:
+    def create_event(self, namespace: str, event: dict) -> dict | None:
         return self.call("create", "events", "POST", f"/api/v1/namespaces/{namespace}/events",
                          body=dict(event, apiVersion="v1", kind="Event"))

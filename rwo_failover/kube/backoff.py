@@ -12,7 +12,7 @@ is no sign that the next watch will.
 from __future__ import annotations
 
 import random
-from typing import Callable
+from collections.abc import Callable
 
 INITIAL_SECONDS = 0.8
 MAX_SECONDS = 30.0

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any
 
 from ..model import CONTROL_NAME, Cached, Control, Unreadable
 from ..settings import Settings
@@ -107,7 +108,7 @@ class WatchedCluster:
         said = control.describe()
         return f"paused{' ' + said if said else ''} (seen by the watch)"
 
-    def nodes_now(self, api: Api) -> Optional[tuple]:
+    def nodes_now(self, api: Api) -> tuple | None:
         """The nodes as of a consistent read made now, from the cache: the collection's latest version (a
         one-item quorum list), once the node watch has applied an event or bookmark at or past it (within
         CAUGHT_UP_SECONDS); None when it has not, and the caller lists. kube-apiserver serves consistent lists
@@ -120,7 +121,7 @@ class WatchedCluster:
             return None
         return reflector.current(api) if reflector.reached(version, CAUGHT_UP_SECONDS) else None
 
-    def stuck(self) -> Optional[str]:
+    def stuck(self) -> str | None:
         """For /healthz: a watch thread that has shown no sign of life for much longer than its read timeout
         (wedged, or dead)."""
         limit = 2 * self.settings.watch_stale_seconds + self.settings.request_timeout_seconds
@@ -129,7 +130,7 @@ class WatchedCluster:
                 return f"the {name} watch has not moved for over {limit:.0f}s"
         return None
 
-    def behind(self) -> Optional[str]:
+    def behind(self) -> str | None:
         """For /readyz: a cache silent for WATCH_STALE_SECONDS, or whose resourceVersion has not kept up with
         the server's (the next pass lists afresh first)."""
         for name, reflector in self.reflectors.items():
@@ -139,7 +140,7 @@ class WatchedCluster:
         return None
 
 
-def _control(items: list, settings: Settings) -> tuple[Optional[Control], str]:
+def _control(items: list, settings: Settings) -> tuple[Control | None, str]:
     """The watched control object, or why it cannot be read."""
     where = f"ConfigMap {settings.recovery_namespace}/{CONTROL_NAME}"
     bad = [i for i in items if isinstance(i, Unreadable)]

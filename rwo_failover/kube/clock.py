@@ -20,11 +20,11 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from datetime import datetime, timedelta, timezone
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
-from typing import Callable, Optional
 
-from ..model import CLOCK_TOLERANCE_SECONDS  # noqa: F401 - named here too: kube's readers of the clock use it
+from ..model import CLOCK_TOLERANCE_SECONDS
 
 
 class ServerClockUnknown(Exception):
@@ -34,15 +34,15 @@ class ServerClockUnknown(Exception):
 class ServerClock:
     def __init__(self, monotonic: Callable[[], float] = time.monotonic) -> None:
         self.monotonic = monotonic
-        self._seen: Optional[tuple[datetime, float]] = None
-        self.last_date: Optional[datetime] = None  # the Date header of the latest answer that carried one
+        self._seen: tuple[datetime, float] | None = None
+        self.last_date: datetime | None = None  # the Date header of the latest answer that carried one
         # The answer whose Date was checked against the server's own stamp, and when: "now" never runs more than
         # CLOCK_TOLERANCE_SECONDS past it, whatever later answers say (they may come by another proxy, or from
         # another API server whose clock is ahead).
-        self._checked: Optional[tuple[datetime, float]] = None
-        self._header, self._header_date = "", datetime.min.replace(tzinfo=timezone.utc)
+        self._checked: tuple[datetime, float] | None = None
+        self._header, self._header_date = "", datetime.min.replace(tzinfo=UTC)
 
-    def observe(self, date_header: Optional[str]) -> None:
+    def observe(self, date_header: str | None) -> None:
         """Record a response's Date header; one that cannot be parsed is ignored."""
         if not date_header:
             return
@@ -50,13 +50,13 @@ class ServerClock:
             server = self._header_date
         else:
             try:
-                server = parsedate_to_datetime(date_header).astimezone(timezone.utc)
+                server = parsedate_to_datetime(date_header).astimezone(UTC)
             except (TypeError, ValueError, IndexError, OverflowError):
                 return
             self._header, self._header_date = date_header, server
         self._seen, self.last_date = (server, self.monotonic()), server
 
-    def check(self, stamp: datetime, date: Optional[datetime]) -> None:
+    def check(self, stamp: datetime, date: datetime | None) -> None:
         """The Date header `date` of the answer that carried the API server's own `stamp` must agree with it."""
         if date is None:
             raise ServerClockUnknown("the API server's answers carry no Date header (a proxy between here and the "
@@ -119,7 +119,7 @@ class SharedServerClock(ServerClock):
         self._bounds: deque[tuple[float, float]] = deque()
         self._lock = threading.Lock()  # the watch threads and the pass observe at once
 
-    def observe(self, date_header: Optional[str]) -> None:
+    def observe(self, date_header: str | None) -> None:
         with self._lock:
             seen = self._seen
             super().observe(date_header)
@@ -148,4 +148,4 @@ class SharedServerClock(ServerClock):
             offset = self._bounds[0][0] if self._bounds else None
         if offset is None:
             return super().now()  # raises ServerClockUnknown
-        return self._capped(datetime.fromtimestamp(self.monotonic() + offset, timezone.utc))
+        return self._capped(datetime.fromtimestamp(self.monotonic() + offset, UTC))

@@ -15,8 +15,9 @@ import ssl
 import threading
 import time
 import urllib.request
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Optional
+from typing import Any
 
 import urllib3
 
@@ -86,7 +87,7 @@ class DeadlineHTTP(urllib.request.HTTPHandler):
 
 
 def deadline_handlers(per_read: float, remaining: Callable[[], float], past: str = PAST_DEADLINE,
-                      context: Optional[ssl.SSLContext] = None) -> list[urllib.request.BaseHandler]:
+                      context: ssl.SSLContext | None = None) -> list[urllib.request.BaseHandler]:
     """Handlers for http:// and https:// (verified with `context`, or the system's CAs) whose answers end when
     `remaining()` reaches 0."""
     return [DeadlineHTTP(per_read, remaining, past),
@@ -103,7 +104,7 @@ _CURRENT = threading.local()
 class _PoolResponse(http.client.HTTPResponse):
     def __init__(self, sock: socket.socket, *args: Any, **kwargs: Any) -> None:
         super().__init__(sock, *args, **kwargs)
-        bound: Optional[tuple[float, float]] = getattr(_CURRENT, "bound", None)
+        bound: tuple[float, float] | None = getattr(_CURRENT, "bound", None)
         if bound is not None:
             ends, per_read = bound
             self.fp = io.BufferedReader(_DeadlineReader(sock, self.fp, per_read, lambda: ends - time.monotonic(),
@@ -136,7 +137,7 @@ def bound_answers(pool_manager: Any) -> None:
 
 
 @contextmanager
-def answer_deadline(ends: Optional[float], per_read: float) -> Iterator[None]:
+def answer_deadline(ends: float | None, per_read: float) -> Iterator[None]:
     """Answers whose reading starts in this block, on this thread, end at `ends` (time.monotonic); None: as
     urllib3 reads them (a watch's stream, which its own staleness bounds)."""
     _CURRENT.bound = None if ends is None else (ends, per_read)

@@ -18,34 +18,31 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Any, Callable, Generic, Hashable, Iterator, Optional, TypeVar, Union
+from collections.abc import Callable, Hashable
+from typing import Any, Generic, TypeVar
 
 import msgspec
 from kubernetes import watch as k8s_watch
 
-from ..model import Undecodable
-from . import shapes
-from .deep import LEAF, Decoded, ListOf, Unit, deep, decoder, named, not_json, shape_tree
+from .deep import LEAF, Decoded, ListOf, Unit, decoder, deep, named, not_json, shape_tree
 from .errors import ApiError, OddAnswer
 
 S = TypeVar("S")
 
 
 class ListMeta(msgspec.Struct):
-    resourceVersion: Optional[str] = None
+    resourceVersion: str | None = None
     # `continue` is a Python keyword: the field is renamed
-    token: Optional[str] = msgspec.field(default=None, name="continue")
+    token: str | None = msgspec.field(default=None, name="continue")
 
 
 class Page(msgspec.Struct, Generic[S]):
-    metadata: Optional[ListMeta] = None
-    items: Optional[list[S]] = None
+    metadata: ListMeta | None = None
+    items: list[S] | None = None
 
 
 class Envelope(msgspec.Struct):
-    type: Optional[str] = None
+    type: str | None = None
     object: msgspec.Raw = msgspec.Raw(b"null")  # Raw cannot be Optional; JSON null is absent
 
 
@@ -62,7 +59,7 @@ class Memo:
     (a watch replaced or deleted the object): kept past that, a tenant's deleted pods stayed in memory, and a
     watch held twice what its cache did, until its next relist (tests/test_convert_attack.py)."""
 
-    def __init__(self, convert: Callable[[Decoded], Any], last: Optional["Memo"] = None,
+    def __init__(self, convert: Callable[[Decoded], Any], last: Memo | None = None,
                  name_of: Callable[[Any], Hashable] = id) -> None:
         self.convert, self.name_of = convert, name_of
         self.last: dict[bytes, Any] = last.now if last is not None else {}
@@ -97,7 +94,7 @@ class BadPage(ApiError):
 _JSON_KINDS = {b"[": "list", b'"': "str", b"t": "bool", b"f": "bool", b"n": "NoneType"}
 
 
-def _odd(body: bytes) -> Optional[OddAnswer]:
+def _odd(body: bytes) -> OddAnswer | None:
     """A complete answer whose top level is not an object (a proxy's, a broken server's) is judged as before the
     decoder, by transport's OddAnswer: retried like a body cut short, and named by its JSON kind."""
     head = body.lstrip()[:1]
@@ -106,7 +103,7 @@ def _odd(body: bytes) -> Optional[OddAnswer]:
     return OddAnswer(f"the answer is JSON {_JSON_KINDS.get(head, 'number')}, not an object")
 
 
-def decode_object(body: bytes, shape: type, memo: Optional[Memo] = None) -> Decoded:
+def decode_object(body: bytes, shape: type, memo: Memo | None = None) -> Decoded:
     """One object (a GET's answer, a page's item, a watch event's object): its declared fields, or why not;
     converted by `memo` when there is one."""
     try:
@@ -121,8 +118,8 @@ def decode_object(body: bytes, shape: type, memo: Optional[Memo] = None) -> Deco
     return found if memo is None else memo(found)
 
 
-def decode_page(body: bytes, shape: type, keep: Optional[Callable[[Any], bool]] = None,
-                memo: Optional[Memo] = None) -> tuple[list[Any], Optional[str], str]:
+def decode_page(body: bytes, shape: type, keep: Callable[[Any], bool] | None = None,
+                memo: Memo | None = None) -> tuple[list[Any], str | None, str]:
     """A list page's items (see decode_object), its continue token and its resourceVersion. `keep`, given a
     decoded Struct, says whether the pass wants it: the others are dropped before they are built into dicts and
     model objects (a claim list holds 20,000 claims for the 30 a pass reads). Only the fast path drops: an item
@@ -148,13 +145,13 @@ def decode_page(body: bytes, shape: type, keep: Optional[Callable[[Any], bool]] 
     return items, *_position(page)
 
 
-def _position(page: Page) -> tuple[Optional[str], str]:
+def _position(page: Page) -> tuple[str | None, str]:
     meta = page.metadata or ListMeta()
     return meta.token, meta.resourceVersion or ""
 
 
-def _converted(page: tuple[list[Decoded], Optional[str], str], memo: Optional[Memo]
-               ) -> tuple[list[Any], Optional[str], str]:
+def _converted(page: tuple[list[Decoded], str | None, str], memo: Memo | None
+               ) -> tuple[list[Any], str | None, str]:
     items, token, version = page
     return ([memo(item) for item in items] if memo is not None else items), token, version
 
@@ -166,11 +163,11 @@ def _split(body: bytes) -> Page:
         raise BadPage(f"the answer is not a list of the expected shape: {err}") from None
 
 
-def decode_event(line: bytes, shape: type) -> Optional[dict]:
+def decode_event(line: bytes, shape: type) -> dict | None:
     """A watch line as kubernetes.watch.Watch hands it on: type, object and raw_object (both the decoded
     object). An ERROR event's object is the server's Status, kept whole (Watch reads its code)."""
     try:
-        envelope: Optional[Envelope] = decoder(Envelope).decode(line)
+        envelope: Envelope | None = decoder(Envelope).decode(line)
     except (msgspec.DecodeError, RecursionError):  # DecodeError includes ValidationError
         envelope = None
     if envelope is None or bytes(envelope.object) == b"null":
@@ -200,13 +197,13 @@ class DecodingWatch(k8s_watch.Watch):
         super().__init__()
         self.shape = shape
 
-    def unmarshal_event(self, data: Any, return_type: Any) -> Optional[dict]:
+    def unmarshal_event(self, data: Any, return_type: Any) -> dict | None:
         if not data or data.isspace():
             return None
         return decode_event(data.encode() if isinstance(data, str) else data, self.shape)
 
 
-def _deep_page(body: bytes, shape: type) -> tuple[list[Decoded], Optional[str], str]:
+def _deep_page(body: bytes, shape: type) -> tuple[list[Decoded], str | None, str]:
     tree = {"metadata": {"continue": LEAF, "resourceVersion": LEAF}, "items": ListOf(Unit(shape_tree(shape)))}
     page = deep(body, tree, shape)
     meta = page.get("metadata") if isinstance(page, dict) else None

@@ -6,9 +6,10 @@ unreadable object. Also the helpers both paths share: the decoders, and an unrea
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Any, Iterator, Union
+from functools import cache
+from typing import Any, Union
 
 import ijson
 import msgspec
@@ -26,7 +27,7 @@ def not_json(err: Exception) -> json.JSONDecodeError:
     return json.JSONDecodeError(f"the answer is not JSON ({str(err)[:200]})", "", 0)
 
 
-@lru_cache(maxsize=None)
+@cache
 def decoder(kind: type) -> msgspec.json.Decoder:
     return msgspec.json.Decoder(kind)
 
@@ -75,7 +76,7 @@ class _Tokens:
         return event, value
 
 
-@lru_cache(maxsize=None)
+@cache
 def shape_tree(shape: type) -> Any:
     return _tree_of(msgspec.inspect.type_info(shape))
 

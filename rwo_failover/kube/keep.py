@@ -12,10 +12,11 @@ when every item was converted."""
 
 from __future__ import annotations
 
-from typing import AbstractSet, Any, Callable, Optional
+from collections.abc import Callable
+from typing import AbstractSet, Any
 
 
-def _text(value: Any) -> Optional[str]:
+def _text(value: Any) -> str | None:
     """The field as the model reads it (absent is ""), or None when it is not a string."""
     return "" if value is None else value if isinstance(value, str) else None
 
@@ -61,7 +62,7 @@ def mounting(claims: AbstractSet[str], uids: AbstractSet[str]) -> Callable[[Any]
     return wanted
 
 
-def _claim_of(volume: Any, pod: str) -> Optional[str]:
+def _claim_of(volume: Any, pod: str) -> str | None:
     """The claim a pod volume mounts, as model.pod reads it: a PVC's claimName, or a generic ephemeral volume's
     PVC, named <pod>-<volume> by the ephemeral controller; "" for no claim; None when it cannot be told."""
     if volume.persistentVolumeClaim is not None:

@@ -21,8 +21,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional
 
 from ..model import BadObject, int_at, obj_at, text_at
 from .api import Api
@@ -40,20 +40,20 @@ class LeaderElector:
         self.retry_seconds = max(1.0, lease_seconds / 15)
         # The leader keeps leading while its last renewal is younger than this; a standby waits a whole lease.
         self.renew_deadline = lease_seconds * 2 / 3
-        self._observed: Optional[tuple] = None
+        self._observed: tuple | None = None
         self._observed_at = 0.0
-        self._renewed_at: Optional[float] = None  # when our last successful renewal was *sent*
+        self._renewed_at: float | None = None  # when our last successful renewal was *sent*
         self._stop = threading.Event()
-        self._thread: Optional[threading.Thread] = None
-        self._round_at: Optional[float] = None  # when a round last reached the API server and got an answer
-        self.turned_at: Optional[float] = None  # when a round last ended, answered or not: the loop turns
+        self._thread: threading.Thread | None = None
+        self._round_at: float | None = None  # when a round last reached the API server and got an answer
+        self.turned_at: float | None = None  # when a round last ended, answered or not: the loop turns
 
     @property
     def last_round_ok(self) -> bool:
         """A round answered within the last lease duration: the election loop itself is healthy."""
         return self._round_at is not None and self.monotonic() - self._round_at < self.lease_seconds
 
-    def unanswered(self) -> Optional[str]:
+    def unanswered(self) -> str | None:
         """Why this replica is not ready: no round has reached the API server within the lease."""
         if self.last_round_ok:
             return None
@@ -65,7 +65,7 @@ class LeaderElector:
         renewed = self._renewed_at
         return renewed is not None and self.monotonic() - renewed < self.renew_deadline
 
-    def write_guard(self) -> Optional[str]:
+    def write_guard(self) -> str | None:
         """Why this replica may not start a write now; None while its Lease surely outlives the write."""
         renewed = self._renewed_at
         if renewed is None:
@@ -96,7 +96,7 @@ class LeaderElector:
                 self._round_at = self.monotonic()
             except ApiError as err:
                 log.warning("leader election: cannot read or write the Lease", extra={"error": str(err)})
-            except Exception:  # noqa: BLE001 - only the stop signal may end this thread; a bad Lease must not
+            except Exception:
                 # (the replica would stand by for good, silently, until the liveness probe notices)
                 log.exception("leader election: a round failed unexpectedly; retrying")
             self.turned_at = self.monotonic()  # liveness: the loop turns, whatever the API server says
@@ -142,7 +142,7 @@ class LeaderElector:
         return {"holderIdentity": self.identity, "leaseDurationSeconds": self.lease_seconds,
                 "acquireTime": acquired, "renewTime": renewed, "leaseTransitions": transitions}
 
-    def _write(self, call: Callable[..., Optional[dict]], lease: Optional["_Seen"], spec: dict) -> bool:
+    def _write(self, call: Callable[..., dict | None], lease: _Seen | None, spec: dict) -> bool:
         body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                 "metadata": {"name": self.name, "namespace": self.namespace}, "spec": spec}
         if lease is not None:
@@ -175,7 +175,7 @@ class _Seen:
     version: str
 
     @classmethod
-    def read(cls, lease: dict, default_seconds: int) -> "_Seen":
+    def read(cls, lease: dict, default_seconds: int) -> _Seen:
         try:
             spec, version = obj_at(lease, "spec"), text_at(obj_at(lease, "metadata"), "resourceVersion")
             if not version:

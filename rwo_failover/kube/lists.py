@@ -5,7 +5,8 @@ the event stream of a watch (kubernetes.watch.Watch does the streaming; decode.D
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Iterator, Optional, TypeVar
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 import urllib3
 from kubernetes import watch as k8s_watch
@@ -35,8 +36,8 @@ class Lister(Transport):
         self.consistent_reads = True  # what a list without an explicit `consistent` reads: see list_all
 
     def list_all(self, what: str, path: str, shape: type, convert: Callable[[dict], T], page_factor: int = 1,
-                 query: Optional[list] = None, consistent: Optional[bool] = None,
-                 keep: Optional[Callable[[Any], bool]] = None) -> list[T]:
+                 query: list | None = None, consistent: bool | None = None,
+                 keep: Callable[[Any], bool] | None = None) -> list[T]:
         """Every item of a paginated list, each converted as its page arrives (so only slim objects are kept).
         Pages are decoded to `shape` (kube/shapes.py): only the fields a pass reads are built, and an item that
         cannot be decoded reaches `convert` as a model.Undecodable, which the Reader skips with its reason.
@@ -78,8 +79,8 @@ class Lister(Transport):
         return page[2] if isinstance(page, tuple) else ""
 
     def _pages(self, what: str, path: str, shape: type, limit: int, query: list,
-               consistent: bool = False, keep: Optional[Callable[[Any], bool]] = None,
-               memo: Optional[Memo] = None) -> Iterator[list[Any]]:
+               consistent: bool = False, keep: Callable[[Any], bool] | None = None,
+               memo: Memo | None = None) -> Iterator[list[Any]]:
         token, whole = None, (path, tuple(query))
         consistent = consistent or whole in self.too_large_whole
         while True:
@@ -114,14 +115,14 @@ class Lister(Transport):
             if not token:
                 return
 
-    def read(self, what: str, path: str, shape: type) -> Optional[dict]:
+    def read(self, what: str, path: str, shape: type) -> dict | None:
         """One object, decoded to `shape` as a list's items are (a model.Undecodable when it cannot be); None
         when it does not exist."""
         return self.call("get", what, "GET", path, decode=lambda body: decode_object(body, shape),
                          max_bytes=MAX_PAGE_BYTES)
 
     def watch(self, what: str, path: str, version: str, timeout_seconds: int, watcher: k8s_watch.Watch,
-              query: Optional[list] = None) -> Iterator[dict]:
+              query: list | None = None) -> Iterator[dict]:
         """The events of one watch from `version`, with bookmarks, until the server ends it after
         `timeout_seconds`: dicts with "type" and "raw_object". An ERROR event raises ApiException (410 when
         the version is too old); a broken or silent stream raises urllib3's errors. Only opening is retried.
@@ -132,7 +133,7 @@ class Lister(Transport):
         `timeout_seconds` turns off its own resume-after-410, so a 410 reaches the caller, which relists.
         `watcher.stop()`, from another thread, ends the stream at once.
         """
-        def opener(**kwargs: Any):  # noqa: ANN202 - no annotation on purpose: Watch reads it as the model type
+        def opener(**kwargs: Any):
             params = list(query or []) + [("watch", "1"), ("allowWatchBookmarks", "true"),
                                           ("resourceVersion", kwargs["resource_version"]),
                                           ("timeoutSeconds", kwargs["timeout_seconds"])]

@@ -11,7 +11,7 @@ pass lists them live.
 from __future__ import annotations
 
 import logging
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from ..settings import Settings
 from .api import Api

@@ -21,12 +21,11 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from typing import Optional
 
 MAX_PENDING = 64
 
 
-def _number(version: str) -> Optional[int]:
+def _number(version: str) -> int | None:
     try:
         return int(version)
     except (TypeError, ValueError):
@@ -40,7 +39,7 @@ class Progress:
         self.grace = grace_seconds
         self._pending: deque[tuple[int, float]] = deque()  # (server version, when it was read), rising
         self._lock = threading.Lock()
-        self._checked_at: Optional[float] = None  # the last answered probe or list: progress known then
+        self._checked_at: float | None = None  # the last answered probe or list: progress known then
         self._backwards = ""  # why the server's versions went backwards, until a list replaces the cache
 
     def probed(self, server_version: str, at: float, cache_before: str = "") -> None:
@@ -57,7 +56,7 @@ class Progress:
                     and len(self._pending) < MAX_PENDING:  # the oldest are the ones judged
                 self._pending.append((found, at))
 
-    def behind(self, cache_version: str, now: float) -> Optional[str]:
+    def behind(self, cache_version: str, now: float) -> str | None:
         """Why the cache is behind (a version it has not reached for longer than the grace), or None."""
         cache = _number(cache_version)
         with self._lock:

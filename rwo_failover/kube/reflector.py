@@ -1,8 +1,7 @@
 """Continuous mode's view of the cluster: lists kept current by watches, the way client-go's reflector does.
 
-For each watched collection (nodes; with FENCING=networkfence the NetworkFences; our recovery records, by
-label, in RECOVERY_NAMESPACE): list, then watch with bookmarks from the list's resourceVersion, applying each
-event to a map of slim model objects (never the raw JSON). Like the reflector:
+For each watched collection (nodes; with FENCING=networkfence the NetworkFences; our recovery records, by label,
+in RECOVERY_NAMESPACE): list, then watch with bookmarks from the list's version, into a map of slim model objects:
 
 - the first list asks for resourceVersion "0" (the API server's watch cache may answer, cheaply); every
   later one (after 410 Gone, after a watch fell behind, the periodic one) asks for the latest state (no
@@ -13,10 +12,10 @@ event to a map of slim model objects (never the raw JSON). Like the reflector:
   lists afresh first (`view`), in the spirit of KEP-5647's stale-cache circuit breaker; so does a cache
   whose resourceVersion stopped keeping up with the server's, however much it hears (progress.py);
 - every failed round waits behind one back-off gate (backoff.py); every RELIST_SECONDS, a fresh list.
-The cache is never the last word: act re-reads each node and its Lease live before every write.
-A change that matters to a pass (a node's taints, its Ready condition, our annotation; any change to a
-fence or a recovery record) calls `on_change`; a heartbeat does not. An object that cannot be read is kept as an
-Unreadable, exactly as a list's would be (model.reader.Reader), so a pass skips it with its reason.
+The cache is never the last word: act re-reads each node and its Lease live before every write. A change that
+matters to a pass (a node's taints, its Ready condition; any change to a fence or a recovery record) calls
+`on_change`; a heartbeat does not. An object that cannot be read is kept as an Unreadable, exactly as a list's
+would be (model.reader.Reader), so a pass skips it with its reason.
 """
 
 from __future__ import annotations
@@ -25,7 +24,8 @@ import logging
 import random
 import threading
 import time
-from typing import Any, Callable, Generic, Hashable, Optional, TypeVar, Union
+from collections.abc import Callable, Hashable
+from typing import Any, Generic, TypeVar
 
 import urllib3
 from kubernetes import watch as k8s_watch
@@ -36,9 +36,9 @@ from ..settings import Settings
 from .api import Api
 from .backoff import SHORT_WATCH_SECONDS, Backoff
 from .decode import DecodingWatch, Memo
+from .errors import ApiError
 from .progress import Progress, at_or_past
 from .source import Source, cut
-from .errors import ApiError
 
 log = logging.getLogger("rwo_failover")
 T = TypeVar("T")
@@ -53,29 +53,29 @@ class Reflector(Generic[T]):
         self.source, self.new_api, self.settings = source, new_api, settings
         self.on_change, self.metrics, self.monotonic = on_change, metrics, monotonic
         # By the object's name (namespace/name): what it reads as, or why it cannot be read.
-        self.items: dict[str, Union[T, Unreadable]] = {}
+        self.items: dict[str, T | Unreadable] = {}
         self.version = ""
-        self.listed_at: Optional[float] = None
-        self.heard_at: Optional[float] = None  # the last list, event or bookmark: how current the cache is
+        self.listed_at: float | None = None
+        self.heard_at: float | None = None  # the last list, event or bookmark: how current the cache is
         self.events = 0  # received, bookmarks included (bench/intake.py)
         self.alive_at = monotonic()  # the watch thread's last sign of life, whatever the outcome
         self._lock = threading.Lock()
         self._list_lock = threading.Lock()
         self._generation = 0  # bumped by every list: events of an older stream are dropped
         self._moved = threading.Condition()  # notified whenever `version` moves (reached())
-        self._watcher: Optional[k8s_watch.Watch] = None
+        self._watcher: k8s_watch.Watch | None = None
         self._stop = threading.Event()
-        self._thread: Optional[threading.Thread] = None
+        self._thread: threading.Thread | None = None
         self.progress = Progress(settings.watch_stale_seconds)
         self._failing, self._began = "", float("inf")  # why it fails, logged once per change; when this watch began
-        self._memo: Optional[Memo] = None  # the last list's conversions, of objects no event has changed since
+        self._memo: Memo | None = None  # the last list's conversions, of objects no event has changed since
 
     # --- what a pass reads -----------------------------------------------------------------------------
-    def age(self) -> Optional[float]:
+    def age(self) -> float | None:
         """Seconds since the API server last told us anything about this collection; None before a list."""
         return None if self.heard_at is None else self.monotonic() - self.heard_at
 
-    def behind(self) -> Optional[str]:
+    def behind(self) -> str | None:
         """Why this cache must not be decided from: never listed, silent too long, or its resourceVersion not
         keeping up with the server's (progress.py); None when it may be."""
         age = self.age()
@@ -88,7 +88,7 @@ class Reflector(Generic[T]):
     def stale(self) -> bool:
         return self.behind() is not None
 
-    def lagging(self) -> Optional[str]:
+    def lagging(self) -> str | None:
         """Why a cache that is heard from is not making progress, or None."""
         return self.progress.behind(self.version, self.monotonic()) if self.listed_at is not None else None
 
@@ -105,14 +105,14 @@ class Reflector(Generic[T]):
                 self._moved.wait(left)
         return True
 
-    def current(self, api: Api) -> tuple[Union[T, Unreadable], ...]:
+    def current(self, api: Api) -> tuple[T | Unreadable, ...]:
         """The items (and Unreadables), listed afresh first (by the pass's Api) when the cache is empty or behind."""
         if self.stale():
             self.relist("initial" if self.listed_at is None else "no_progress" if self.lagging() else "stale", api)
         with self._lock:
             return tuple(self.items.values())
 
-    def _read(self, raw: Any) -> tuple[str, Union[T, Unreadable]]:
+    def _read(self, raw: Any) -> tuple[str, T | Unreadable]:
         """The object's name and what it reads as; one that cannot be read becomes an Unreadable, as in a
         list (model.reader.Reader), so a pass skips it with its reason and never judges an older copy of it."""
         found = (reader := Reader()).parse(self.source.kind, self.source.from_json)(raw)
@@ -167,7 +167,7 @@ class Reflector(Generic[T]):
             self._failing = reason
             stop.wait(wait)
 
-    def _round(self, stop: threading.Event, relist: str) -> Union[None, bool, tuple[str, str, str]]:
+    def _round(self, stop: threading.Event, relist: str) -> None | bool | tuple[str, str, str]:
         """A list if one is due, then one watch: True when the watch was healthy, None when we cut it, or the
         failure (reason, detail, the reason to list again before the next watch, "" to resume)."""
         self._began = float("inf")
@@ -197,7 +197,7 @@ class Reflector(Generic[T]):
             if err.status == 410:
                 return "expired", str(err), "expired"
             return ("list failed" if relist else "error"), str(err), relist or "error"
-        except Exception as err:  # noqa: BLE001 - a bug or an odd answer must not end the watch for good
+        except Exception as err:
             log.exception("watch failed; resuming", extra={"resource": self.source.name})
             return "error", f"{type(err).__name__}: {err}", "error"
 
@@ -221,7 +221,7 @@ class Reflector(Generic[T]):
                 return  # we cut it ourselves: a list replaced the items, or we are stopping
             raise
 
-    def _apply(self, event: Optional[dict], generation: int) -> bool:
+    def _apply(self, event: dict | None, generation: int) -> bool:
         """Apply one event; False when a list has replaced the items since this stream began."""
         if not isinstance(event, dict) or not isinstance(event.get("raw_object"), dict):
             raise urllib3.exceptions.ProtocolError("a watch line that is not a JSON event")
@@ -260,11 +260,11 @@ class Reflector(Generic[T]):
             return ""
         return f"{self.source.name} {key} {kind.lower()}"
 
-    def _signature(self, item: Union[T, Unreadable]) -> Hashable:
+    def _signature(self, item: T | Unreadable) -> Hashable:
         return item if isinstance(item, Unreadable) else self.source.signature(item, self.settings)
 
     # --- lists ------------------------------------------------------------------------------------------
-    def relist(self, reason: str, api: Optional[Api] = None) -> None:
+    def relist(self, reason: str, api: Api | None = None) -> None:
         """List afresh and replace the items; the watch resumes from the new list's version."""
         with self._list_lock:
             if reason in ("initial", "stale", "no_progress") and not self.stale():

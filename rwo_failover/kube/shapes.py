@@ -16,7 +16,7 @@ and the page cap; nested past what msgspec decodes, it goes to decode's depth-bo
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import msgspec
 
@@ -50,7 +50,7 @@ class Condition(Shape):
 # --- Node ----------------------------------------------------------------------------------------------
 class NodeMeta(Meta):
     labels: Any = None  # annotations are not read: the node's kubelet writes them, so they decide nothing
-    managedFields: Optional[list[Stamp]] = None
+    managedFields: list[Stamp] | None = None
 
 
 class Taint(Shape):
@@ -61,7 +61,7 @@ class Taint(Shape):
 
 
 class NodeSpec(Shape):
-    taints: Optional[list[Taint]] = None
+    taints: list[Taint] | None = None
     providerID: Any = None
 
 
@@ -76,20 +76,20 @@ class NodeInfo(Shape):
 
 
 class NodeStatus(Shape):
-    conditions: Optional[list[Condition]] = None
-    addresses: Optional[list[Address]] = None
-    nodeInfo: Optional[NodeInfo] = None  # only bootID and systemUUID: the images, versions and the rest are skipped
+    conditions: list[Condition] | None = None
+    addresses: list[Address] | None = None
+    nodeInfo: NodeInfo | None = None  # only bootID and systemUUID: the images, versions and the rest are skipped
 
 
 class Node(Shape):
-    metadata: Optional[NodeMeta] = None
-    spec: Optional[NodeSpec] = None
-    status: Optional[NodeStatus] = None
+    metadata: NodeMeta | None = None
+    spec: NodeSpec | None = None
+    status: NodeStatus | None = None
 
 
 # --- Lease ---------------------------------------------------------------------------------------------
 class LeaseMeta(Meta):
-    managedFields: Optional[list[Stamp]] = None
+    managedFields: list[Stamp] | None = None
 
 
 class LeaseSpec(Shape):
@@ -98,8 +98,8 @@ class LeaseSpec(Shape):
 
 
 class Lease(Shape):
-    metadata: Optional[LeaseMeta] = None
-    spec: Optional[LeaseSpec] = None
+    metadata: LeaseMeta | None = None
+    spec: LeaseSpec | None = None
 
 
 # --- Pod -----------------------------------------------------------------------------------------------
@@ -112,7 +112,7 @@ class OwnerReference(Shape):
 class PodMeta(Meta):
     labels: Any = None
     annotations: Any = None
-    ownerReferences: Optional[list[OwnerReference]] = None
+    ownerReferences: list[OwnerReference] | None = None
     deletionTimestamp: Any = None
 
 
@@ -122,26 +122,26 @@ class ClaimSource(Shape):
 
 class PodVolume(Shape):
     name: Any = None
-    persistentVolumeClaim: Optional[ClaimSource] = None
+    persistentVolumeClaim: ClaimSource | None = None
     ephemeral: Any = None
 
 
 class PodSpec(Shape):
     nodeName: Any = None
-    volumes: Optional[list[PodVolume]] = None
+    volumes: list[PodVolume] | None = None
 
 
 class PodStatus(Shape):
     phase: Any = None
     startTime: Any = None  # the kubelet's alone: it ran the pod (planner/evidence.py)
     reason: Any = None
-    conditions: Optional[list[Condition]] = None
+    conditions: list[Condition] | None = None
 
 
 class Pod(Shape):
-    metadata: Optional[PodMeta] = None
-    spec: Optional[PodSpec] = None
-    status: Optional[PodStatus] = None
+    metadata: PodMeta | None = None
+    spec: PodSpec | None = None
+    status: PodStatus | None = None
 
 
 # --- PersistentVolumeClaim -----------------------------------------------------------------------------
@@ -158,9 +158,9 @@ class Phase(Shape):
 
 
 class Claim(Shape):
-    metadata: Optional[ClaimMeta] = None
-    spec: Optional[ClaimSpec] = None
-    status: Optional[Phase] = None
+    metadata: ClaimMeta | None = None
+    spec: ClaimSpec | None = None
+    status: Phase | None = None
 
 
 # --- PersistentVolume ----------------------------------------------------------------------------------
@@ -171,13 +171,13 @@ class ClaimRef(Shape):
 
 
 class VolumeSpec(Shape):
-    claimRef: Optional[ClaimRef] = None
+    claimRef: ClaimRef | None = None
     accessModes: Any = None
 
 
 class Volume(Shape):
-    metadata: Optional[Meta] = None
-    spec: Optional[VolumeSpec] = None
+    metadata: Meta | None = None
+    spec: VolumeSpec | None = None
 
 
 # --- VolumeAttachment ----------------------------------------------------------------------------------
@@ -193,7 +193,7 @@ class AttachmentSource(Shape):
 
 class AttachmentSpec(Shape):
     nodeName: Any = None
-    source: Optional[AttachmentSource] = None
+    source: AttachmentSource | None = None
 
 
 class Attached(Shape):
@@ -201,9 +201,9 @@ class Attached(Shape):
 
 
 class Attachment(Shape):
-    metadata: Optional[AttachmentMeta] = None
-    spec: Optional[AttachmentSpec] = None
-    status: Optional[Attached] = None
+    metadata: AttachmentMeta | None = None
+    spec: AttachmentSpec | None = None
+    status: Attached | None = None
 
 
 # --- NetworkFence --------------------------------------------------------------------------------------
@@ -222,13 +222,13 @@ class FenceSpec(Shape):
 class FenceStatus(Shape):
     result: Any = None
     message: Any = None
-    conditions: Optional[list[Condition]] = None
+    conditions: list[Condition] | None = None
 
 
 class Fence(Shape):
-    metadata: Optional[FenceMeta] = None
-    spec: Optional[FenceSpec] = None
-    status: Optional[FenceStatus] = None
+    metadata: FenceMeta | None = None
+    spec: FenceSpec | None = None
+    status: FenceStatus | None = None
 
 
 # --- a recovery record (a ConfigMap in RECOVERY_NAMESPACE) ---------------------------------------------
@@ -241,8 +241,8 @@ class RecordMeta(Meta):
 
 
 class Record(Shape):
-    metadata: Optional[RecordMeta] = None
-    data: Optional[RecordData] = None
+    metadata: RecordMeta | None = None
+    data: RecordData | None = None
 
 
 # --- the pause switch (a ConfigMap in RECOVERY_NAMESPACE; ours, tenants cannot write there) ------------------
@@ -253,15 +253,15 @@ class ControlStamp(Shape):  # model.control reads which manager's fieldsV1 owns 
 
 
 class ControlMeta(Meta):
-    managedFields: Optional[list[ControlStamp]] = None
+    managedFields: list[ControlStamp] | None = None
 
 
 class Control(Shape):
-    metadata: Optional[ControlMeta] = None
+    metadata: ControlMeta | None = None
     data: Any = None
 
 
 class Named(Shape):
     """Only the name: what a skip of an object that cannot be read calls it."""
 
-    metadata: Optional[Meta] = None
+    metadata: Meta | None = None

@@ -3,8 +3,9 @@ read one of its objects, and what in an object matters to a pass; and how anothe
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Generic, Hashable, Iterator, Optional, TypeVar
+from typing import Any, Generic, TypeVar
 
 from kubernetes import watch as k8s_watch
 
@@ -26,7 +27,7 @@ class Source(Generic[T]):
     from_json: Callable[[Any], T]
     signature: Callable[[T, Settings], Hashable]  # what in an object, under these settings, matters to a pass
     shape: type  # what a pass reads of it (kube/shapes.py): lists and watch events are decoded to it
-    absent: Optional[Hashable] = None  # the signature of no object at all, when creating one may change nothing
+    absent: Hashable | None = None  # the signature of no object at all, when creating one may change nothing
 
 
 def cut(response: Any) -> None:

@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Hashable
+from collections.abc import Hashable
 
-from ..model import CONTROL_NAME, RECOVERY_LABEL, TAINT_RECORD_LABEL, Control, Fence, Node, Pod, RecoveryEntry, TaintRecord
+from ..model import (
+    CONTROL_NAME,
+    RECOVERY_LABEL,
+    TAINT_RECORD_LABEL,
+    Control,
+    Fence,
+    Node,
+    Pod,
+    RecoveryEntry,
+    TaintRecord,
+)
 from ..model.matchers import any_taint_matches
 from ..settings import Settings
 from . import shapes

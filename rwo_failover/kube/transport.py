@@ -22,7 +22,8 @@ from __future__ import annotations
 import json
 import logging
 import time
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 import urllib3
 from kubernetes import client as k8s
@@ -52,7 +53,7 @@ MIN_ATTEMPT_SECONDS = 0.05
 PAST_DEADLINE = "no complete answer before the pass deadline (PASS_TIMEOUT_SECONDS)"
 
 
-def _retry_after(err: BaseException) -> Optional[float]:
+def _retry_after(err: BaseException) -> float | None:
     headers = getattr(err, "headers", None) or {}
     value = headers.get("Retry-After") if hasattr(headers, "get") else None
     try:
@@ -66,8 +67,8 @@ class Transport:
 
     def __init__(self, api_client: k8s.ApiClient, settings: Settings,
                  clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
-                 on_attempt: Optional[Callable[[str, str, str], None]] = None,
-                 server_clock: Optional[ServerClock] = None) -> None:
+                 on_attempt: Callable[[str, str, str], None] | None = None,
+                 server_clock: ServerClock | None = None) -> None:
         self.api_client = api_client
         self.on_attempt = on_attempt  # (verb, what, status code or "error"): for the metrics
         self.settings = settings
@@ -80,10 +81,10 @@ class Transport:
         self.attempts = 0  # every HTTP attempt, retries included, for the summary
         # Asked before every attempt of a write (retries included): a reason to send nothing more. The Writer
         # sets it; reads are never stopped, since a read changes nothing.
-        self.write_guard: Optional[Callable[[], Optional[str]]] = None
+        self.write_guard: Callable[[], str | None] | None = None
         # Asked before every retry of a destructive write (the Actor sets it around one): the world may have
         # moved while the last attempt went unanswered, so the node is judged again, live, before each resend.
-        self.retry_guard: Optional[Callable[[], Optional[str]]] = None
+        self.retry_guard: Callable[[], str | None] | None = None
         # The current call: attempts sent, and whether one of them got no answer at all (so a write may have
         # landed although a later attempt says 404 or 409).
         self.call_attempts, self.call_unanswered = 0, False
@@ -110,10 +111,10 @@ class Transport:
                                                     "sleep_seconds": round(state.upcoming_sleep, 3)})
         return before_sleep
 
-    def call(self, verb: str, what: str, method: str, path: str, query: Optional[list] = None,
-             body: Optional[dict] = None, content_type: str = "application/json", stream: bool = False,
-             attempts: Optional[int] = None, decode: Optional[Callable[[bytes], Any]] = None,
-             max_bytes: Optional[int] = None) -> Any:
+    def call(self, verb: str, what: str, method: str, path: str, query: list | None = None,
+             body: dict | None = None, content_type: str = "application/json", stream: bool = False,
+             attempts: int | None = None, decode: Callable[[bytes], Any] | None = None,
+             max_bytes: int | None = None) -> Any:
         """One API call, retried within bounds; its parsed JSON body, or None for 404 (but a create's 404 is an
         ApiError: nothing can be "already gone" before it exists).
 
@@ -149,10 +150,10 @@ class Transport:
             raise Unavailable(f"{verb} {what}: {describe(err)} after {self._bound(retrying)}",
                               answered=False) from None
 
-    def _write_stopped(self) -> Optional[str]:
+    def _write_stopped(self) -> str | None:
         return self.write_guard() if self.write_guard else None
 
-    def _retry_stopped(self) -> Optional[str]:
+    def _retry_stopped(self) -> str | None:
         """The retry guard's reason not to resend; its own reads are calls too, so this call's state is kept."""
         if not self.call_attempts or self.retry_guard is None:
             return None
@@ -172,9 +173,9 @@ class Transport:
                     f"(PASS_TIMEOUT_SECONDS={self.settings.pass_timeout_seconds:g})")
         return f"{made} attempt(s) (API_MAX_ATTEMPTS)"
 
-    def _attempt(self, verb: str, what: str, method: str, path: str, query: list, body: Optional[dict],
-                 content_type: str, stream: bool = False, decode: Optional[Callable[[bytes], Any]] = None,
-                 max_bytes: Optional[int] = None) -> Any:
+    def _attempt(self, verb: str, what: str, method: str, path: str, query: list, body: dict | None,
+                 content_type: str, stream: bool = False, decode: Callable[[bytes], Any] | None = None,
+                 max_bytes: int | None = None) -> Any:
         if method != "GET":
             # Asked again after the retry guard: its live re-check reads take time, in which a stop signal,
             # a lost leadership or the deadline may come.
@@ -197,7 +198,7 @@ class Transport:
             if self.on_attempt:
                 self.on_attempt(verb, what, code)
 
-    def _read_body(self, raw: Any, per_read: float, ends: float, max_bytes: Optional[int] = None) -> bytes:
+    def _read_body(self, raw: Any, per_read: float, ends: float, max_bytes: int | None = None) -> bytes:
         """The whole body, or ReadTimeoutError once `ends` has passed. urllib3 times each socket read, so an
         answer trickled a few bytes at a time, each within the read timeout, would outlive any deadline: each
         read here is given no more than what is left, and the deadline is judged between them."""
@@ -222,9 +223,9 @@ class Transport:
                 parts.clear()
                 raise AnswerTooLarge(f"the answer is longer than {max_bytes} bytes")
 
-    def _send(self, method: str, path: str, query: list, body: Optional[dict], content_type: str,
-              stream: bool = False, decode: Optional[Callable[[bytes], Any]] = None,
-              max_bytes: Optional[int] = None) -> tuple[Any, str]:
+    def _send(self, method: str, path: str, query: list, body: dict | None, content_type: str,
+              stream: bool = False, decode: Callable[[bytes], Any] | None = None,
+              max_bytes: int | None = None) -> tuple[Any, str]:
         timeout = max(MIN_ATTEMPT_SECONDS, min(self.settings.request_timeout_seconds, self.remaining()))
         # The whole answer ends with the pass; an attempt started at its very end (a read is never refused: the
         # live re-check that may stop a write) still gets its short minimum, as each of its reads always had.

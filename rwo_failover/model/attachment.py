@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Optional
 
 from .fields import Json, bool_at, obj_at, text_at, time_at
 
@@ -21,13 +20,13 @@ class Attachment:
     attached: bool = False
     # metadata.creationTimestamp, stamped by the API server: whether it was made while its node was alive
     # (planner/evidence.py). None only for an object the server did not write.
-    created_at: Optional[datetime] = None
+    created_at: datetime | None = None
     # metadata.uid: its delete is preconditioned on it. The name is a hash of (volume, driver, node), so an
     # attachment made again after the pass judged this one has the same name; only the uid tells them apart.
     uid: str = ""
 
     @classmethod
-    def from_json(cls, obj: Json) -> "Attachment":
+    def from_json(cls, obj: Json) -> Attachment:
         meta, spec = obj_at(obj, "metadata"), obj_at(obj, "spec")
         source = obj_at(spec, "source")
         return cls(text_at(meta, "name"), text_at(spec, "nodeName"), text_at(source, "persistentVolumeName"),

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 DIGEST = "sha256:"
 LISTED_CHARS = 600  # a message names objects up to about this many characters, then counts the rest

@@ -21,7 +21,7 @@ class Claim:
         return f"{self.namespace}/{self.name}"
 
     @classmethod
-    def from_json(cls, obj: Json) -> "Claim":
+    def from_json(cls, obj: Json) -> Claim:
         meta, spec, status = obj_at(obj, "metadata"), obj_at(obj, "spec"), obj_at(obj, "status")
         return cls(text_at(meta, "namespace"), text_at(meta, "name"), text_at(meta, "uid"),
                    text_at(spec, "volumeName"), text_at(status, "phase") == "Bound", opted_out(meta))

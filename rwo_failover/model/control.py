@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Optional
 
 from .fields import BadObject, Json, items_at, obj_at, parse_time, strings_at, text_at, time_at
 
@@ -17,14 +16,14 @@ MAX_TEXT = 200  # what an operator's note may add to a log line
 class Control:
     paused: bool = False
     paused_by: str = ""  # data.pausedBy, else the field manager that last wrote data.paused (kubectl-patch, ...)
-    paused_at: Optional[datetime] = None  # when data.paused was last written: the API server's stamp
+    paused_at: datetime | None = None  # when data.paused was last written: the API server's stamp
     reason: str = ""
-    tripped_at: Optional[datetime] = None  # a brake last tripped (a pass wrote it, server time)
-    calm_since: Optional[datetime] = None  # the first pass after it that no brake refused
+    tripped_at: datetime | None = None  # a brake last tripped (a pass wrote it, server time)
+    calm_since: datetime | None = None  # the first pass after it that no brake refused
     resource_version: str = ""
 
     @classmethod
-    def from_json(cls, obj: Json) -> "Control":
+    def from_json(cls, obj: Json) -> Control:
         """BadObject when data.paused is neither true nor false, or a time is not one: the caller fails safe."""
         meta, data = obj_at(obj, "metadata"), strings_at(obj, "data")
         flag = data.get(PAUSED, "false").strip().lower()
@@ -42,7 +41,7 @@ class Control:
         return " ".join(p for p in parts if p)
 
 
-def _writer_of(meta: Json, key: str) -> tuple[str, Optional[datetime]]:
+def _writer_of(meta: Json, key: str) -> tuple[str, datetime | None]:
     """The managedFields entry that owns data.<key>: its manager, and the server's time of that write."""
     for entry in items_at(meta, "managedFields"):
         fields = entry.get("fieldsV1")

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Optional
 
 from .bounded import DIGEST, MAX_ADDRESSES_NOTE, MAX_MESSAGE_NOTE, boot_id_note, note
 from .fields import BadObject, Json, int_at, items_at, obj_at, strings_at, text_at, texts_at, time_at
-from .names import (FENCE_ADDRESSES_ANNOTATION, FENCE_ASKED_ANNOTATION, FENCE_BOOT_ID_ANNOTATION, FENCE_LABEL,
-                    FENCE_NODE_UID_ANNOTATION, POWER_CYCLED_ANNOTATION)
-
-
+from .names import (
+    FENCE_ADDRESSES_ANNOTATION,
+    FENCE_ASKED_ANNOTATION,
+    FENCE_BOOT_ID_ANNOTATION,
+    FENCE_LABEL,
+    FENCE_NODE_UID_ANNOTATION,
+    POWER_CYCLED_ANNOTATION,
+)
 
 
 @dataclass(frozen=True)
@@ -23,7 +26,7 @@ class Machine:
     addresses: str  # the addresses we asked to fence (spec.cidrs), as recorded (addresses_note)
 
     @classmethod
-    def of(cls, uid: str, boot_id: str, cidrs: tuple[str, ...]) -> "Machine":
+    def of(cls, uid: str, boot_id: str, cidrs: tuple[str, ...]) -> Machine:
         """The record for a node as read now: its uid, bootID and the CIDRs we fence for it."""
         return cls(uid, boot_id_note(boot_id), addresses_note(cidrs))
 
@@ -44,7 +47,7 @@ def addresses_note(cidrs: tuple[str, ...]) -> str:
     return note(",".join(cidrs), MAX_ADDRESSES_NOTE)
 
 
-def _machine(notes: dict[str, str]) -> Optional[Machine]:
+def _machine(notes: dict[str, str]) -> Machine | None:
     """The recorded machine; None when any part of the record is missing or empty (not made by us, then)."""
     uid, boot, addresses = (notes.get(k, "") for k in (FENCE_NODE_UID_ANNOTATION, FENCE_BOOT_ID_ANNOTATION,
                                                          FENCE_ADDRESSES_ANNOTATION))
@@ -68,11 +71,11 @@ class Fence:
     status: tuple[str, str] = ("", "")  # (status.result, status.message) as read, current or not
     uid: str = ""  # metadata.uid and resourceVersion: what every write of ours is preconditioned on
     version: str = ""
-    machine: Optional[Machine] = None  # the machine we made it for; None: no record of ours on it
+    machine: Machine | None = None  # the machine we made it for; None: no record of ours on it
     acknowledged: bool = False  # POWER_CYCLED_ANNOTATION on it: an operator's word for this outage (UNDO=operator)
 
     @classmethod
-    def from_json(cls, obj: Json) -> "Fence":
+    def from_json(cls, obj: Json) -> Fence:
         """A result counts only when it answers the current spec: a condition observed this generation; or,
         from a controller that sets no observedGeneration (csi-addons sets none), the spec was never changed
         since we created it (generation 1), or the status changed since we changed the spec (our annotation).
@@ -108,7 +111,7 @@ def _same_status(asked: tuple[str, str], status: tuple[str, str]) -> bool:
     return asked[0] == status[0] and asked[1] in (status[1], note(status[1], MAX_MESSAGE_NOTE))
 
 
-def _fence_asked(text: Optional[str]) -> Optional[tuple[int, tuple[str, str]]]:
+def _fence_asked(text: str | None) -> tuple[int, tuple[str, str]] | None:
     if text is None:
         return None
     try:

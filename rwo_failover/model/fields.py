@@ -4,8 +4,9 @@ own write stamps (managedFields). Every kind's from_json reads through these."""
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
-from typing import Any, Mapping, Optional
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
 
 from .names import OPT_OUT_ANNOTATION
 
@@ -83,7 +84,7 @@ _RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]
 TIME_YEARS = (1900, 2999)
 
 
-def parse_time(text: Any) -> Optional[datetime]:
+def parse_time(text: Any) -> datetime | None:
     """RFC 3339 (and MicroTime) to an aware UTC datetime; None and "" stay None; anything else is BadObject."""
     if text is None or text == "":
         return None
@@ -94,7 +95,7 @@ def parse_time(text: Any) -> Optional[datetime]:
         digits, offset = rest[:-6], rest[-6:]
         whole = f"{whole}.{digits[:6].ljust(6, '0')}{offset}"
     try:
-        found = datetime.fromisoformat(whole).astimezone(timezone.utc)
+        found = datetime.fromisoformat(whole).astimezone(UTC)
     except (ValueError, OverflowError) as err:
         raise BadObject(f"{text[:40]!r} is not a valid time: {err}") from None
     # No clock that writes to a cluster runs outside these years; inside them no age or skew the pass works out
@@ -104,7 +105,7 @@ def parse_time(text: Any) -> Optional[datetime]:
     return found
 
 
-def time_at(obj: Json, key: str) -> Optional[datetime]:
+def time_at(obj: Json, key: str) -> datetime | None:
     try:
         return parse_time(obj.get(key))
     except BadObject as err:
@@ -117,7 +118,7 @@ def time_at(obj: Json, key: str) -> Optional[datetime]:
 CLOCK_TOLERANCE_SECONDS = 2.0
 
 
-def server_time(meta: Json, subresource: Optional[str] = None) -> Optional[datetime]:
+def server_time(meta: Json, subresource: str | None = None) -> datetime | None:
     """When the API server last saw the object (or, given a subresource, that part of it) change: the latest
     `time` in metadata.managedFields. The server stamps it with its own clock at every write that changes
     something, so it is comparable with the server's Date header, unlike any timestamp a node writes. Whole
@@ -139,7 +140,7 @@ def opted_out(meta: Json) -> bool:
     return value is not None and value.strip().lower() != "false"
 
 
-def ready_condition(status: Json) -> tuple[Optional[str], Optional[datetime]]:
+def ready_condition(status: Json) -> tuple[str | None, datetime | None]:
     for cond in items_at(status, "conditions"):
         if text_at(cond, "type") == "Ready":
             return typed_at(cond, "status", str, "a string"), time_at(cond, "lastTransitionTime")

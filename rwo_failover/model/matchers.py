@@ -7,8 +7,8 @@ before any API call. Matching is pure, so the planner can use it.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Optional, Sequence
 
 # Kubernetes qualified names: optional DNS-subdomain prefix, then a name part.
 _NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
@@ -27,11 +27,11 @@ class TaintSpec:
     """`key[=value][:effect]`; an omitted value or effect matches any."""
 
     key: str
-    value: Optional[str] = None
-    effect: Optional[str] = None
+    value: str | None = None
+    effect: str | None = None
 
     @classmethod
-    def parse(cls, text: str) -> "TaintSpec":
+    def parse(cls, text: str) -> TaintSpec:
         rest, colon, effect = text.partition(":")
         key, eq, value = rest.partition("=")
         if not _KEY_RE.match(key):
@@ -87,7 +87,7 @@ class LabelSelector:
     text: str = ""
 
     @classmethod
-    def parse(cls, text: str) -> "LabelSelector":
+    def parse(cls, text: str) -> LabelSelector:
         reqs = tuple(_parse_requirement(part) for part in _split_top_level(text))
         return cls(reqs, text.strip())
 
@@ -154,7 +154,7 @@ def _check_value(value: str) -> None:
         raise MatcherError(f"label value {value!r} is not a valid label value")
 
 
-def any_taint_matches(specs: Sequence[TaintSpec], taints: Sequence[Mapping[str, str]]) -> Optional[TaintSpec]:
+def any_taint_matches(specs: Sequence[TaintSpec], taints: Sequence[Mapping[str, str]]) -> TaintSpec | None:
     """The first spec that matches any of the node's taints, else None."""
     for spec in specs:
         if any(spec.matches(t) for t in taints):

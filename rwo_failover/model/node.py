@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Mapping, Optional
 
 from .fields import Json, items_at, obj_at, ready_condition, server_time, strings_at, text_at
 from .names import NODE_OPT_OUT_LABEL, OUT_OF_SERVICE_KEY, OUT_OF_SERVICE_VALUE
@@ -41,25 +41,25 @@ class Taint:
 class Node:
     name: str
     taints: tuple[Taint, ...] = ()
-    ready: Optional[str] = None  # "True", "False", "Unknown", or None when never reported
+    ready: str | None = None  # "True", "False", "Unknown", or None when never reported
     # The Ready condition's lastTransitionTime: the kubelet's clock for True and False, the node lifecycle
     # controller's for Unknown. Shown, and judged only after its skew is bounded (planner.nodes).
-    ready_since: Optional[datetime] = None
+    ready_since: datetime | None = None
     # When we added our out-of-service taint (its timeAdded), from our record of it (model/taint_record.py),
     # never from the Node itself: bound by observe and the live re-checks (with_record).
-    oos_added_at: Optional[str] = None
+    oos_added_at: str | None = None
     uid: str = ""  # for fencing: the webhook is told exactly which Node object
     provider_id: str = ""
     internal_ips: tuple[str, ...] = ()  # status.addresses of type InternalIP: what a NetworkFence cuts off
     # When its status last changed, on the server's clock (managedFields): for Ready=Unknown, when the node
     # lifecycle controller marked it, or later.
-    status_written_at: Optional[datetime] = None
+    status_written_at: datetime | None = None
     # The kubelet says it is shutting down gracefully (Ready=False, "node is shutting down", from the kubelet's
     # node shutdown manager): it renews its Lease for its grace period, then stops.
     shutting_down: bool = False
     # When the node itself (not its status) last changed, on the server's clock: its taints are written there.
     # A Lease renewal after it is the kubelet heartbeating while tainted for shutdown (planner.liveness).
-    spec_written_at: Optional[datetime] = None
+    spec_written_at: datetime | None = None
     opted_out: bool = False  # labelled NODE_OPT_OUT_LABEL (any value but "false"): never judged nor acted on
     boot_id: str = ""  # status.nodeInfo.bootID: the kubelet's boot of the machine; recorded on our fences
     labels: tuple[tuple[str, str], ...] = ()  # sorted (key, value): FENCING=redfish may key its BMC map by one
@@ -68,7 +68,7 @@ class Node:
     # ComputerSystem UUID (a node name can be re-registered on another machine; this cannot).
     system_uuid: str = ""
 
-    def with_record(self, records: Mapping[str, TaintRecord]) -> "Node":
+    def with_record(self, records: Mapping[str, TaintRecord]) -> Node:
         """This node with our record of its out-of-service taint, if we hold one (records by ConfigMap name)."""
         found = record_for(self.name, self.uid, (t.time_added for t in self.taints if t.is_ours), records) \
             if records else None
@@ -76,7 +76,7 @@ class Node:
             return self
         return dataclasses.replace(self, oos_added_at=found.added_at, taint_record=found)
 
-    def label(self, key: str) -> Optional[str]:
+    def label(self, key: str) -> str | None:
         return dict(self.labels).get(key)
 
     @property
@@ -90,7 +90,7 @@ class Node:
         return any(t.key == OUT_OF_SERVICE_KEY for t in self.taints)
 
     @property
-    def our_taint(self) -> Optional[Taint]:
+    def our_taint(self) -> Taint | None:
         """Our out-of-service taint: exactly what we write, with the timeAdded our taint record holds.
 
         A human who removed our taint leaves our record; a taint they add later has another timeAdded (or none),
@@ -101,7 +101,7 @@ class Node:
         return next((t for t in self.taints if t.is_ours and t.time_added == self.oos_added_at), None)
 
     @classmethod
-    def from_json(cls, obj: Json) -> "Node":
+    def from_json(cls, obj: Json) -> Node:
         meta, spec, status = obj_at(obj, "metadata"), obj_at(obj, "spec"), obj_at(obj, "status")
         ready, since = ready_condition(status)
         taints = tuple(Taint(text_at(t, "key"), text_at(t, "value"), text_at(t, "effect"), text_at(t, "timeAdded"))

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Mapping, Optional
 
 from .fields import Json, bool_at, items_at, obj_at, opted_out, ready_condition, strings_at, text_at, time_at, typed_at
 from .names import MIRROR_ANNOTATION
@@ -17,28 +17,28 @@ class Pod:
     uid: str
     node: str
     labels: Mapping[str, str] = field(default_factory=dict)
-    controller_kind: Optional[str] = None
+    controller_kind: str | None = None
     mirror: bool = False
     opted_out: bool = False
     deleting: bool = False
-    phase: Optional[str] = None
-    reason: Optional[str] = None
-    ready: Optional[str] = None  # None when the pod has no Ready condition: it never started
+    phase: str | None = None
+    reason: str | None = None
+    ready: str | None = None  # None when the pod has no Ready condition: it never started
     claims: tuple[str, ...] = ()  # PVC names, generic ephemeral ones included
-    ready_since: Optional[datetime] = None  # the Ready condition's lastTransitionTime
+    ready_since: datetime | None = None  # the Ready condition's lastTransitionTime
     controller_name: str = ""
     # status.startTime: set by the kubelet when it first runs the pod, and by nothing else. A tenant writes no
     # pod status (a create resets it), and the NodeRestriction admission lets a kubelet write only its own
     # node's pods: set, the node's own kubelet ran it there, alive (planner/evidence.py). The time is the
     # kubelet's clock: only whether it is set is judged.
-    started_at: Optional[datetime] = None
+    started_at: datetime | None = None
 
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
 
     @classmethod
-    def from_json(cls, obj: Json) -> "Pod":
+    def from_json(cls, obj: Json) -> Pod:
         meta, spec, status = obj_at(obj, "metadata"), obj_at(obj, "spec"), obj_at(obj, "status")
         controller = next((ref for ref in items_at(meta, "ownerReferences") if bool_at(ref, "controller")), {})
         ready, ready_since = ready_condition(status)

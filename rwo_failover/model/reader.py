@@ -3,7 +3,8 @@ reason), never an exception out of the pass. Lists, GETs and watch events all re
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Optional, TypeVar
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 from .fields import BadObject
 from .snapshot import Unreadable
@@ -43,8 +44,8 @@ class Reader:
     def __init__(self) -> None:
         self.unreadable: list[Unreadable] = []
 
-    def parse(self, kind: str, from_json: Callable[[Any], T], node: str = "") -> Callable[[Any], Optional[T]]:
-        def convert(raw: Any) -> Optional[T]:
+    def parse(self, kind: str, from_json: Callable[[Any], T], node: str = "") -> Callable[[Any], T | None]:
+        def convert(raw: Any) -> T | None:
             try:
                 if isinstance(raw, Undecodable):
                     raise BadObject(raw.reason)
@@ -57,8 +58,8 @@ class Reader:
         return convert
 
     @staticmethod
-    def each(found: Iterable[Optional[T]]) -> list[T]:
+    def each(found: Iterable[T | None]) -> list[T]:
         return [obj for obj in found if obj is not None]
 
-    def one(self, kind: str, from_json: Callable[[Any], T], raw: Optional[dict], node: str = "") -> Optional[T]:
+    def one(self, kind: str, from_json: Callable[[Any], T], raw: dict | None, node: str = "") -> T | None:
         return None if raw is None else self.parse(kind, from_json, node)(raw)

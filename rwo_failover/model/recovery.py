@@ -17,6 +17,6 @@ class RecoveryEntry:
     resource_version: str = ""
 
     @classmethod
-    def from_json(cls, obj: Json) -> "RecoveryEntry":
+    def from_json(cls, obj: Json) -> RecoveryEntry:
         meta = obj_at(obj, "metadata")
         return cls(text_at(meta, "name"), obj_at(obj, "data").get("record"), text_at(meta, "resourceVersion"))

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
 from datetime import datetime
-from typing import Mapping, Optional
+from functools import cached_property
 
 from .attachment import Attachment
 from .claim import Claim
@@ -36,19 +36,19 @@ class Snapshot:
 
     now: datetime
     nodes: tuple[Node, ...]
-    leases: Mapping[str, Optional[Lease]] = field(default_factory=dict)
+    leases: Mapping[str, Lease | None] = field(default_factory=dict)
     pods: tuple[Pod, ...] = ()
     claims: Mapping[str, Claim] = field(default_factory=dict)  # keyed "namespace/name"
     attachments: tuple[Attachment, ...] = ()
     volumes: Mapping[str, Volume] = field(default_factory=dict)  # PVs of the claims read, and of attachments
-    server_version: Optional[tuple[int, int]] = None  # read only when OUT_OF_SERVICE_TAINT=auto needs it
+    server_version: tuple[int, int] | None = None  # read only when OUT_OF_SERVICE_TAINT=auto needs it
     fences: Mapping[str, Fence] = field(default_factory=dict)  # NetworkFences by node, when FENCING=networkfence
     # Recovery confirmation: our records; the pods that may be the replacements (and the freed pods, if still
     # there); in `claims`, `volumes` and `attachments` (whatever node) their claims, PVs and attachments.
     recovery_records: tuple[RecoveryEntry, ...] = ()
     recovery_pods: tuple[Pod, ...] = ()
     unreadable: tuple[Unreadable, ...] = ()  # objects skipped because they could not be read
-    control: Optional[Control] = None  # the control ConfigMap; None when there is none (not paused)
+    control: Control | None = None  # the control ConfigMap; None when there is none (not paused)
     control_error: str = ""  # why it could not be read: a pass then writes nothing (fail safe)
     # Our records of the out-of-service taints we added, by ConfigMap name; each node in `nodes` is bound to its
     # own already (Node.with_record).
@@ -82,6 +82,6 @@ class Cached:
     fences: tuple[Fence, ...]
     recovery_records: tuple[RecoveryEntry, ...]
     unreadable: tuple[Unreadable, ...]
-    control: Optional[Control] = None  # the watched control ConfigMap, as the last event left it
+    control: Control | None = None  # the watched control ConfigMap, as the last event left it
     control_error: str = ""
     taint_records: tuple[TaintRecord, ...] = ()

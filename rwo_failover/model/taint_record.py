@@ -11,8 +11,9 @@ human's taint look ours, nor ours look lifted.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any
 
 from .bounded import MAX_NODE_ADDRESSES_NOTE, boot_id_note, note
 from .fields import BadObject, Json, items_at, obj_at, strings_at, text_at
@@ -46,7 +47,7 @@ class TaintRecord:
     acknowledged: bool = False  # POWER_CYCLED_ANNOTATION on it: an operator's word for this outage (UNDO=operator)
 
     @classmethod
-    def of(cls, raw_node: Json, added_at: str, bmc_off_at: str = "") -> "TaintRecord":
+    def of(cls, raw_node: Json, added_at: str, bmc_off_at: str = "") -> TaintRecord:
         """The record for a node as read now (its raw JSON), about to be tainted with timeAdded `added_at`."""
         meta, status = obj_at(raw_node, "metadata"), obj_at(raw_node, "status")
         return cls(text_at(meta, "name"), text_at(meta, "uid"),
@@ -54,7 +55,7 @@ class TaintRecord:
                    note(_addresses(status), MAX_NODE_ADDRESSES_NOTE), added_at, bmc_off_at)
 
     @classmethod
-    def from_json(cls, obj: Json) -> "TaintRecord":
+    def from_json(cls, obj: Json) -> TaintRecord:
         """A record as stored; BadObject when it cannot be read (then no taint is ours by it)."""
         meta = obj_at(obj, "metadata")
         text = obj_at(obj, "data").get("record")
@@ -87,12 +88,12 @@ class TaintRecord:
                              "labels": {TAINT_RECORD_LABEL: "true"}},
                 "data": self.data()}
 
-    def same_content(self, other: "TaintRecord") -> bool:
+    def same_content(self, other: TaintRecord) -> bool:
         return self.data() == other.data()
 
 
 def record_for(name: str, uid: str, added: Iterable[str], records: Mapping[str, TaintRecord]
-               ) -> Optional[TaintRecord]:
+               ) -> TaintRecord | None:
     """The record of the Node object `uid` named `name`; else the record of another Node object under that name
     whose taint this one carries (a Node re-created with its taints), so the plan can say whose taint it is; None
     when there is none. `added` are the timeAdded of the node's taints; `records` is keyed by ConfigMap name."""

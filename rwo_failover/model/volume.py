@@ -23,13 +23,13 @@ class Volume:
         """A second node cannot attach it: the attach-detach controller's Multi-Attach rule."""
         return not self.access_modes & MULTI_ATTACH_MODES
 
-    def bound_to(self, claim: "Claim") -> bool:
+    def bound_to(self, claim: Claim) -> bool:
         """Both directions agree: the claim is Bound and names this PV, and this PV names the claim and its uid."""
         return (claim.bound and claim.volume == self.name and self.claim == claim.key
                 and bool(self.claim_uid) and self.claim_uid == claim.uid)
 
     @classmethod
-    def from_json(cls, obj: Json) -> "Volume":
+    def from_json(cls, obj: Json) -> Volume:
         spec = obj_at(obj, "spec")
         ref = obj_at(spec, "claimRef")
         claim = f"{text_at(ref, 'namespace')}/{text_at(ref, 'name')}" if text_at(ref, "name") else ""

@@ -7,14 +7,12 @@ case: not paused, no storm remembered.
 
 from __future__ import annotations
 
-from typing import Optional
-
 from ..kube import Api, ApiError
 from ..model import CONTROL_NAME, BadObject, Control
 from ..settings import Settings
 
 
-def read_control(api: Api, settings: Settings) -> tuple[Optional[Control], str]:
+def read_control(api: Api, settings: Settings) -> tuple[Control | None, str]:
     """(the control object or None, why it cannot be read or ""); a consistent read, never the watch cache's."""
     where = f"ConfigMap {settings.recovery_namespace}/{CONTROL_NAME}"
     try:
@@ -24,7 +22,7 @@ def read_control(api: Api, settings: Settings) -> tuple[Optional[Control], str]:
     return control_of(found, where)
 
 
-def control_of(found: list, where: str) -> tuple[Optional[Control], str]:
+def control_of(found: list, where: str) -> tuple[Control | None, str]:
     """The one object a name-selected list found, parsed; an error when it cannot be."""
     if not found:
         return None, ""

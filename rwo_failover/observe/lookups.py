@@ -4,8 +4,9 @@ the pods a recovery record needs, and the server version."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any, Callable, Optional, TypeVar
+from typing import Any, TypeVar
 
 from ..kube import Api, ApiError
 from ..model import Attachment, Claim, Pod, Reader, Volume, is_name
@@ -66,7 +67,7 @@ def due_namespaces(records: list[Record], settings: Settings, now: datetime) -> 
                    now >= r.deleted_at + timedelta(seconds=settings.recovery_timeout_seconds)})
 
 
-def server_version(api: Api) -> Optional[tuple[int, int]]:
+def server_version(api: Api) -> tuple[int, int] | None:
     """The version only decides whether to add the out-of-service taint, so not knowing it must not stop
     the pass: the pod and attachment deletes work on every version."""
     try:
@@ -80,7 +81,7 @@ def server_version(api: Api) -> Optional[tuple[int, int]]:
 
 
 def get_or_list(reader: Reader, kind: str, from_json: Callable[[Any], T], keys: set,
-                 get: Callable[..., Optional[dict]], list_all: Callable[[Callable[[Any], Any], Any], list],
+                 get: Callable[..., dict | None], list_all: Callable[[Callable[[Any], Any], Any], list],
                  key_of: Callable[[T], object], gets: int = GETS_BEFORE_LIST) -> list[T]:
     """A GET per object when few are needed; past that, one paginated cluster-wide list is cheaper. Only the
     objects asked for count: an unreadable one elsewhere in that list is none of this pass's business, and the

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
-from typing import Callable, Iterable, Mapping, Optional
 
 from ..model import Lease, Node
 
-Key = tuple[str, Optional[datetime]]
+Key = tuple[str, datetime | None]
 
 
 class Sightings:
@@ -57,7 +57,7 @@ class Sightings:
             self._first[node.name] = _key, first = self._sighting(node, now)
         return now - first + self.watched_for
 
-    def leases(self, leases: Mapping[str, Optional[Lease]], nodes: Iterable[str]) -> dict[str, float]:
+    def leases(self, leases: Mapping[str, Lease | None], nodes: Iterable[str]) -> dict[str, float]:
         """Record the Leases a pass read; the seconds each has been seen here at its current resourceVersion (a
         renewal is another version: seen anew). FENCING=redfish times a Lease's silence on it too, so no skew between
         API servers can make a heartbeating kubelet look silent. Nodes gone from `nodes` are forgotten."""
@@ -69,14 +69,14 @@ class Sightings:
             self._leases = {name: seen for name, seen in self._leases.items() if name in known}
             return {name: now - self._leases[name][1] + self.watched_for for name in leases if name in self._leases}
 
-    def lease_age(self, name: str, lease: Optional[Lease]) -> float:
+    def lease_age(self, name: str, lease: Lease | None) -> float:
         """The seconds this Lease has been seen here at its current version, read live now (a re-check's)."""
         now = self.monotonic()
         with self._lock:
             self._lease_sighting(name, lease, now)
             return now - self._leases[name][1] + self.watched_for if name in self._leases else 0.0
 
-    def _lease_sighting(self, name: str, lease: Optional[Lease], now: float) -> None:
+    def _lease_sighting(self, name: str, lease: Lease | None, now: float) -> None:
         version = lease.version if lease is not None else ""
         found = self._leases.get(name)
         if found is None or found[0] != version:

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Callable
 from datetime import datetime
-from typing import Callable, Optional
 
 from ..kube import Api, Forbidden
 from ..model import (
@@ -64,8 +64,8 @@ BASE_KINDS = frozenset({"node", "lease", "networkfence", "recovery record", "tai
 
 
 def observe(api: Api, settings: Settings, now: Callable[[], datetime], sightings: Sightings,
-            cache: Optional[Callable[[Api], Cached]] = None,
-            nodes_now: Optional[Callable[[Api], Optional[tuple]]] = None) -> Snapshot:
+            cache: Callable[[Api], Cached] | None = None,
+            nodes_now: Callable[[Api], tuple | None] | None = None) -> Snapshot:
     """`now` is read after the nodes and Leases, so ages are judged against the time of the reads. With a
     `cache` (continuous mode's watches), fences and our records come from it instead of lists; the nodes, which
     both brakes judge, never do unless the cache has provably caught up with a consistent read made now
@@ -78,7 +78,7 @@ def observe(api: Api, settings: Settings, now: Callable[[], datetime], sightings
 
 
 def observe_again(api: Api, settings: Settings, now: Callable[[], datetime], sightings: Sightings, earlier: Snapshot,
-                  nodes_now: Optional[Callable[[Api], Optional[tuple]]] = None) -> Snapshot:
+                  nodes_now: Callable[[Api], tuple | None] | None = None) -> Snapshot:
     """What a pass judged from the cache, read again live before it writes (run/runner.py): the nodes, fences and
     recovery records listed at the latest version (no resourceVersion: a quorum read, never the API server's
     watch cache), then the Leases. `nodes_now` may stand in for the node list: the watch cache's nodes once it
@@ -102,7 +102,7 @@ def observe_again(api: Api, settings: Settings, now: Callable[[], datetime], sig
 
 
 def _base(api: Api, settings: Settings, now: Callable[[], datetime], reader: Reader, sightings: Sightings,
-          cache: Optional[Callable[[Api], Cached]], nodes_at: Optional[tuple] = None) -> Snapshot:
+          cache: Callable[[Api], Cached] | None, nodes_at: tuple | None = None) -> Snapshot:
     """The nodes (listed, or `nodes_at`: the nodes and Unreadables as of a consistent read), the fences and our
     records (from the cache, or listed), and the Leases of the nodes judged."""
     cached = cache(api) if cache else None

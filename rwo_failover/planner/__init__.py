@@ -13,8 +13,9 @@ no sockets, threads, time, logging or os), which import-linter checks.
 from __future__ import annotations
 
 import dataclasses
-from datetime import datetime, timezone
-from typing import Iterable, Optional
+from collections.abc import Iterable
+from datetime import UTC, datetime, timezone
+from typing import Optional
 
 from ..model import Node, Pod, Snapshot
 from ..settings import Settings
@@ -116,7 +117,7 @@ def _stuck(pod: Pod, settings: Settings, powered_off: bool) -> str:
 
 
 def wake_at(verdicts: Iterable[NodeVerdict], snapshot: Snapshot, settings: Settings,
-            recovery: Iterable) -> Optional[datetime]:
+            recovery: Iterable) -> datetime | None:
     """The earliest moment, after now, at which time alone changes a decision: a verdict's changes_at, a
     recovering node reaching RECOVERY_SECONDS (its undo and its unfencing), a recovery timing out."""
     moments = [v.changes_at for v in verdicts]
@@ -169,7 +170,7 @@ def plan(snapshot: Snapshot, settings: Settings) -> Plan:
     minute = int(snapshot.now.timestamp() // 60)
     capped, deferred, cap_skips = cap_pods(node_plans, settings.max_pods_per_pass, minute)
     if deferred:  # the cap's first namespace turns with the minute: a plan that changes then must wake for it
-        turns = datetime.fromtimestamp((minute + 1) * 60, timezone.utc)
+        turns = datetime.fromtimestamp((minute + 1) * 60, UTC)
         totals["wake_at"] = min(turns, totals["wake_at"] or turns)
     return Plan(tuple(verdicts), capped, tuple(skips + cap_skips), refusal, deferred=deferred,
                 paused=pause_reason(snapshot, settings), storm_mark=mark, judged_at=snapshot.now, **totals)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 from ..model import Attachment, Claim, Pod, Snapshot
 from ..settings import Settings
@@ -55,7 +55,7 @@ def attachments_for(node: str, selected: Selected, pods: Sequence[Pod], snapshot
 
 
 def _orphan(att: Attachment, snapshot: Snapshot, settings: Settings,
-            used_claims: set[str]) -> tuple[Optional[AttachmentAction], Optional[str]]:
+            used_claims: set[str]) -> tuple[AttachmentAction | None, str | None]:
     """An attachment on a proven-down node whose RWO claim no pod on that node uses any more.
 
     It is what an earlier pass (or a human's force delete) leaves when the pod went but its

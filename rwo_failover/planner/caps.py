@@ -14,8 +14,8 @@ one waiting for ever.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from itertools import zip_longest
-from typing import Sequence
 
 from .types import NodePlan, PodAction, Skip
 

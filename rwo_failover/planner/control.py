@@ -11,7 +11,6 @@ again during the calm period starts the storm over. The two moments are the API 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Optional
 
 from ..model import CONTROL_NAME, Snapshot
 from ..model.control import CALM_SINCE, TRIPPED_AT
@@ -32,7 +31,7 @@ def pause_reason(snapshot: Snapshot, settings: Settings) -> str:
 
 
 def storm(snapshot: Snapshot, settings: Settings,
-          brake: Optional[Refusal]) -> tuple[Optional[Refusal], Optional[StormMark], Optional[datetime]]:
+          brake: Refusal | None) -> tuple[Refusal | None, StormMark | None, datetime | None]:
     """(the refusal, the mark to write, when the cool-down ends): a brake's own refusal when one tripped (marked
     once per storm), a cool-down refusal while calm for less than STORM_COOLDOWN_SECONDS."""
     if not settings.storm_cooldown_seconds:  # no cool-down: nothing to remember either

@@ -24,15 +24,14 @@ managedFields: a tenant writes those itself, times included (on v1.36.2 a create
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Iterable, Optional, Sequence
 
 from ..model import Attachment, Claim, Node, Pod, Snapshot
 from .types import NodePlan
 
 
-
-def last_alive(node: Node, snapshot: Snapshot) -> Optional[datetime]:
+def last_alive(node: Node, snapshot: Snapshot) -> datetime | None:
     """The node's last sign of life on the server's clock: its Lease's last renewal (only its kubelet renews
     it); without a Lease stamp, the status write that found it NotReady. None: it cannot be placed."""
     lease = snapshot.leases.get(node.name)
@@ -41,7 +40,7 @@ def last_alive(node: Node, snapshot: Snapshot) -> Optional[datetime]:
     return node.status_written_at if node.ready != "True" else None
 
 
-def _before(moment: Optional[datetime], alive: Optional[datetime]) -> bool:
+def _before(moment: datetime | None, alive: datetime | None) -> bool:
     # Stamps are whole seconds: one in the same second as the last sign of life may come after it, so it is
     # not counted (a tenant's comes long after; a real attachment, long before).
     return moment is not None and alive is not None and moment < alive

@@ -15,12 +15,12 @@ under the name (a re-registered machine), or for other addresses than the node h
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Iterable
 from datetime import datetime
-from typing import Iterable, Optional
 
 from ..model import Fence, Lease, Node, Snapshot, addresses_note
-from ..settings import Settings
 from ..model.names import NODE_OPT_OUT_LABEL, POWER_CYCLED_ANNOTATION, same_uuid
+from ..settings import Settings
 from .nodes import shutdown_taint
 from .taint import recovered
 from .types import Skip
@@ -40,7 +40,7 @@ HELD_NOT_REBOOTED = "not-rebooted"  # back, but not proven power-cycled (planner
 HELD_REASONS = (HELD_NO_RECORD, HELD_OTHER_MACHINE, HELD_ADDRESSES, HELD_NOT_REBOOTED)
 
 
-def cidrs(node: Node) -> tuple[tuple[str, ...], Optional[str]]:
+def cidrs(node: Node) -> tuple[tuple[str, ...], str | None]:
     """The node's InternalIP addresses as /32 (IPv6: /128), sorted; or why the node cannot be fenced by them."""
     found = []
     for text in node.internal_ips:
@@ -74,7 +74,7 @@ def _cidr(text: str) -> str:
         return text
 
 
-def _shared(node: Node, snapshot: Snapshot) -> Optional[str]:
+def _shared(node: Node, snapshot: Snapshot) -> str | None:
     """An address the kubelet of another node also reports: fencing it would cut that node off too."""
     mine = _addresses(node)
     for other in snapshot.nodes:
@@ -90,7 +90,7 @@ def bmc_key(node: Node, settings: Settings) -> str:
     return (node.label(label) or "") if label else node.name
 
 
-def _shared_bmc(node: Node, snapshot: Snapshot, settings: Settings) -> Optional[str]:
+def _shared_bmc(node: Node, snapshot: Snapshot, settings: Settings) -> str | None:
     """FENCING=redfish: another node carrying the same REDFISH_NODE_LABEL value would make one BMC the witness for
     two machines (a copied label), and one's Off prove the other down."""
     label, key = settings.redfish_node_label, bmc_key(node, settings)
@@ -111,7 +111,7 @@ def uuid_twin(node: Node, snapshot: Snapshot) -> str:
                 "") if uuid else ""
 
 
-def fence_step(node: Node, snapshot: Snapshot, settings: Settings) -> tuple[Optional[str], str]:
+def fence_step(node: Node, snapshot: Snapshot, settings: Settings) -> tuple[str | None, str]:
     """For a proven-down node with work: the fencing step still needed (None: fenced, go on), and why."""
     if settings.fencing == "none":
         return None, ""
@@ -135,7 +135,7 @@ def fence_step(node: Node, snapshot: Snapshot, settings: Settings) -> tuple[Opti
     return judge_fence(node, fence, wanted)
 
 
-def judge_fence(node: Node, fence: Fence, wanted: tuple[str, ...]) -> tuple[Optional[str], str]:
+def judge_fence(node: Node, fence: Fence, wanted: tuple[str, ...]) -> tuple[str | None, str]:
     """What a NetworkFence for this node says now: fenced (None), PENDING, RECREATE or FAILED, and why. Also
     used on a fence read live while a pass waits for its answer."""
     if not fence.ours:
@@ -164,8 +164,8 @@ def _other_addresses(node: Node, fence: Fence, wanted: tuple[str, ...]) -> str:
             f"and deletes it")
 
 
-def unfence_step(node: Optional[Node], lease: Optional[Lease], fence: Fence, settings: Settings,
-                 now: datetime) -> tuple[Optional[str], Optional[str]]:
+def unfence_step(node: Node | None, lease: Lease | None, fence: Fence, settings: Settings,
+                 now: datetime) -> tuple[str | None, str | None]:
     """For one NetworkFence of ours: (UNFENCE or DELETE, None) once its node is back for good and the fence was
     made for that machine; (HOLD, why) when it was not (held_by); else (None, why it stays, or None when nothing
     needs saying). Act re-judges with this on a live read before each step."""
@@ -193,7 +193,7 @@ def unfence_step(node: Optional[Node], lease: Optional[Lease], fence: Fence, set
     return None, "unfencing asked; no answer yet"
 
 
-def held_by(node: Node, fence: Fence, settings: Settings) -> Optional[tuple[str, str]]:
+def held_by(node: Node, fence: Fence, settings: Settings) -> tuple[str, str] | None:
     """(HELD_* kind, why) when our fence must not be lifted for this node as read now; None when it was made
     for this very machine (the same Node object, at the addresses it fences, which are the node's now) and that
     machine has been power-cycled since, by UNDO's proof: the rule our out-of-service taint follows."""

@@ -27,8 +27,8 @@ servers apart, a clock stepped back): that node is judged neither way.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Callable, Optional
 
 from ..model import BadObject, Lease, Node, parse_time
 from .types import NodeState, NodeVerdict
@@ -42,19 +42,19 @@ def age(now: datetime, then: datetime) -> float:
     return (now - then).total_seconds()
 
 
-def lease_fresh(lease: Optional[Lease], now: datetime) -> bool:
+def lease_fresh(lease: Lease | None, now: datetime) -> bool:
     """Changed within its own duration by the server's clock: the kubelet is heartbeating."""
     return lease is not None and lease.changed_at is not None and age(now, lease.changed_at) < lease.duration
 
 
-def lease_expires_at(lease: Optional[Lease]) -> Optional[datetime]:
+def lease_expires_at(lease: Lease | None) -> datetime | None:
     """When a fresh Lease stops being fresh, unless it changes again."""
     if lease is None or lease.changed_at is None:
         return None
     return lease.changed_at + timedelta(seconds=lease.duration)
 
 
-def ready_since(node: Node, lease: Optional[Lease]) -> Optional[datetime]:
+def ready_since(node: Node, lease: Lease | None) -> datetime | None:
     """When a Ready node became Ready, on the server's clock: the kubelet's transition time, moved by the skew
     its Lease shows, and a second later for the truncated stamp; never before our own out-of-service taint
     (the node was down then), which bounds a skew measured on another write than the Ready post (a kubelet
@@ -75,8 +75,8 @@ def _since(node: Node) -> str:
     return written.strftime("%Y-%m-%dT%H:%M:%SZ") if written and node.ready != "True" else ""
 
 
-def judge_liveness(node: Node, lease: Optional[Lease], taint: str, min_seconds: int, now: datetime,
-                   seen: Optional[str] = None, status_seen: Optional[datetime] = None, *,
+def judge_liveness(node: Node, lease: Lease | None, taint: str, min_seconds: int, now: datetime,
+                   seen: str | None = None, status_seen: datetime | None = None, *,
                    observed: float = 0.0) -> NodeVerdict:
     """Down, not yet, or split-brain; signs of life are checked first, and win.
 
@@ -92,7 +92,7 @@ def judge_liveness(node: Node, lease: Optional[Lease], taint: str, min_seconds: 
     if status_seen is not None and node.ready == "Unknown" and node.status_written_at is not None:
         node = dataclasses.replace(node, status_written_at=min(node.status_written_at, status_seen))
 
-    def verdict(state: NodeState, reason: str, changes_at: Optional[datetime] = None,
+    def verdict(state: NodeState, reason: str, changes_at: datetime | None = None,
                 unjudged: str = "", sighting_pending: bool = False) -> NodeVerdict:
         return NodeVerdict(node.name, state, taint, reason, _since(node), changes_at, unjudged, sighting_pending)
 
@@ -117,7 +117,7 @@ def judge_liveness(node: Node, lease: Optional[Lease], taint: str, min_seconds: 
     return _down_or_not_yet(node, lease, min_seconds, now, verdict, observed)
 
 
-def _unjudgeable(node: Node, lease: Optional[Lease], now: datetime) -> tuple[str, Optional[datetime]]:
+def _unjudgeable(node: Node, lease: Lease | None, now: datetime) -> tuple[str, datetime | None]:
     """Why the node cannot be judged on the server's clock at all ("" when it can), and when time alone ends
     that (None: never). Only a node that is not Ready is ever judged, so only its stamps matter."""
     if node.ready == "Unknown" and node.status_written_at is None:
@@ -133,8 +133,8 @@ def _unjudgeable(node: Node, lease: Optional[Lease], now: datetime) -> tuple[str
             "servers apart, or a clock stepped back), so it is judged neither way"), stamp - STAMP
 
 
-def _alive(node: Node, lease: Optional[Lease], now: datetime,
-           seen: Optional[str]) -> Optional[tuple[str, Optional[datetime]]]:
+def _alive(node: Node, lease: Lease | None, now: datetime,
+           seen: str | None) -> tuple[str, datetime | None] | None:
     """Positive evidence of life, and when it lapses by time alone; None without any.
 
     Each piece of evidence is a write by the kubelet that the server stamped after something that a dead
@@ -161,7 +161,7 @@ def _alive(node: Node, lease: Optional[Lease], now: datetime,
     return None
 
 
-def _down_or_not_yet(node: Node, lease: Optional[Lease], min_seconds: int, now: datetime,
+def _down_or_not_yet(node: Node, lease: Lease | None, min_seconds: int, now: datetime,
                      verdict: Callable[..., NodeVerdict], observed: float) -> NodeVerdict:
     assert node.status_written_at is not None
     not_ready = node.status_written_at + STAMP

@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import AbstractSet, Iterable, Optional, Sequence
+from typing import AbstractSet
 
 from ..model import DEFAULT_LEASE_SECONDS, Lease, Node, Snapshot
-from ..model.names import NODE_OPT_OUT_LABEL
 from ..model.matchers import TaintSpec, any_taint_matches
+from ..model.names import NODE_OPT_OUT_LABEL
 from ..settings import Settings
 from .liveness import judge_liveness
 from .redfish import WITNESS, judge_silent
 from .types import NodePlan, NodeState, NodeVerdict, Refusal, RefusalKind, Skip
 
 
-def shutdown_taint(node: Node, specs: Sequence[TaintSpec]) -> Optional[TaintSpec]:
+def shutdown_taint(node: Node, specs: Sequence[TaintSpec]) -> TaintSpec | None:
     """The first spec matching one of the node's taints; our own out-of-service taint never counts."""
     if not node.taints:  # most nodes, in every pass, several times: continuous mode's idle passes judge them all
         return None
@@ -23,7 +24,7 @@ def shutdown_taint(node: Node, specs: Sequence[TaintSpec]) -> Optional[TaintSpec
     return any_taint_matches(specs, [t.as_dict() for t in node.taints if t is not ours])
 
 
-def min_not_ready(settings: Settings, lease: Optional[Lease]) -> int:
+def min_not_ready(settings: Settings, lease: Lease | None) -> int:
     """The NotReady time that makes a node down: MIN_NOT_READY_SECONDS; with fencing (whose confirmation is then
     required before acting) FENCED_MIN_NOT_READY_SECONDS (by default the node's own Lease duration) when that
     is shorter. Fencing may make failover faster, never slower."""
@@ -35,8 +36,8 @@ def min_not_ready(settings: Settings, lease: Optional[Lease]) -> int:
     return min(settings.min_not_ready_seconds, fenced)
 
 
-def judge_tainted_node(node: Node, lease: Optional[Lease], taint: TaintSpec, settings: Settings, now: datetime,
-                       seen: Optional[str] = None, status_seen: Optional[datetime] = None, *,
+def judge_tainted_node(node: Node, lease: Lease | None, taint: TaintSpec, settings: Settings, now: datetime,
+                       seen: str | None = None, status_seen: datetime | None = None, *,
                        observed: float = 0.0) -> NodeVerdict:
     """judge_liveness of a node with a shutdown taint (never our own, see shutdown_taint)."""
     return judge_liveness(node, lease, str(taint), min_not_ready(settings, lease), now, seen, status_seen,
@@ -85,9 +86,9 @@ def judge_nodes(snapshot: Snapshot, settings: Settings) -> list[NodeVerdict]:
     return verdicts
 
 
-def judge_untainted(node: Node, lease: Optional[Lease], settings: Settings, now: datetime,
-                    seen: Optional[str] = None, status_seen: Optional[datetime] = None, *,
-                    observed: float = 0.0, lease_observed: float = 0.0) -> Optional[NodeVerdict]:
+def judge_untainted(node: Node, lease: Lease | None, settings: Settings, now: datetime,
+                    seen: str | None = None, status_seen: datetime | None = None, *,
+                    observed: float = 0.0, lease_observed: float = 0.0) -> NodeVerdict | None:
     """A node without a shutdown taint: with FENCING=redfish, silent long enough to ask its BMC (our taint or
     not: a node we tainted that is still silent may hold more to free); else, with our taint, judge_ours; None
     when there is nothing to judge."""
@@ -100,8 +101,8 @@ def judge_untainted(node: Node, lease: Optional[Lease], settings: Settings, now:
     return None
 
 
-def judge_ours(node: Node, lease: Optional[Lease], settings: Settings, now: datetime,
-               seen: Optional[str] = None, status_seen: Optional[datetime] = None, *,
+def judge_ours(node: Node, lease: Lease | None, settings: Settings, now: datetime,
+               seen: str | None = None, status_seen: datetime | None = None, *,
                observed: float = 0.0) -> NodeVerdict:
     """A node whose only shutdown taint is the out-of-service taint we added: recovering once alive, else not
     yet. Never down: our taint was added on the evidence of another (the cloud's, a human's), and with that
@@ -125,7 +126,7 @@ def not_ready_count(snapshot: Snapshot) -> int:
     return sum(1 for n in snapshot.nodes if n.ready != "True")
 
 
-def unhealthy_brake(snapshot: Snapshot, settings: Settings, idle: AbstractSet[str] = frozenset()) -> Optional[Refusal]:
+def unhealthy_brake(snapshot: Snapshot, settings: Settings, idle: AbstractSet[str] = frozenset()) -> Refusal | None:
     """Too many nodes not Ready: the control plane may be partitioned. `idle` nodes, proven down with nothing
     to release that a tenant could not have made up (a stopped instance whose Node is kept: evidence.left_out),
     count neither way: they say nothing about a partition, and however many there are they must not stop a real
@@ -140,7 +141,7 @@ def unhealthy_brake(snapshot: Snapshot, settings: Settings, idle: AbstractSet[st
     return None
 
 
-def nodes_brake(node_plans: Sequence[NodePlan], settings: Settings) -> Optional[Refusal]:
+def nodes_brake(node_plans: Sequence[NodePlan], settings: Settings) -> Refusal | None:
     """Too many nodes to act on. Only nodes with something to release count, and only by evidence no tenant can
     write (NodePlan.counted): a stopped instance, down for good with nothing left on it but pods a tenant bound
     to it, must not make every later outage brake."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 from ..model import Claim, Pod, Snapshot, Volume
 from ..settings import Settings
@@ -35,7 +35,7 @@ def stuck_states(pod: Pod) -> list[str]:
     return states
 
 
-def exempt(pod: Pod) -> Optional[str]:
+def exempt(pod: Pod) -> str | None:
     """Pods that are never ours to judge, and that the out-of-service taint does not harm: Kubernetes
     itself leaves mirror pods to the kubelet and recreates DaemonSet pods on the node when it is back."""
     if pod.mirror:
@@ -51,7 +51,7 @@ def completed(pod: Pod) -> bool:
     return pod.phase in ("Succeeded", "Failed")
 
 
-def setting_protects(pod: Pod, settings: Settings) -> Optional[str]:
+def setting_protects(pod: Pod, settings: Settings) -> str | None:
     """The setting that keeps us from deleting this pod, judged without its claims; None when none does."""
     if pod.namespace in settings.exclude_namespaces:
         return "namespace is in EXCLUDE_NAMESPACES"
@@ -69,7 +69,7 @@ def setting_protects(pod: Pod, settings: Settings) -> Optional[str]:
 NO_UID = "no metadata.uid, so its delete could not be preconditioned on the object judged"
 
 
-def pod_exclusion(pod: Pod, settings: Settings, powered_off: bool = False) -> Optional[str]:
+def pod_exclusion(pod: Pod, settings: Settings, powered_off: bool = False) -> str | None:
     """Why a pod on a down node is never touched, judged without its claims; None when eligible. On a node to
     be freed only once its BMC reports it powered off (FENCING=redfish, before NotReady) nothing has marked
     its pods yet, and nothing in them runs once that is proven: every pod there counts as stuck."""
@@ -89,18 +89,18 @@ def claims_of(pod: Pod, snapshot: Snapshot) -> list[Claim]:
     return [c for c in (snapshot.claims.get(f"{pod.namespace}/{name}") for name in pod.claims) if c is not None]
 
 
-def opted_out_claim(pod: Pod, snapshot: Snapshot) -> Optional[Claim]:
+def opted_out_claim(pod: Pod, snapshot: Snapshot) -> Claim | None:
     return next((c for c in claims_of(pod, snapshot) if c.opted_out), None)
 
 
-def bound_volume(claim: Claim, snapshot: Snapshot) -> Optional[Volume]:
+def bound_volume(claim: Claim, snapshot: Snapshot) -> Volume | None:
     """The claim's PV, only when both name each other (uid included) and the claim is Bound: a claim may
     name any PV in spec.volumeName, so that alone proves nothing."""
     volume = snapshot.volumes.get(claim.volume)
     return volume if volume is not None and volume.bound_to(claim) else None
 
 
-def exclusive_claims(pod: Pod, snapshot: Snapshot) -> tuple[list[Claim], Optional[str]]:
+def exclusive_claims(pod: Pod, snapshot: Snapshot) -> tuple[list[Claim], str | None]:
     """The pod's claims bound to an exclusive PV; or why it has none."""
     opted = opted_out_claim(pod, snapshot)
     if opted is not None:
@@ -121,7 +121,7 @@ def exclusive_claims(pod: Pod, snapshot: Snapshot) -> tuple[list[Claim], Optiona
     return [], why
 
 
-def protection(pod: Pod, snapshot: Snapshot, settings: Settings) -> Optional[str]:
+def protection(pod: Pod, snapshot: Snapshot, settings: Settings) -> str | None:
     """Why this pod must not be deleted by Kubernetes because of a taint we add: a setting (or an opt-out on
     the pod or any PVC it mounts) protects it, and it mounts a claim not provably shareable. RWX pods and pods
     without volumes are not protected by any setting. Mirror pods are exempt (they cannot mount claims). The

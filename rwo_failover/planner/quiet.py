@@ -10,13 +10,13 @@ shutdown taint a little longer (run/quiet_wait.py), then passes again and judges
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime, timedelta
-from typing import AbstractSet, Iterable
+from typing import AbstractSet
 
 from ..model import Lease
 from .liveness import STAMP, age
 from .redfish import renews
-
 
 # A cloud's shutdown taint comes within seconds of NotReady, which comes the node-monitor grace (50 s upstream)
 # after the last renewal, or it does not come at all (bare metal, where nothing adds it). Past this much silence

@@ -18,10 +18,20 @@ import hashlib
 import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Optional
+from typing import Any
 
-from ..model import (CLOCK_TOLERANCE_SECONDS, BadObject, Claim, Pod, RecoveryEntry, Snapshot, int_at, is_name,
-                     parse_time, text_at)
+from ..model import (
+    CLOCK_TOLERANCE_SECONDS,
+    BadObject,
+    Claim,
+    Pod,
+    RecoveryEntry,
+    Snapshot,
+    int_at,
+    is_name,
+    parse_time,
+    text_at,
+)
 from ..settings import Settings
 from .liveness import age
 
@@ -45,7 +55,7 @@ def _bounded(text: str, limit: int) -> str:
     return f"{prefix}~{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()[:40]}"
 
 
-def controller_ref(kind: Optional[str], name: str) -> str:
+def controller_ref(kind: str | None, name: str) -> str:
     """How a record names a pod's controller: "Kind/name", "" for none. An ownerReference is its tenant's to
     write, and the API server checks only that its kind and name are not empty: a 404-character name once made
     a record our own parser rejected, never settled nor reported (issue 26). Bounded here on the way in, so every
@@ -63,7 +73,7 @@ class Record:
     uid: str
     node: str
     controller: str  # "Kind/name"; "" for a pod without a controller
-    not_ready_since: Optional[datetime]
+    not_ready_since: datetime | None
     deleted_at: datetime
     claim: str  # "namespace/name"
     claim_uid: str
@@ -85,7 +95,7 @@ class Record:
                            "volume": self.volume}, sort_keys=True)
 
     @classmethod
-    def parse(cls, text: Any) -> "Record":
+    def parse(cls, text: Any) -> Record:
         """The record, or BadObject naming what is wrong with it."""
         if not isinstance(text, str) or len(text.encode()) > MAX_RECORD_BYTES:
             raise BadObject(f"not a string of at most {MAX_RECORD_BYTES} bytes")
@@ -118,10 +128,10 @@ class Verdict:
     # hold up: removed without a word to the claim); "unreadable" (not a record of ours: left alone, skipped)
     state: str
     detail: str = ""
-    claim: Optional[Claim] = None
+    claim: Claim | None = None
     failover_seconds: float = 0.0  # NotReady -> replacement Ready
     waited_on_us_seconds: float = 0.0  # NotReady -> our force-delete
-    times_out_at: Optional[datetime] = None  # while waiting: when it becomes "not-recovered"
+    times_out_at: datetime | None = None  # while waiting: when it becomes "not-recovered"
 
 
 def _replacements(claim: Claim, record: Record, pods: tuple[Pod, ...]) -> list[Pod]:
@@ -137,7 +147,7 @@ def _replacements(claim: Claim, record: Record, pods: tuple[Pod, ...]) -> list[P
     return found
 
 
-def _missing(claim: Claim, record: Record, replacement: Optional[Pod], snapshot: Snapshot) -> Optional[str]:
+def _missing(claim: Claim, record: Record, replacement: Pod | None, snapshot: Snapshot) -> str | None:
     """What still keeps the replacement from being confirmed; None when nothing does."""
     if replacement is None or not replacement.node:
         return "not scheduled: no replacement pod has a node"
@@ -154,7 +164,7 @@ def _missing(claim: Claim, record: Record, replacement: Optional[Pod], snapshot:
     return None
 
 
-def _doubt(record: Record, snapshot: Snapshot) -> Optional[str]:
+def _doubt(record: Record, snapshot: Snapshot) -> str | None:
     """Why the pass cannot believe this record, from what it can check itself; None when it holds up."""
     # deletedAt is the writing pass's reading of the server clock; this pass may read another API server's, up to
     # CLOCK_TOLERANCE_SECONDS behind: a record read a second after it was written is not from the future.

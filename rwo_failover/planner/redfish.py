@@ -11,7 +11,7 @@ or not Ready, nothing is powered off and nothing is freed.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import AbstractSet, Optional
+from typing import AbstractSet
 
 from ..model import Lease, Node, Snapshot
 from ..settings import Settings
@@ -21,7 +21,7 @@ from .types import NodeState, NodeVerdict, Refusal, RefusalKind
 WITNESS = "no shutdown taint: its Lease went silent (FENCING=redfish)"
 
 
-def last_heard(node: Node, lease: Optional[Lease]) -> Optional[datetime]:
+def last_heard(node: Node, lease: Lease | None) -> datetime | None:
     """The kubelet's last heartbeat, on the server's clock: its last Lease renewal, or a later status write while
     the node is Ready=True. The node lifecycle controller counts a status post as a heartbeat too, and keeps a
     node whose kubelet posts Ready but cannot renew its Lease Ready: its machine runs. Others write the status
@@ -40,14 +40,14 @@ def renews(lease: Lease) -> float:
     return lease.duration / 4 + 2
 
 
-def judge_silent(node: Node, lease: Optional[Lease], settings: Settings, now: datetime,
-                 seen: Optional[str] = None, *, observed: float) -> Optional[NodeVerdict]:
+def judge_silent(node: Node, lease: Lease | None, settings: Settings, now: datetime,
+                 seen: str | None = None, *, observed: float) -> NodeVerdict | None:
     """DOWN (a candidate for the BMC's word) once the kubelet has been silent REDFISH_SILENT_SECONDS; NOT_YET
     once it has missed a renewal; None while it heartbeats, so a healthy node costs no verdict. Silence is timed
     by the server's stamps and also by `observed`, how long this process itself has seen the Lease at its current
     version (observe/sightings.py): a renewal stamped by an API server whose clock is behind looks older than it
     is, and a kubelet renewing on time would otherwise look silent, and have its machine powered off."""
-    def verdict(state: NodeState, reason: str, changes_at: Optional[datetime] = None,
+    def verdict(state: NodeState, reason: str, changes_at: datetime | None = None,
                 pending: bool = False) -> NodeVerdict:
         return NodeVerdict(node.name, state, WITNESS, reason, "", changes_at, sighting_pending=pending)
 
@@ -78,7 +78,7 @@ def judge_silent(node: Node, lease: Optional[Lease], settings: Settings, now: da
                                       "REDFISH_SILENT_SECONDS)", heard + STAMP + timedelta(seconds=needed))
 
 
-def quiet(node: Node, lease: Optional[Lease], settings: Settings, now: datetime) -> bool:
+def quiet(node: Node, lease: Lease | None, settings: Settings, now: datetime) -> bool:
     """Not Ready, or silent for REDFISH_SILENT_SECONDS, or untimeable: what the brake counts."""
     heard = last_heard(node, lease)
     if node.ready != "True" or heard is None or lease is None:
@@ -86,7 +86,7 @@ def quiet(node: Node, lease: Optional[Lease], settings: Settings, now: datetime)
     return age(now, heard + STAMP) >= max(settings.redfish_silent_seconds, renews(lease))  # as judge_silent
 
 
-def silent_brake(snapshot: Snapshot, settings: Settings, idle: AbstractSet[str] = frozenset()) -> Optional[Refusal]:
+def silent_brake(snapshot: Snapshot, settings: Settings, idle: AbstractSet[str] = frozenset()) -> Refusal | None:
     """Too many nodes silent or not Ready at once: a partition, or the API server's own trouble, silences
     Leases as a power cut does. Then no BMC is told to power anything off and nothing is freed. `idle` nodes
     (proven down with nothing to release; never a merely silent one) count neither way, as in the

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Optional, Sequence
 
 from ..model import POWER_CYCLED_ANNOTATION, Lease, Node, Pod, Snapshot, TaintRecord, record_name
 from ..settings import Settings
@@ -21,7 +21,7 @@ def wants_out_of_service(snapshot: Snapshot, settings: Settings) -> bool:
     return settings.out_of_service_taint == "always"
 
 
-def taint_blocker(pods: Sequence[Pod], snapshot: Snapshot, settings: Settings) -> Optional[str]:
+def taint_blocker(pods: Sequence[Pod], snapshot: Snapshot, settings: Settings) -> str | None:
     """Why the out-of-service taint must not go on: Kubernetes would then delete *every* pod on the node,
     including one that a setting protects from us. Such a node gets the direct path only."""
     for pod in pods:
@@ -32,7 +32,7 @@ def taint_blocker(pods: Sequence[Pod], snapshot: Snapshot, settings: Settings) -
     return None
 
 
-def recovered(node: Node, lease: Optional[Lease], settings: Settings, now: datetime) -> Optional[str]:
+def recovered(node: Node, lease: Lease | None, settings: Settings, now: datetime) -> str | None:
     """Why our taint must stay on a node judged recovering; None when the node itself is back for good:
     Ready for RECOVERY_SECONDS and a fresh Lease, both on the server's clock."""
     since = ready_since(node, lease)
@@ -47,13 +47,13 @@ def recovered(node: Node, lease: Optional[Lease], settings: Settings, now: datet
     return None
 
 
-def recovered_at(node: Node, lease: Optional[Lease], settings: Settings) -> Optional[datetime]:
+def recovered_at(node: Node, lease: Lease | None, settings: Settings) -> datetime | None:
     """When recovered() stops asking for RECOVERY_SECONDS of Ready: None when that cannot be timed."""
     since = ready_since(node, lease)
     return since + timedelta(seconds=settings.recovery_seconds) if since is not None else None
 
 
-def provenance_blocker(node: Node) -> Optional[str]:
+def provenance_blocker(node: Node) -> str | None:
     """Why the out-of-service taint on this node is not ours to lift: no record of ours in RECOVERY_NAMESPACE
     says we added it, or the record is for another Node object (a machine registered since under the name).
     Nothing on the Node itself counts: its kubelet may write every annotation there."""
@@ -68,7 +68,7 @@ def provenance_blocker(node: Node) -> Optional[str]:
     return None
 
 
-def reboot_blocker(node: Node, settings: Settings) -> Optional[str]:
+def reboot_blocker(node: Node, settings: Settings) -> str | None:
     """Why the machine is not proven power-cycled since we tainted it (planner/undo.py, the rule our
     NetworkFences follow too)."""
     record = node.taint_record
@@ -78,7 +78,7 @@ def reboot_blocker(node: Node, settings: Settings) -> Optional[str]:
                                 bmc_off_at=record.bmc_off_at, acknowledged=record.acknowledged, confirm=confirm)
 
 
-def lift_blocker(node: Node, lease: Optional[Lease], settings: Settings, now: datetime) -> tuple[Optional[str], bool]:
+def lift_blocker(node: Node, lease: Lease | None, settings: Settings, now: datetime) -> tuple[str | None, bool]:
     """Why our taint stays on this node, and whether only a human can change that (not ours, or not rebooted);
     (None, False) when the node itself allows it off. The plan and the live re-check both judge by it."""
     why = provenance_blocker(node)
@@ -91,7 +91,7 @@ def lift_blocker(node: Node, lease: Optional[Lease], settings: Settings, now: da
     return why, why is not None
 
 
-def undo_blocker(node: Node, snapshot: Snapshot, settings: Settings) -> tuple[Optional[str], bool]:
+def undo_blocker(node: Node, snapshot: Snapshot, settings: Settings) -> tuple[str | None, bool]:
     """lift_blocker(), and nothing left from the outage: no pod on the node still terminating, and no
     VolumeAttachment on it. Removing the taint earlier races PodGC and the attach-detach controller
     (kubernetes#142331); medik8s waits for the same. No pod can have been scheduled there since (the taint is

@@ -5,10 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
-from typing import Optional
 
 from ..model import TaintRecord
-
 
 # The recovery verdicts whose settling writes (act/recovery.py): a record deleted, with its Event.
 SETTLING = ("recovered", "not-recovered", "obsolete")
@@ -30,7 +28,7 @@ class NodeVerdict:
     not_ready_since: str = ""  # the Ready condition's lastTransitionTime, when not Ready: failover starts here
     # When this verdict changes with nothing but time passing (server clock); None when only a change in the
     # cluster can change it. Continuous mode wakes up for it.
-    changes_at: Optional[datetime] = None
+    changes_at: datetime | None = None
     # Why the node could not be judged at all (no server stamp, clocks that disagree): a human should look.
     unjudged: str = ""
     # Held back only because this process has not itself watched the node long enough yet (observe/sightings.py),
@@ -74,7 +72,7 @@ class NodePlan:
     attachments: tuple[AttachmentAction, ...] = ()
     add_taint: bool = False  # add the out-of-service taint before deleting anything
     taint_first: bool = False  # release no VolumeAttachment until the out-of-service taint is on, read live
-    fence: Optional[str] = None  # a fencing step still needed (fencing.REQUEST, PENDING, "failed"); None: go on
+    fence: str | None = None  # a fencing step still needed (fencing.REQUEST, PENDING, "failed"); None: go on
     fence_reason: str = ""
     # The NetworkFence the plan judged, (uid, resourceVersion): a write the plan decided on it (the delete that
     # recreates it) is preconditioned on exactly that object.
@@ -86,7 +84,7 @@ class NodePlan:
     # The node's Lease as this pass first read it (its resourceVersion, "" when it had none): every live
     # re-check before a write compares, so a renewal the pass watches happen is seen as one.
     lease_seen: str = ""
-    status_seen: Optional[datetime] = None  # the node's status stamp the plan judged by (see judge_liveness)
+    status_seen: datetime | None = None  # the node's status stamp the plan judged by (see judge_liveness)
     blocked: str = ""  # why nothing on this node is touched: something on it could not be read
     # The pods of `pods` tied to this node by nothing but their spec.nodeName (no volume of theirs attached
     # here): any tenant can make such pods, so they never count toward the brakes (planner/evidence.py).
@@ -155,7 +153,7 @@ class Plan:
     verdicts: tuple[NodeVerdict, ...]
     nodes: tuple[NodePlan, ...]
     skips: tuple[Skip, ...]
-    refusal: Optional[Refusal] = None
+    refusal: Refusal | None = None
     not_ready: int = 0
     total_nodes: int = 0
     untaint: tuple[str, ...] = ()  # recovered nodes whose out-of-service taint (ours) comes off
@@ -169,11 +167,11 @@ class Plan:
     recovery: tuple = ()  # recovery.Verdict for each claim whose freed pod we still watch
     # The next moment (server clock) at which time alone changes what this plan decides: a node proven down,
     # an undo allowed, a recovery timed out. None when only a change in the cluster can.
-    wake_at: Optional[datetime] = None
+    wake_at: datetime | None = None
     deferred: tuple[str, ...] = ()  # pods left for later passes by MAX_PODS_PER_PASS (planner/caps.py)
-    judged_at: Optional[datetime] = None  # the server's now the verdicts were judged at (the snapshot's)
+    judged_at: datetime | None = None  # the server's now the verdicts were judged at (the snapshot's)
     paused: str = ""  # why this pass writes nothing (the pause switch, an unreadable control object): control.py
-    storm_mark: Optional[StormMark] = None  # a storm moment for act to record (control.py)
+    storm_mark: StormMark | None = None  # a storm moment for act to record (control.py)
     ignored: tuple[tuple[str, str], ...] = ()  # (node, object) the brakes did not count (planner/evidence.py)
     # Down (or down but for this process's own sighting) with nothing counted to release: the unhealthy-fraction
     # brake leaves these nodes out of both sides of its ratio (planner/evidence.py's left_out).

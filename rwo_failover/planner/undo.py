@@ -16,8 +16,6 @@ the taint before a full power cycle). What proves the power cycle is UNDO:
 
 from __future__ import annotations
 
-from typing import Optional
-
 from ..model import Node, boot_id_note
 from ..settings import Settings
 
@@ -25,7 +23,7 @@ UNDO_BOOTID, UNDO_OPERATOR, UNDO_BMC = "bootid", "operator", "bmc"
 
 
 def reboot_blocker(node: Node, recorded: str, what: str, settings: Settings, *, bmc_off_at: str = "",
-                   acknowledged: bool = False, confirm: str = "") -> Optional[str]:
+                   acknowledged: bool = False, confirm: str = "") -> str | None:
     """Why the machine `node` stands for now is not proven power-cycled since `what` was added, when its bootID
     was `recorded` (as model.bounded.boot_id_note wrote it); None when UNDO's proof holds, but for UNDO=bmc's
     last witness (the BMC's On, now), which act asks just before the write. `acknowledged`: the operator's word

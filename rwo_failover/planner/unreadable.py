@@ -3,12 +3,10 @@ acted on."""
 
 from __future__ import annotations
 
-from typing import Optional
-
 from ..model import Snapshot
 
 
-def unreadable_on(node: str, snapshot: Snapshot) -> Optional[str]:
+def unreadable_on(node: str, snapshot: Snapshot) -> str | None:
     """Why this node cannot be acted on because something on it could not be read: a pod on it, or a claim or
     PV of one. What we cannot read we cannot protect: the out-of-service taint would evict that pod, and an
     attachment it may use could be pulled from under it."""

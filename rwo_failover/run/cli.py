@@ -9,9 +9,10 @@ import socket
 import sys
 import time
 import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from typing import IO, Callable, Iterator, Mapping, Optional, Sequence
+from typing import IO
 
 from .. import __version__
 from .. import settings as config
@@ -40,9 +41,9 @@ FENCES_ON_THE_TAINT = "ceph-csi 3.15+ rbd (*rbd.csi.ceph.com) and cephfs (*cephf
                       "the node's clients when its VolumeAttachments are released"
 
 
-def main(argv: Optional[Sequence[str]] = None, environ: Optional[Mapping[str, str]] = None,
-         stdout: Optional[IO[str]] = None, stderr: Optional[IO[str]] = None,
-         sleep: Callable[[float], None] = time.sleep, sightings: Optional[Sightings] = None) -> int:
+def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None,
+         stdout: IO[str] | None = None, stderr: IO[str] | None = None,
+         sleep: Callable[[float], None] = time.sleep, sightings: Sightings | None = None) -> int:
     """The entry point; `sleep` is injectable so tests can check retry delays without waiting them out, and
     `sightings` (the process's memory of when it first saw each node Ready=Unknown; a new one by default) so a
     test's pass can stand for one of a process that has watched for long."""
@@ -118,19 +119,19 @@ def _checked(api: Api, settings: config.Settings, run: Callable[[], int]) -> int
     return run()
 
 
-def _listing_pass(api: Api, settings: config.Settings, metrics: Metrics, guard: Optional[Guard],
-                  show: Optional[Callable[[Plan], None]], sightings: Sightings) -> None:
+def _listing_pass(api: Api, settings: config.Settings, metrics: Metrics, guard: Guard | None,
+                  show: Callable[[Plan], None] | None, sightings: Sightings) -> None:
     """One pass that lists what it needs (WATCH=false): the loop passes every INTERVAL."""
     run_pass(api, settings, metrics=metrics, guard=guard, show=show, sightings=sightings)
 
 
-def _watched_pass(api: Api, settings: config.Settings, metrics: Metrics, guard: Optional[Guard],
-                  show: Optional[Callable[[Plan], None]], cluster: WatchedCluster,
-                  sightings: Sightings) -> Optional[float]:
+def _watched_pass(api: Api, settings: config.Settings, metrics: Metrics, guard: Guard | None,
+                  show: Callable[[Plan], None] | None, cluster: WatchedCluster,
+                  sightings: Sightings) -> float | None:
     """One pass from the watch cache; the seconds until time alone changes a verdict (None: only a change),
     on the server's clock: the plan's wake_at less the server's time now. Then the pods on the nodes it found
     proven down are watched, so a change to one wakes a pass (kube/pod_watch.py)."""
-    wake: list[Optional[datetime]] = []
+    wake: list[datetime | None] = []
     down: list[str] = []
 
     def seen(plan: Plan) -> None:
@@ -150,7 +151,7 @@ def _watched_pass(api: Api, settings: config.Settings, metrics: Metrics, guard: 
 def _crash_is_exit_70(metrics: Metrics, run: Callable[[], int]) -> int:
     try:
         return run()
-    except Exception:  # noqa: BLE001 - a bug must still end with a code of its own and its traceback
+    except Exception:
         log.exception("unexpected error; this is a bug in rwo-failover")
         metrics.record_pass(None, None, EXIT_CRASH, 0.0)
         return EXIT_CRASH
@@ -176,7 +177,7 @@ def _stop_on_signals() -> Iterator[Guard]:
 def _guard(flag: StopFlag) -> Guard:
     noticed: list[str] = []
 
-    def guard() -> Optional[str]:
+    def guard() -> str | None:
         if flag.requested is None:
             return None
         name = signal.Signals(flag.requested).name
@@ -188,7 +189,7 @@ def _guard(flag: StopFlag) -> Guard:
 
 
 def _table_printer(settings: config.Settings, continuous: bool, stdout: IO[str],
-                   stderr: IO[str]) -> Optional[Callable[[Plan], None]]:
+                   stderr: IO[str]) -> Callable[[Plan], None] | None:
     """The plan as a table for people: with OUTPUT=table, or on a terminal for one pass (OUTPUT=auto).
 
     On stdout only when stdout is a terminal; otherwise on stderr, so that stdout (piped into jq, collected

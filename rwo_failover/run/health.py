@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable, Optional
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
@@ -22,15 +22,15 @@ class Liveness:
     def __init__(self, window_seconds: float, monotonic: Callable[[], float] = time.monotonic) -> None:
         self.window, self.monotonic = window_seconds, monotonic
         self.started = monotonic()
-        self.last_progress: Optional[float] = None
+        self.last_progress: float | None = None
         # Why the process should be restarted (stuck) or is not ready (behind): set by the watch-driven loop.
-        self.stuck: Callable[[], Optional[str]] = lambda: None
-        self.behind: Callable[[], Optional[str]] = lambda: None
+        self.stuck: Callable[[], str | None] = lambda: None
+        self.behind: Callable[[], str | None] = lambda: None
         # Why the last pass wrote nothing (the pause switch): /readyz's body says so, and stays 200, since a paused
         # replica still observes, plans and serves its metrics.
         self.paused: Callable[[], str] = lambda: ""
 
-    def progressed(self, at: Optional[float] = None) -> None:
+    def progressed(self, at: float | None = None) -> None:
         """A pass finished (or, on a standby, an election round ended, `at` then), answered or not: liveness is
         the process making progress, never the API server answering, or an API outage would restart every
         replica (and the kubelet's back-off delay the first pass after it). Readiness says the rest."""
@@ -49,16 +49,16 @@ class Liveness:
 class HealthServer:
     def __init__(self, port: int, registry: CollectorRegistry, liveness: Liveness) -> None:
         self.port, self.registry, self.liveness = port, registry, liveness
-        self._server: Optional[ThreadingHTTPServer] = None
+        self._server: ThreadingHTTPServer | None = None
 
-    def start(self) -> "HealthServer":
+    def start(self) -> HealthServer:
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *args: object) -> None:  # the probes would flood the log
                 pass
 
-            def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+            def do_GET(self) -> None:
                 path = self.path.split("?", 1)[0]
                 if path == "/metrics":
                     self._send(200, generate_latest(outer.registry), CONTENT_TYPE_LATEST)

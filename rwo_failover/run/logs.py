@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timezone
-from typing import IO, Optional
+from datetime import UTC, datetime
+from typing import IO
 
 from pythonjsonlogger.json import JsonFormatter
 
@@ -25,8 +25,8 @@ class UtcJsonFormatter(JsonFormatter):
     """JSON lines whose `time` is RFC 3339 in UTC with milliseconds (2026-11-22T20:25:29.123Z): log stores
     parse it as is, and it never depends on the node's time zone."""
 
-    def formatTime(self, record: logging.LogRecord, datefmt: Optional[str] = None) -> str:  # noqa: N802
-        stamp = datetime.fromtimestamp(record.created, timezone.utc).isoformat(timespec="milliseconds")
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        stamp = datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds")
         return stamp.replace("+00:00", "Z")
 
 

@@ -12,8 +12,8 @@ import logging
 import signal
 import threading
 import time
+from collections.abc import Callable
 from types import FrameType
-from typing import Callable, Optional
 
 from ..kube import WatchedCluster
 from ..kube.leader import LeaderElector
@@ -41,8 +41,8 @@ class Trigger:
         self.fired = threading.Event()  # set by every change, so the waiting loop looks at once
         self._lock = threading.Lock()
         self._reasons: list[str] = []
-        self._first: Optional[float] = None
-        self._last: Optional[float] = None
+        self._first: float | None = None
+        self._last: float | None = None
 
     def fire(self, reason: str) -> None:
         with self._lock:
@@ -53,7 +53,7 @@ class Trigger:
             self._last = now
             self.fired.set()  # under the lock, as take() clears it: set exactly while a change is pending
 
-    def settles_at(self) -> Optional[float]:
+    def settles_at(self) -> float | None:
         """When the pending burst is over (quiet for DEBOUNCE_SECONDS, or MAX_DEBOUNCE_SECONDS old), on the
         monotonic clock; None when no change is pending. A later change can only postpone it."""
         with self._lock:
@@ -81,9 +81,9 @@ class StopFlag:
     """
 
     def __init__(self) -> None:
-        self.requested: Optional[int] = None
+        self.requested: int | None = None
 
-    def request(self, signum: int, _frame: Optional[FrameType]) -> None:
+    def request(self, signum: int, _frame: FrameType | None) -> None:
         self.requested = signum
 
     def install(self) -> None:
@@ -96,9 +96,9 @@ class StopFlag:
             time.sleep(min(SLEEP_SLICE_SECONDS, left))
 
 
-def run_loop(one_pass: Callable[[], Optional[float]], settings: Settings, flag: Optional[StopFlag] = None,
-             elector: Optional[LeaderElector] = None, metrics: Optional[Metrics] = None,
-             watched: Optional[tuple[WatchedCluster, Trigger]] = None) -> int:
+def run_loop(one_pass: Callable[[], float | None], settings: Settings, flag: StopFlag | None = None,
+             elector: LeaderElector | None = None, metrics: Metrics | None = None,
+             watched: tuple[WatchedCluster, Trigger] | None = None) -> int:
     """Passes until a stop signal, then exit 0; exit 1 after MAX_CRASHES_IN_A_ROW passes crashed.
 
     A signal never interrupts a pass: it is finished (within PASS_TIMEOUT_SECONDS), so no pod is left
@@ -142,12 +142,12 @@ def run_loop(one_pass: Callable[[], Optional[float]], settings: Settings, flag: 
             server.stop()
 
 
-def _either(*reasons: Callable[[], Optional[str]]) -> Callable[[], Optional[str]]:
+def _either(*reasons: Callable[[], str | None]) -> Callable[[], str | None]:
     """The first reason any of them gives."""
     return lambda: next((why for why in (reason() for reason in reasons) if why), None)
 
 
-def _standing_by(elector: Optional[LeaderElector], liveness: Liveness, flag: StopFlag) -> bool:
+def _standing_by(elector: LeaderElector | None, liveness: Liveness, flag: StopFlag) -> bool:
     """True (after a short sleep) while another replica leads."""
     if elector is None or elector.leading:
         return False
@@ -163,11 +163,11 @@ class _Crashes:
     def __init__(self) -> None:
         self.in_a_row = 0
 
-    def run(self, one_pass: Callable[[], Optional[float]], liveness: Liveness) -> tuple[bool, Optional[float]]:
+    def run(self, one_pass: Callable[[], float | None], liveness: Liveness) -> tuple[bool, float | None]:
         """(go on, what the pass returned)."""
         try:
             found = one_pass()
-        except Exception:  # noqa: BLE001 - logged with its traceback; the loop must outlive one bad pass
+        except Exception:
             self.in_a_row += 1
             if self.in_a_row >= MAX_CRASHES_IN_A_ROW:
                 log.exception(f"{self.in_a_row} passes crashed in a row; exiting so Kubernetes restarts the process")
@@ -186,8 +186,8 @@ def _stopped(flag: StopFlag) -> int:
     return EXIT_OK
 
 
-def _passes(one_pass: Callable[[], Optional[float]], settings: Settings, flag: StopFlag,
-            elector: Optional[LeaderElector], liveness: Liveness) -> int:
+def _passes(one_pass: Callable[[], float | None], settings: Settings, flag: StopFlag,
+            elector: LeaderElector | None, liveness: Liveness) -> int:
     crashes = _Crashes()
     while flag.requested is None:
         if _standing_by(elector, liveness, flag):
@@ -198,15 +198,15 @@ def _passes(one_pass: Callable[[], Optional[float]], settings: Settings, flag: S
     return _stopped(flag)
 
 
-def _triggered_passes(one_pass: Callable[[], Optional[float]], settings: Settings, flag: StopFlag,
-                      elector: Optional[LeaderElector], liveness: Liveness, metrics: Optional[Metrics],
+def _triggered_passes(one_pass: Callable[[], float | None], settings: Settings, flag: StopFlag,
+                      elector: LeaderElector | None, liveness: Liveness, metrics: Metrics | None,
                       cluster: WatchedCluster, trigger: Trigger) -> int:
     """A pass when a watched change settles, at the plan's wake_at, or INTERVAL after the last, whichever is
     first. A standby keeps no cache: its watches stop, and start again (with a list) once it leads, as
     kube-controller-manager starts its informers only once elected."""
     crashes = _Crashes()
-    last: Optional[float] = None
-    wake: Optional[float] = None
+    last: float | None = None
+    wake: float | None = None
     while flag.requested is None:
         if _standing_by(elector, liveness, flag):
             if cluster.running:
@@ -231,8 +231,8 @@ def _triggered_passes(one_pass: Callable[[], Optional[float]], settings: Setting
     return _stopped(flag)
 
 
-def _wait_for_reason(flag: StopFlag, trigger: Trigger, last: Optional[float], wake: Optional[float],
-                     interval: float, elector: Optional[LeaderElector]) -> Optional[str]:
+def _wait_for_reason(flag: StopFlag, trigger: Trigger, last: float | None, wake: float | None,
+                     interval: float, elector: LeaderElector | None) -> str | None:
     """Sleep until a pass is due, and say why: start, change, wake or interval. None when interrupted (a
     stop request, or leadership lost)."""
     if last is None:

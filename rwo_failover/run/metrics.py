@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import logging
 import time
-from typing import Callable, Optional
+from collections.abc import Callable
 from urllib.parse import unquote, urlsplit
 from urllib.request import Request, build_opener
 
@@ -44,17 +44,17 @@ class _SetThisPass(Collector):
     """The registry, less the LAST_TIMES gauges this process never set (still 0), with the failover histogram
     added to what the group held (`carried`, pushed.py)."""
 
-    def __init__(self, registry: CollectorRegistry, carried: Optional[Carried] = None) -> None:
+    def __init__(self, registry: CollectorRegistry, carried: Carried | None = None) -> None:
         self.registry, self.carried = registry, carried
 
-    def collect(self):  # noqa: ANN201 - prometheus_client's Collector protocol
+    def collect(self):
         for family in self.registry.collect():
             if family.name.removeprefix(P) in LAST_TIMES and all(s.value == 0 for s in family.samples):
                 continue
             yield _added(family, self.carried) if family.name == FAILOVER and self.carried else family
 
 
-def _added(family, carried: Carried) -> HistogramMetricFamily:  # noqa: ANN001 - a prometheus_client Metric
+def _added(family, carried: Carried) -> HistogramMetricFamily:
     """This pass's histogram plus the carried one, bucket by bucket."""
     mine = [(s.labels["le"], s.value) for s in family.samples if s.name == FAILOVER + "_bucket"]
     total = sum(s.value for s in family.samples if s.name == FAILOVER + "_sum")
@@ -142,7 +142,7 @@ class Metrics:
     def watch_restarted(self, resource: str, reason: str) -> None:
         self.watch_restarts.labels(resource, reason).inc()
 
-    def watch_ages(self, age: Callable[[str], Optional[float]], resources: list[str]) -> None:
+    def watch_ages(self, age: Callable[[str], float | None], resources: list[str]) -> None:
         """The cache age of each watched resource, read at scrape time (NaN before its first list)."""
         for resource in resources:
             self.cache_age.labels(resource).set_function(
@@ -151,7 +151,7 @@ class Metrics:
     def api_request(self, verb: str, what: str, code: str) -> None:
         self.requests.labels(verb, what.split(" ")[0], code).inc()
 
-    def record_pass(self, plan: Optional[Plan], outcome: Optional[Outcome], code: int, seconds: float,
+    def record_pass(self, plan: Plan | None, outcome: Outcome | None, code: int, seconds: float,
                     paused: str = "") -> None:
         now = time.time()
         chosen = chosen_pause(paused)  # an operator's; an unreadable switch is a failure (exit 4), not a pause
@@ -193,7 +193,7 @@ class Metrics:
         self.not_recovered.inc()
         self.last_not_recovered.set(time.time())
 
-    def _carried(self, url: str, user: str, password: str, instance: str, timeout: float) -> Optional[Carried]:
+    def _carried(self, url: str, user: str, password: str, instance: str, timeout: float) -> Carried | None:
         """The failover histogram the group holds, for this push to add to (pushed.py); None to start afresh."""
         try:
             return read_back(url, user, password, instance, FAILOVER, FAILOVER_BUCKETS, timeout)
@@ -223,7 +223,7 @@ class Metrics:
                                timeout=max(ends - time.monotonic(), 0.001),
                                handler=_no_redirect_handler(user, password))
             log.info("pushed metrics to the Pushgateway", extra={"url": shown, **grouping})
-        except Exception as err:  # noqa: BLE001 - any failure (a reply that is not HTTP, say) is this warning
+        except Exception as err:
             error = f"{type(err).__name__}: {err}"
             log.warning("could not push metrics to the Pushgateway; the pass itself is unaffected",
                         extra={"url": shown, "error": error.replace(password, "***") if password else error})
@@ -232,7 +232,7 @@ class Metrics:
 def _no_redirect_handler(user: str, password: str) -> Callable[..., Callable[[], None]]:
     """prometheus_client's handler protocol, as its default_handler (and basic_auth_handler) but with pushed.Refuse
     in place of urllib's redirect handler: that one cannot be swapped through prometheus_client's own API."""
-    def handler(url: str, method: str, timeout: Optional[float], headers: list, data: bytes) -> Callable[[], None]:
+    def handler(url: str, method: str, timeout: float | None, headers: list, data: bytes) -> Callable[[], None]:
         def send() -> None:
             request = Request(url, data=data, method=method)
             for name, value in headers:

@@ -17,8 +17,8 @@ import logging
 import math
 import threading
 import time
+from collections.abc import Callable
 from datetime import datetime
-from typing import Callable, Optional
 
 from ..act.outcome import Outcome
 from ..act.writer import Guard
@@ -48,7 +48,7 @@ STOP_CHECK_SECONDS = 0.2  # how soon a stop signal ends the wait
 
 
 def run_once(new_api: Callable[[], Api], settings: Settings, metrics: Metrics, guard: Guard,
-             show: Optional[Callable[[Plan], None]] = None, sightings: Optional[Sightings] = None) -> int:
+             show: Callable[[Plan], None] | None = None, sightings: Sightings | None = None) -> int:
     """One pass, then at most MAX_PASSES - 1 more, each after waiting for a node due to be proven down; the last
     pass's exit code. Every pass shares the first one's deadline, and one memory of what the run has seen (a node
     first seen Ready=Unknown by the first pass is proven down by the second, MIN_NOT_READY_SECONDS later)."""
@@ -94,7 +94,7 @@ def _may_wait(code: int, plans: list[Plan]) -> bool:
 
 
 def _keep(plans: list[Plan], shown: list[float],
-          show: Optional[Callable[[Plan], None]]) -> Callable[[Plan], None]:
+          show: Callable[[Plan], None] | None) -> Callable[[Plan], None]:
     def seen(plan: Plan) -> None:
         plans.append(plan)
         shown.append(time.monotonic())
@@ -104,7 +104,7 @@ def _keep(plans: list[Plan], shown: list[float],
 
 
 def _due(plans: list[Plan], outcomes: list[Outcome], api: Api, settings: Settings, *,
-         first: bool, shown_at: float) -> tuple[Optional[tuple[str, float]], str]:
+         first: bool, shown_at: float) -> tuple[tuple[str, float] | None, str]:
     """The node due to be judged again soonest, and the seconds until then, when waiting for it is worth it: within
     ONCE_WAIT_SECONDS, or whatever it says for a node that only this process's own sighting holds back (without
     that wait no one-shot run could ever prove a node down, or power off a silent one): NOT_YET, or DOWN with its

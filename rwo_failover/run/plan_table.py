@@ -15,7 +15,7 @@ inert (escaped, visibly) and capped, so no message can forge a line or restyle t
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..model import OUT_OF_SERVICE_KEY, OUT_OF_SERVICE_VALUE
 from ..planner.fencing import PENDING, REQUEST

@@ -6,7 +6,7 @@ it then fail, each with its cause (never taken for "someone else finished it")."
 from __future__ import annotations
 
 import logging
-from typing import Iterator
+from collections.abc import Iterator
 
 from ..kube import Api, ApiError
 from ..kube.api import ELECTION_LEASES, NETWORK_FENCES, RECOVERY_RECORDS

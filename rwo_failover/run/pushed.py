@@ -15,9 +15,10 @@ import base64
 import json
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from email.message import Message
-from typing import IO, Any, Optional, Sequence
+from typing import IO, Any
 from urllib.error import HTTPError
 from urllib.request import HTTPRedirectHandler, Request, build_opener
 
@@ -56,7 +57,7 @@ class NotCarried(ValueError):
 
 
 def read_back(url: str, user: str, password: str, instance: str, name: str, bounds: Sequence[float],
-              timeout: float) -> Optional[Carried]:
+              timeout: float) -> Carried | None:
     """The group's histogram `name`; None when the group or the histogram is not there yet (the first push).
     NotCarried when it cannot be read or does not hold up. `url` is without user:password@."""
     request = Request(url.rstrip("/") + "/api/v1/metrics")
@@ -68,7 +69,7 @@ def read_back(url: str, user: str, password: str, instance: str, name: str, boun
     try:
         with build_opener(Refuse, *handlers).open(request, timeout=timeout) as answer:
             body = answer.read(MAX_ANSWER_BYTES + 1)
-    except Exception as err:  # noqa: BLE001 - whatever went wrong, the pass pushes its own samples alone
+    except Exception as err:
         raise NotCarried(f"{type(err).__name__}: {err}") from None
     if len(body) > MAX_ANSWER_BYTES:
         raise NotCarried(f"the answer is over {MAX_ANSWER_BYTES} bytes")
@@ -82,7 +83,7 @@ def read_back(url: str, user: str, password: str, instance: str, name: str, boun
     return _histogram(found, instance, name, bounds)
 
 
-def _histogram(found: Any, instance: str, name: str, bounds: Sequence[float]) -> Optional[Carried]:
+def _histogram(found: Any, instance: str, name: str, bounds: Sequence[float]) -> Carried | None:
     groups = found.get("data") if isinstance(found, dict) else None
     if not isinstance(groups, list):
         raise NotCarried("the answer has no list of groups")

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Optional
 
 from ..act.writer import Guard
 from ..kube import Api, ApiError, Forbidden, ServerClockUnknown
@@ -29,7 +28,7 @@ POLL_SECONDS = 1.0
 STOP_CHECK_SECONDS = 0.2
 
 
-def wait_for_taint(api: Api, settings: Settings, plan: Plan, budget: float, guard: Guard) -> Optional[str]:
+def wait_for_taint(api: Api, settings: Settings, plan: Plan, budget: float, guard: Guard) -> str | None:
     """A quiet node that now carries a shutdown taint, or None when none did within `budget` seconds."""
     # Every read of the wait (the list, each GET and its retries) ends with the budget, not with the pass
     # deadline: a server that stops answering must not hold the run to PASS_TIMEOUT_SECONDS.
@@ -50,7 +49,7 @@ def wait_for_taint(api: Api, settings: Settings, plan: Plan, budget: float, guar
         api.deadline = deadline
 
 
-def _wait(api: Api, settings: Settings, plan: Plan, budget: float, guard: Guard) -> Optional[str]:
+def _wait(api: Api, settings: Settings, plan: Plan, budget: float, guard: Guard) -> str | None:
     ends = time.monotonic() + budget
     versions = quiet_nodes(api, {v.node for v in plan.verdicts})
     if not versions:

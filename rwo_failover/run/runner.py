@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from collections.abc import Callable
 from datetime import datetime
-from typing import Callable, Optional
 
 from .. import planner
 from ..act.actor import Actor
@@ -26,11 +26,11 @@ from .metrics import Metrics
 log = logging.getLogger(logs.LOGGER)
 
 
-def run_pass(api: Api, settings: Settings, metrics: Optional[Metrics] = None, guard: Optional[Guard] = None,
-             show: Optional[Callable[[planner.Plan], None]] = None,
-             cache: Optional[Callable[[Api], Cached]] = None, watched_pause: Optional[Callable[[], str]] = None,
-             nodes_now: Optional[Callable[[Api], Optional[tuple]]] = None,
-             sightings: Optional[Sightings] = None, done: Optional[Callable[[Outcome], None]] = None) -> int:
+def run_pass(api: Api, settings: Settings, metrics: Metrics | None = None, guard: Guard | None = None,
+             show: Callable[[planner.Plan], None] | None = None,
+             cache: Callable[[Api], Cached] | None = None, watched_pause: Callable[[], str] | None = None,
+             nodes_now: Callable[[Api], tuple | None] | None = None,
+             sightings: Sightings | None = None, done: Callable[[Outcome], None] | None = None) -> int:
     """Observe, decide, act; log one summary line; return the exit code.
 
     Every age is judged on the API server's clock (clock.ServerClock, fed by the Date header of each
@@ -82,8 +82,8 @@ def run_pass(api: Api, settings: Settings, metrics: Optional[Metrics] = None, gu
 
 
 def decide(api: Api, settings: Settings, now: Callable[[], datetime], sightings: Sightings,
-           cache: Optional[Callable[[Api], Cached]] = None,
-           nodes_now: Optional[Callable[[Api], Optional[tuple]]] = None) -> tuple[Snapshot, planner.Plan]:
+           cache: Callable[[Api], Cached] | None = None,
+           nodes_now: Callable[[Api], tuple | None] | None = None) -> tuple[Snapshot, planner.Plan]:
     """The snapshot and the plan a pass acts on. The watch cache decides *when* a pass runs, never *what* it
     writes or remembers: every pass judges both brakes on the node list as of a consistent read made now (the
     watch cache's nodes once it provably caught up with one, `nodes_now`: the same moment, without 50 MB at 5,000
@@ -141,8 +141,8 @@ def _log_plan(plan: planner.Plan) -> None:
             log.info("proven down, nothing to do", extra={"node": node_plan.verdict.node})
 
 
-def _summary(settings: Settings, plan: Optional[planner.Plan], outcome: Optional[Outcome], code: int,
-             started: float, api: Api, metrics: Optional[Metrics], guard: Optional[Guard], paused: str = "") -> None:
+def _summary(settings: Settings, plan: planner.Plan | None, outcome: Outcome | None, code: int,
+             started: float, api: Api, metrics: Metrics | None, guard: Guard | None, paused: str = "") -> None:
     seconds = time.monotonic() - started
     if metrics:
         metrics.record_pass(plan, outcome, code, seconds, paused)

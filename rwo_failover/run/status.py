@@ -17,8 +17,9 @@ import argparse
 import os
 import sys
 import tempfile
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import IO, Any, Mapping, Optional, Sequence
+from typing import IO, Any
 
 from .. import __version__
 from .. import settings as config
@@ -66,8 +67,8 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str], environ: Optional[Mapping[str, str]] = None, stdout: Optional[IO[str]] = None,
-         stderr: Optional[IO[str]] = None) -> int:
+def main(argv: Sequence[str], environ: Mapping[str, str] | None = None, stdout: IO[str] | None = None,
+         stderr: IO[str] | None = None) -> int:
     """`rwo-failover status [-n NAMESPACE] [-o text|json]`: the exit code is 0 once it could say anything."""
     environ = dict(os.environ if environ is None else environ)
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
@@ -103,7 +104,7 @@ PLUGIN_USAGE = ("kubectl rwo-failover is read-only: kubectl rwo-failover status 
                 "CronJob or Deployment, never from here.")
 
 
-def plugin_main(argv: Optional[Sequence[str]] = None) -> int:
+def plugin_main(argv: Sequence[str] | None = None) -> int:
     """`kubectl rwo-failover ...`: kubectl runs this executable (kubectl-rwo_failover) with what follows. It only
     reads: `status`, `version` and `--help`; anything else exits 2 before any request, so a human's credentials
     and this machine's defaults never reach a pass (deploy/krew/kubectl-rwo_failover keeps the same rule)."""
@@ -237,5 +238,5 @@ def recoveries(plan: Plan, now: datetime) -> list[dict]:
     return found
 
 
-def _iso(moment: Optional[datetime]) -> str:
+def _iso(moment: datetime | None) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ") if moment else ""

@@ -4,7 +4,7 @@ CronJob's Jobs and their pods' exit codes, or the leader Lease and the leader's 
 from __future__ import annotations
 
 import re
-from typing import Any, Optional
+from typing import Any
 from urllib.parse import quote
 
 from .. import settings as config
@@ -118,5 +118,5 @@ def _leader(api: Api, install: dict, settings: Settings) -> dict:
     return found
 
 
-def _get(api: Api, verb: str, what: str, path: str, query: Optional[list] = None) -> Any:
+def _get(api: Api, verb: str, what: str, path: str, query: list | None = None) -> Any:
     return api.call(verb, what, "GET", path, query or [])

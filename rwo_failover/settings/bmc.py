@@ -19,7 +19,6 @@ import binascii
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Optional
 
 from ..model.names import same_uuid
 from .urls import check_url
@@ -37,7 +36,7 @@ class Bmc:
     endpoint: str = field(repr=False)
     username: str = field(repr=False)
     password: str = field(repr=False)
-    ca: Optional[str] = field(default=None, repr=False)
+    ca: str | None = field(default=None, repr=False)
     uuid: str = field(default="", repr=False)  # same_uuid() form; "" when the entry names a serial only
     serial: str = field(default="", repr=False)
 

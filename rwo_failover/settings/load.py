@@ -4,7 +4,8 @@ that reads the environment, so a bad value fails before any API call."""
 from __future__ import annotations
 
 import argparse
-from typing import Any, Mapping, NoReturn, Optional, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, NoReturn
 
 from .. import __version__
 from .checks import check_settings
@@ -40,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _resolve(spec: Spec, flag_value: Optional[str], environ: Mapping[str, str]) -> Any:
+def _resolve(spec: Spec, flag_value: str | None, environ: Mapping[str, str]) -> Any:
     source, raw = (spec.flag, flag_value) if flag_value is not None else (spec.name, environ.get(spec.name))
     if raw is None:
         return spec.parse(spec.default)

@@ -6,8 +6,9 @@ allowed; docs/settings.md is kept equal to this table by tests/test_docs.py."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any
 
 from ..model.matchers import LabelSelector, TaintSpec
 from ..model.names import CLOUD_SHUTDOWN_KEY, OUT_OF_SERVICE_KEY
@@ -17,8 +18,8 @@ from .values import (
     LOG_LEVELS,
     OUT_OF_SERVICE_MODES,
     OUTPUTS,
-    UNDO_MODES,
     STUCK_STATES,
+    UNDO_MODES,
     UNSAFE_RULES,
     boolean,
     choice,
@@ -71,28 +72,28 @@ class Settings:
     watch_stale_seconds: int
     relist_seconds: int
     fencing: str
-    network_fence_class: Optional[str]
-    fence_webhook_url: Optional[str]
-    fence_webhook_token_file: Optional[str]
-    fence_webhook_ca_file: Optional[str]
-    fenced_min_not_ready_seconds: Optional[int]
-    redfish_bmc_file: Optional[str]
-    redfish_node_label: Optional[str]
+    network_fence_class: str | None
+    fence_webhook_url: str | None
+    fence_webhook_token_file: str | None
+    fence_webhook_ca_file: str | None
+    fenced_min_not_ready_seconds: int | None
+    redfish_bmc_file: str | None
+    redfish_node_label: str | None
     redfish_silent_seconds: int
     redfish_power_off: bool
     redfish_off_wait_seconds: int
     undo: str
     recovery_timeout_seconds: int
     metrics_port: int
-    pushgateway_url: Optional[str]
-    pushgateway_instance: Optional[str]
+    pushgateway_url: str | None
+    pushgateway_instance: str | None
     leader_election: bool
     leader_election_lease_seconds: int
     leader_election_namespace: str
     leader_election_lease_name: str
     recovery_namespace: str
-    kubeconfig: Optional[str]
-    kube_context: Optional[str]
+    kubeconfig: str | None
+    kube_context: str | None
     allow_unsafe: frozenset[str]
 
 

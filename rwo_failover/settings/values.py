@@ -4,7 +4,7 @@ raises ValueError saying what is wrong. Pure, so that the table (table.py) stays
 from __future__ import annotations
 
 import re
-from typing import Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
 
 from ..model.matchers import LabelSelector, MatcherError, TaintSpec
 from ..model.names import DNS_LABEL, is_name
@@ -166,11 +166,11 @@ def port_number(text: str) -> int:
     return value
 
 
-def lease_or_seconds(high: int) -> Callable[[str], Optional[int]]:
+def lease_or_seconds(high: int) -> Callable[[str], int | None]:
     """None means "the node's own Lease duration"; otherwise seconds in [0, high]."""
     seconds = int_in(0, high)
 
-    def parse(text: str) -> Optional[int]:
+    def parse(text: str) -> int | None:
         return None if text.strip().lower() == "lease" else seconds(text)
     return parse
 
@@ -207,5 +207,5 @@ def label_key(text: str) -> str:
     return value
 
 
-def optional_text(text: str) -> Optional[str]:
+def optional_text(text: str) -> str | None:
     return text.strip() or None

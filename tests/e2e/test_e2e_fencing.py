@@ -6,7 +6,6 @@ on loopback, answering as its contract says (docs/fencing.md).
 
 from __future__ import annotations
 
-
 import pytest
 
 from rwo_failover.run.exitcodes import EXIT_OK

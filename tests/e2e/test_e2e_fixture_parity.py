@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from lifecycle_parity import EXPECTED, lifecycle_facts
+
 from rwo_testkit.fake_apiserver import FakeApiServer
 from rwo_testkit.kube import Kube
 

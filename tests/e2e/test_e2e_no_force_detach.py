@@ -12,7 +12,6 @@ EVICT_AFTER seconds, so taint eviction (and with it the Deployment's replacement
 from __future__ import annotations
 
 import time
-from typing import Optional
 
 import pytest
 
@@ -37,7 +36,7 @@ def pv(namespace: str, app: str) -> str:
     return f"pv-{namespace}-{app}"
 
 
-def recovered(cluster, namespace: str, app: str, dead: str) -> Optional[str]:
+def recovered(cluster, namespace: str, app: str, dead: str) -> str | None:
     """The node a replacement of the app runs on, Running and Ready with its volume attached there."""
     pod = cluster.running_app(namespace, app, not_on=dead)
     if pod and cluster.attached(pv(namespace, app), pod["spec"]["nodeName"]):

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
-from typing import Iterator
+from datetime import UTC, datetime
 
 import pytest
 
@@ -45,7 +45,7 @@ OUR_MANAGER = "rwo-failover"  # the field manager of our writes: our User-Agent 
 
 
 def now_text() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -206,7 +206,7 @@ class TestWhatANodeMayWrite:
 
     def test_its_own_lease_and_no_other(self, cluster, me):
         leases = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
-        renew = {"spec": {"renewTime": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")}}
+        renew = {"spec": {"renewTime": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")}}
         assert answer(me.kube, "PATCH", f"{leases}/{me.name}", renew) == (200, "")
         assert answer(me.kube, "PATCH", f"{leases}/id-other", renew)[0] == 403
         assert answer(me.kube, "DELETE", f"{leases}/id-other")[0] == 403
@@ -287,7 +287,7 @@ def test_forged_01_provenance_never_makes_a_pass_remove_a_humans_out_of_service_
                                                 if c["type"] == "Ready").replace("Z", "+00:00"))
         # Ready for 3 s: rwo-failover 0.1.0 (before issue 35) lifts the taint it takes for its own at this point
         # (seen on this very test: exit 0, the human's taint removed).
-        time.sleep(max(0.0, 3 - (datetime.now(timezone.utc) - ready_at).total_seconds()))
+        time.sleep(max(0.0, 3 - (datetime.now(UTC) - ready_at).total_seconds()))
 
         result = cluster.run_pass(sa, RECOVERY_SECONDS="0")
 

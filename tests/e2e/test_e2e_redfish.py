@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Optional
 
 import pytest
 
@@ -55,7 +54,7 @@ def failover(cluster, kubeconfig, bmc_file: str, node: str, namespace: str, **en
         result = cluster.run_pass(kubeconfig, **settings)
         codes.append(result.code)
         assert all(t["key"] != "node.cloudprovider.kubernetes.io/shutdown" for t in cluster.taints(node))
-        new: Optional[dict] = cluster.running(namespace, "db-0", not_on=node, not_uid=old["metadata"]["uid"])
+        new: dict | None = cluster.running(namespace, "db-0", not_on=node, not_uid=old["metadata"]["uid"])
         if new and cluster.attached(pv, new["spec"]["nodeName"]):
             return time.monotonic() - off, codes
         time.sleep(2)

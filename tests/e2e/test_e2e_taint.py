@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Optional
 
 import pytest
 
@@ -53,7 +52,7 @@ def test_every_attachment_is_released_while_the_node_carries_the_taint(cluster, 
     cluster.sim.remove_node(node)
 
 
-def taint_record(cluster, node_uid: str) -> Optional[dict]:
+def taint_record(cluster, node_uid: str) -> dict | None:
     """Our record of the out-of-service taint we added to the node with that uid, as its data says."""
     found = cluster.kube.get(f"/api/v1/namespaces/{RECORDS}/configmaps/{record_name(node_uid)}")
     return json.loads(found["data"]["record"]) if found else None

@@ -41,7 +41,7 @@ def tenant_pod_on(cluster, node: str) -> str:
     def create():
         try:
             return cluster.kube.create("/api/v1/namespaces/tenant/pods", body)
-        except Exception:  # noqa: BLE001 - the namespace's default ServiceAccount may not exist yet
+        except Exception:
             return None
     wait_for(f"tenant pod on {node} created", create, 60, every=1)
     return pv
