@@ -1,6 +1,6 @@
 """A small raw-JSON Kubernetes client for the e2e tier and its simulators (admin or any token).
 
-It rides the official client's ApiClient (kubeconfig, TLS), as rwo_failover.client does, and returns dicts.
+It rides the official client's ApiClient (kubeconfig, TLS), as rwo_failover.kube.transport does, and returns dicts.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The plan as a table for people (rwo_failover/plan_table.py): on a terminal, or with OUTPUT=table."""
+"""The plan as a table for people (rwo_failover/run/plan_table.py): on a terminal, or with OUTPUT=table."""
 
 from __future__ import annotations
 

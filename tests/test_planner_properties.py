@@ -151,8 +151,8 @@ def snapshots(draw):
             for i, (node, pv) in enumerate(placed)}
     version = draw(st.sampled_from([None, (1, 27), (1, 28), (1, 36)]))
     records = {n.taint_record.name: n.taint_record for n in nodes if n.taint_record.name}  # observe binds them
-    # This process has seen every NotReady node so for as long as the server's stamps say (observe/sightings.py);
-    # test_a_node_not_seen_here_for_min_not_ready_is_never_down draws the sightings themselves.
+    # How long this process has seen each NotReady node (observe/sightings.py), drawn here: mostly a day, sometimes
+    # only 0 to 5 s, which may be short of MIN_NOT_READY_SECONDS (proven_down restates the rule the planner must keep).
     seen = {n.name: draw(st.sampled_from([86400.0, 86400.0, 86400.0, 0.0, 1.0, 5.0])) for n in nodes}
     return Snapshot(NOW, nodes, leases, tuple(pods.values()), claims, tuple(atts.values()), pvs, version,
                     taint_records=records, unknown_for=seen)

@@ -315,7 +315,7 @@ def test_recovery_records_are_watched_by_their_label_in_their_namespace(api, ref
 
 
 def test_a_watched_object_that_cannot_be_read_is_skipped_with_its_reason_never_kept_stale(api, reflector):
-    """As in a list (observe.Reader): the bad object is an Unreadable; its older, readable copy is not kept, so
+    """As in a list (model.Reader): the bad object is an Unreadable; its older, readable copy is not kept, so
     no pass judges a node from what it was before it became unreadable."""
     fc.live_node(api, "a")
     found, changes, _metrics = reflector()

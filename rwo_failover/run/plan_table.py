@@ -5,7 +5,7 @@ each skip and why; and a refusal, if the brake tripped. The JSON log lines stay 
 this is printed on a terminal (or with OUTPUT=table) before the pass acts.
 
 It promises only what the pass will do. With fencing, a node is released only once its fencing is confirmed
-(act.py, fencing.py), so a node whose fence step is still open is listed apart from the releases: under
+(act/actor.py, act/fencing.py), so a node whose fence step is still open is listed apart from the releases: under
 AFTER FENCING when this pass asks (or waits) and may still act, under NOT RELEASED when it will not.
 
 Every string here comes from the cluster (names, a kubelet's reasons, a storage controller's NetworkFence

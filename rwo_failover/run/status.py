@@ -2,7 +2,7 @@
 
 Strictly read-only. Every request goes through ReadOnlyApi, which refuses anything but GET before it is sent (the
 server-clock cross-check's dry-run create included: the Date header is trusted alone, as when RBAC denies it),
-and a human's ClusterRole for it grants only get, list and watch (deploy/base/status-viewer-rbac.yaml).
+and a human's ClusterRole for it grants only get, list and watch (deploy/components/status-viewer/rbac.yaml).
 
 The judgment is the real one: observe and the planner, exactly as a dry-run pass (runner.decide), with the
 settings of the install found in the namespace (its CronJob's or Deployment's env), so a verdict here is the one
