@@ -604,3 +604,30 @@ def test_a_value_that_switches_a_safety_rule_off_needs_allow_unsafe_in_the_chart
                                             if named != "REQUEST_TIMEOUT_SECONDS" else
                                             {**values, "settings": {"REQUEST_TIMEOUT_SECONDS": "5"}}))
     config.load(args, env)
+
+
+# --- every render at the oldest Kubernetes the chart admits (issue 44) --------------------------------------
+
+def minimum_kubernetes() -> str:
+    chart_yaml = yaml.safe_load((chart.CHART / "Chart.yaml").read_text())
+    return re.fullmatch(r">=(\d+\.\d+\.\d+)-0", chart_yaml["kubeVersion"])[1]
+
+
+@pytest.mark.parametrize("source", ["chart", "deploy/base/cronjob.yaml"])
+def test_every_pod_failure_rule_names_on_pod_conditions_as_kubernetes_1_28_requires(source):
+    """kubeVersion admits 1.28, whose schema requires onPodConditions in every podFailurePolicy rule (1.29 made
+    it optional): the CronJob failed validation there. Each exit-code rule now says `onPodConditions: []`."""
+    docs = chart.render() if source == "chart" else [d for d in yaml.safe_load_all((ROOT / source).read_text()) if d]
+    [cronjob] = [d for d in docs if d["kind"] == "CronJob"]
+    rules = cronjob["spec"]["jobTemplate"]["spec"]["podFailurePolicy"]["rules"]
+    assert all("onPodConditions" in rule for rule in rules) and minimum_kubernetes() == "1.28.0"
+    assert [rule["onPodConditions"] for rule in rules if "onExitCodes" in rule] == [[], []]
+
+
+def test_ci_validates_every_render_at_the_charts_minimum_kubernetes():
+    """.ci/run validates every kustomize and chart render at the newest Kubernetes and at the chart's own
+    minimum, read from Chart.yaml, so raising or lowering kubeVersion moves the check with it."""
+    run = (ROOT / ".ci" / "run").read_text()
+    assert "sed -n 's/^kubeVersion:" in run and "charts/rwo-failover/Chart.yaml)" in run
+    assert re.search(r'kubernetes-validate" --strict --kubernetes-version "\$\{minimum:\?[^}]*\}" \\\n'
+                     r'\s+\$manifests "\$rendered"/\*\.yaml', run)
