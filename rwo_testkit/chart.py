@@ -36,6 +36,14 @@ MODES: dict[str, dict[str, Any]] = {
     "cronjob-mode-networkfence": {"mode": "cronjob",
                                   "fencing": {"mode": "networkfence", "networkFence": {"className": "ceph"}}},
     "ha-mode-status-viewer": {"mode": "ha", "statusViewer": {"create": True}},
+    # The values of a chart beside other charts (issue 44): three replicas, labels, a CA bundle, a spread.
+    "ha-mode-extras": {"mode": "ha", "ha": {"replicas": 3}, "nameOverride": "failover",
+                       "commonLabels": {"example.com/team": "storage"},
+                       "extraEnv": [{"name": "SSL_CERT_FILE", "value": "/etc/ca/ca.crt"}],
+                       "extraVolumes": [{"name": "ca", "configMap": {"name": "ca-bundle"}}],
+                       "extraVolumeMounts": [{"name": "ca", "mountPath": "/etc/ca", "readOnly": True}],
+                       "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+                                                      "whenUnsatisfiable": "ScheduleAnyway"}]},
 }
 
 

@@ -21,8 +21,9 @@ from rwo_failover import settings as config
 from rwo_testkit import chart
 
 VALUES = yaml.safe_load((chart.CHART / "values.yaml").read_text())
-# Settings whose chart default is this release's own: its namespace, its name (the CronJob's).
-FROM_THE_RELEASE = {"LEADER_ELECTION_NAMESPACE", "RECOVERY_NAMESPACE", "PUSHGATEWAY_INSTANCE"}
+# Settings whose chart default is this release's own: its namespace, its name (the CronJob's), its Lease.
+FROM_THE_RELEASE = {"LEADER_ELECTION_NAMESPACE", "RECOVERY_NAMESPACE", "PUSHGATEWAY_INSTANCE",
+                    "LEADER_ELECTION_LEASE_NAME"}
 HELM_LABELS = ("helm.sh/chart", "app.kubernetes.io/instance", "app.kubernetes.io/managed-by",
                "app.kubernetes.io/version")
 
@@ -89,7 +90,8 @@ def test_each_structured_value_is_in_values_yaml_and_the_schema_with_the_program
 
 def test_the_default_render_runs_every_setting_at_the_programs_default():
     env = env_of(chart.render({}, name="rwo-prod", namespace="ops"), "CronJob")
-    release = {"LEADER_ELECTION_NAMESPACE": "ops", "RECOVERY_NAMESPACE": "ops", "PUSHGATEWAY_INSTANCE": "rwo-prod"}
+    release = {"LEADER_ELECTION_NAMESPACE": "ops", "RECOVERY_NAMESPACE": "ops", "PUSHGATEWAY_INSTANCE": "rwo-prod",
+               "LEADER_ELECTION_LEASE_NAME": "rwo-prod-leader"}
     assert env == {s.name: release.get(s.name, s.default) for s in config.SPECS}
 
 
@@ -215,7 +217,8 @@ def test_the_schema_rejects_a_structured_value_that_does_not_exist(values, compl
 # What an empty value means in the chart, for the settings whose default is this release's own.
 EMPTY_IN_THE_CHART = {"LEADER_ELECTION_NAMESPACE": "the release's namespace",
                       "RECOVERY_NAMESPACE": "the release's namespace",
-                      "PUSHGATEWAY_INSTANCE": "the release's name (the CronJob's), so each pass replaces one group"}
+                      "PUSHGATEWAY_INSTANCE": "the release's name (the CronJob's), so each pass replaces one group",
+                      "LEADER_ELECTION_LEASE_NAME": "this release's full name, with -leader"}
 
 
 def test_each_settings_schema_description_is_its_help_and_what_it_allows():
@@ -329,11 +332,19 @@ def kustomize(folder: Path) -> list[dict]:
     return [d for d in yaml.safe_load_all(rendered) if d]
 
 
+def without_instance(node):
+    """`node` without the label app.kubernetes.io/instance anywhere: the chart selects its pods by the release too
+    (two releases in one namespace), and a kustomize install is one install."""
+    if isinstance(node, dict):
+        return {k: without_instance(v) for k, v in node.items() if k != "app.kubernetes.io/instance"}
+    return [without_instance(v) for v in node] if isinstance(node, list) else node
+
+
 def comparable(docs: list[dict]) -> dict[tuple[str, str, str], dict]:
-    """Objects by (kind, namespace, name), without the labels only Helm adds."""
+    """Objects by (kind, namespace, name), without the labels only Helm adds (the release's, in selectors too)."""
     found = {}
     for doc in docs:
-        doc = copy.deepcopy(doc)
+        doc = without_instance(copy.deepcopy(doc))
         labels = doc["metadata"].get("labels") or {}
         for key in HELM_LABELS:
             labels.pop(key, None)
@@ -604,6 +615,106 @@ def test_a_value_that_switches_a_safety_rule_off_needs_allow_unsafe_in_the_chart
                                             if named != "REQUEST_TIMEOUT_SECONDS" else
                                             {**values, "settings": {"REQUEST_TIMEOUT_SECONDS": "5"}}))
     config.load(args, env)
+
+
+# --- two releases in one namespace (issue 44) ---------------------------------------------------------------
+
+def selects(selector: dict, labels: dict) -> bool:
+    return all(labels.get(key) == value for key, value in selector.items())
+
+
+def selectors_and_targets(docs: list[dict]) -> list[tuple[str, dict, str]]:
+    """Every label selector of a render, with what it finds: the pods, or (a ServiceMonitor's) the Service."""
+    found = []
+    for doc in docs:
+        kind, spec = doc["kind"], doc.get("spec") or {}
+        if kind in ("Deployment", "PodDisruptionBudget"):
+            found.append((kind, spec["selector"]["matchLabels"], "pod"))
+        if kind == "Service":
+            found.append((kind, spec["selector"], "pod"))
+        if kind == "NetworkPolicy":
+            found.append((kind, spec["podSelector"]["matchLabels"], "pod"))
+        if kind == "ServiceMonitor":
+            found.append((kind, spec["selector"]["matchLabels"], "Service"))
+        if kind == "Deployment":
+            anti = spec["template"]["spec"]["affinity"]["podAntiAffinity"]
+            terms = anti["requiredDuringSchedulingIgnoredDuringExecution"] + [
+                t["podAffinityTerm"] for t in anti["preferredDuringSchedulingIgnoredDuringExecution"]]
+            found += [("podAntiAffinity", t["labelSelector"]["matchLabels"], "pod") for t in terms]
+    return found
+
+
+def pod_labels(docs: list[dict]) -> dict:
+    [workload] = [d for d in docs if d["kind"] in ("CronJob", "Deployment")]
+    return workload["spec"].get("jobTemplate", workload)["spec"]["template"]["metadata"]["labels"]
+
+
+def test_two_releases_in_one_namespace_never_select_each_others_pods():
+    """Issue 44: the Deployment's, Service's, PodDisruptionBudget's and NetworkPolicy's selectors, the replicas'
+    anti-affinity and the ServiceMonitor carried no app.kubernetes.io/instance: release b's budget counted a's
+    pods, its Service sent scrapes to them, and the replicas of both avoided each other's nodes."""
+    values = {"mode": "ha", "monitoring": {"serviceMonitor": True}}
+    a, b = (chart.render(values, name=name, namespace="ops") for name in ("rwo-a", "rwo-b"))
+    [service_a], [service_b] = ([d for d in docs if d["kind"] == "Service"] for docs in (a, b))
+    targets = {"pod": (pod_labels(a), pod_labels(b)),
+               "Service": (service_a["metadata"]["labels"], service_b["metadata"]["labels"])}
+    found = selectors_and_targets(a)
+    assert {kind for kind, _, _ in found} == {"Deployment", "Service", "PodDisruptionBudget", "NetworkPolicy",
+                                              "ServiceMonitor", "podAntiAffinity"}
+    for kind, selector, target in found:
+        ours, theirs = targets[target]
+        assert selects(selector, ours) and not selects(selector, theirs), kind
+    assert pod_labels(chart.render({}, name="rwo-a"))["app.kubernetes.io/instance"] == "rwo-a", "cronjob mode too"
+
+
+def leader_lease(docs: list[dict]) -> tuple[str, list[str]]:
+    """The Lease the pods elect on (their env), and the names the leader-election Role grants."""
+    [role] = [d for d in docs if d["kind"] == "Role" and d["metadata"]["name"].endswith("-leader-election")]
+    [named] = [r for r in role["rules"] if r.get("resourceNames")]
+    return chart.workload(docs)[1]["LEADER_ELECTION_LEASE_NAME"], named["resourceNames"]
+
+
+def test_each_release_elects_its_leader_on_its_own_lease():
+    """Two releases shared the Lease rwo-failover-leader: one release's leader was every release's leader, and
+    the other's replicas never passed. The Lease is now <fullname>-leader; a release named rwo-failover keeps
+    the program's (and kustomize's) rwo-failover-leader."""
+    leases = {name: leader_lease(chart.render({"mode": "ha"}, name=name, namespace="ops"))
+              for name in ("rwo-failover", "rwo-a", "rwo-b")}
+    assert leases == {"rwo-failover": ("rwo-failover-leader", ["rwo-failover-leader"]),
+                      "rwo-a": ("rwo-a-leader", ["rwo-a-leader"]), "rwo-b": ("rwo-b-leader", ["rwo-b-leader"])}
+    assert "get lease rwo-a-leader" in chart.notes({"mode": "ha"}, name="rwo-a", namespace="ops")
+    named = {"mode": "ha", "settings": {"LEADER_ELECTION_LEASE_NAME": "ops-leader"}}
+    assert leader_lease(chart.render(named, name="rwo-a")) == ("ops-leader", ["ops-leader"]), "a name given is kept"
+    assert leader_lease(chart.render({"mode": "ha", "fullnameOverride": "db-failover"}, name="rwo-a"))[0] == \
+        "db-failover-leader"
+
+
+# --- the PodDisruptionBudget and the replicas' spread (issue 44) --------------------------------------------
+
+@pytest.mark.parametrize("replicas", [1, 2, 3])
+def test_a_disruption_budget_only_where_it_can_allow_an_eviction(replicas):
+    """ha.replicas=1 rendered minAvailable: 1, which no eviction can ever satisfy: every drain of that node hung.
+    Now one replica has no budget, and more have maxUnavailable: 1 (one at a time, whatever the count)."""
+    budgets = [d["spec"] for d in chart.render({"mode": "ha", "ha": {"replicas": replicas}})
+               if d["kind"] == "PodDisruptionBudget"]
+    if replicas == 1:
+        assert budgets == []
+    else:
+        [budget] = budgets
+        assert budget["maxUnavailable"] == 1 and "minAvailable" not in budget
+
+
+def test_the_replicas_prefer_a_zone_each_and_never_share_a_node():
+    """One zone's outage, the very event this tool is for, could take both replicas when they spread by
+    hostname only. A preference, not a rule: a cluster in one zone still schedules both."""
+    docs = chart.render({"mode": "ha"})
+    anti = pod_spec_of(docs)["affinity"]["podAntiAffinity"]
+    own = pod_labels(docs)
+    [required] = anti["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert required["topologyKey"] == "kubernetes.io/hostname" and required["labelSelector"]["matchLabels"] == own
+    [preferred] = anti["preferredDuringSchedulingIgnoredDuringExecution"]
+    assert preferred["weight"] == 100 and preferred["podAffinityTerm"] == {
+        "topologyKey": "topology.kubernetes.io/zone", "labelSelector": {"matchLabels": own}}
 
 
 # --- every render at the oldest Kubernetes the chart admits (issue 44) --------------------------------------

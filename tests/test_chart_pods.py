@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 from conftest import plant, watched
-from test_chart import pod_spec_of, refused
+from test_chart import pod_labels, pod_spec_of, refused
 
 from rwo_failover import settings as config
 from rwo_failover.run.cli import main
@@ -222,17 +224,20 @@ def test_pod_annotations_labels_pull_secrets_and_placement_render_as_given(mode)
     assert spec["affinity"]["nodeAffinity"] == EVERYTHING["affinity"]["nodeAffinity"], "replaces the preference"
     if mode == "ha":
         assert workload["spec"]["selector"]["matchLabels"] == {"app.kubernetes.io/name": "rwo-failover",
+                                                               "app.kubernetes.io/instance": "rwo-failover",
                                                                "app.kubernetes.io/component": "continuous"}
 
 
 @pytest.mark.parametrize("mode", ["cronjob", "ha"])
-@pytest.mark.parametrize("label", ["app.kubernetes.io/name", "app.kubernetes.io/component"])
+@pytest.mark.parametrize("label", ["app.kubernetes.io/name", "app.kubernetes.io/instance",
+                                   "app.kubernetes.io/component"])
 def test_pod_labels_cannot_take_the_selectors_labels(mode, label):
     assert f"podLabels.{label}" in refused({"mode": mode, "podLabels": {label: "mine"}})
 
 
 def test_the_replicas_never_share_a_node_whatever_affinity_says():
-    """affinity.podAntiAffinity adds to the HA replicas' own rule (one per node), never replaces it."""
+    """affinity.podAntiAffinity adds to the HA replicas' own rules (one per node, a zone each if it can), never
+    replaces them."""
     theirs = {"topologyKey": "topology.kubernetes.io/zone",
               "labelSelector": {"matchLabels": {"app.kubernetes.io/name": "rwo-failover"}}}
     preferred = [{"weight": 10, "podAffinityTerm": theirs}]
@@ -243,7 +248,8 @@ def test_the_replicas_never_share_a_node_whatever_affinity_says():
     anti = spec["affinity"]["podAntiAffinity"]
     assert anti["requiredDuringSchedulingIgnoredDuringExecution"] == \
         ours["requiredDuringSchedulingIgnoredDuringExecution"] + [theirs]
-    assert anti["preferredDuringSchedulingIgnoredDuringExecution"] == preferred
+    assert anti["preferredDuringSchedulingIgnoredDuringExecution"] == \
+        ours["preferredDuringSchedulingIgnoredDuringExecution"] + preferred
     assert spec["affinity"]["nodeAffinity"] == pod_spec_of(chart.render({"mode": "ha"}))["affinity"]["nodeAffinity"]
 
 
@@ -314,3 +320,140 @@ def test_the_schema_refuses_what_is_not_a_pod_value(values, complaint):
 
     with pytest.raises(helm.HelmValuesError, match=complaint):
         chart.render(values)
+
+
+# --- beside other charts: a subchart, and the usual escape hatches (issue 44) -------------------------------
+
+def test_the_chart_renders_as_a_subchart_with_a_parents_global_values(tmp_path):
+    """The strict schema refused `global`, which Helm hands every subchart: the chart could not sit under an
+    umbrella chart at all."""
+    import helm_python as helm
+
+    umbrella = tmp_path / "platform"
+    shutil.copytree(chart.CHART, umbrella / "charts" / "rwo-failover")
+    (umbrella / "Chart.yaml").write_text("apiVersion: v2\nname: platform\nversion: 1.0.0\n")
+    values = {"global": {"imageRegistry": "registry.example.com", "storageClass": "fast"},
+              "rwo-failover": {"image": {"digest": chart.TEST_DIGEST}, "nameOverride": "failover"}}
+    with helm.Chart.load(str(umbrella)) as parent:
+        parent.validate_schema(values)
+        rendered = parent.render(values, name="platform", namespace="ops", is_install=True)
+    docs = [d for path, body in rendered.items() if path.endswith(".yaml") for d in yaml.safe_load_all(body) if d]
+    [cronjob] = [d for d in docs if d["kind"] == "CronJob"]
+    assert cronjob["metadata"]["name"] == "platform-failover"
+    assert pod_spec_of(chart.render({"global": {"imageRegistry": "registry.example.com"}}))
+
+
+@pytest.mark.parametrize("release, values, name", [
+    ("rwo-failover", {}, "rwo-failover"),
+    ("platform", {"nameOverride": "failover"}, "platform-failover"),
+    ("platform-failover", {"nameOverride": "failover"}, "platform-failover"),  # the release name holds it already
+    ("platform", {"nameOverride": "failover", "fullnameOverride": "db-failover"}, "db-failover"),
+], ids=json.dumps)
+def test_name_override_names_every_object_and_never_the_pods_name_label(release, values, name):
+    for mode, kind in (("cronjob", "CronJob"), ("ha", "Deployment")):
+        docs = chart.render({**values, "mode": mode}, name=release)
+        [workload] = [d for d in docs if d["kind"] == kind]
+        assert workload["metadata"]["name"] == name == pod_spec_of(docs)["serviceAccountName"]
+        assert pod_labels(docs)["app.kubernetes.io/name"] == "rwo-failover", "status finds the install by it"
+
+
+def test_common_labels_are_on_every_object_and_the_pods():
+    values = {"mode": "ha", "commonLabels": {"example.com/team": "storage", "cost-centre": "42"},
+              "podLabels": {"cost-centre": "43"}, "namespace": {"create": True}, "statusViewer": {"create": True},
+              "monitoring": {"prometheusRule": True, "serviceMonitor": True}}
+    docs = chart.render(values)
+    assert all(d["metadata"]["labels"]["example.com/team"] == "storage" for d in docs)
+    assert {d["metadata"]["labels"]["cost-centre"] for d in docs} == {"42"}
+    labels = pod_labels(docs)
+    assert (labels["example.com/team"], labels["cost-centre"]) == ("storage", "43"), "podLabels over commonLabels"
+
+
+@pytest.mark.parametrize("values, named", [
+    ({"commonLabels": {"app.kubernetes.io/instance": "x"}}, "commonLabels.app.kubernetes.io/instance"),
+    ({"commonLabels": {"helm.sh/chart": "x"}}, "commonLabels.helm.sh/chart"),
+    ({"mode": "ha", "commonLabels": {"app.kubernetes.io/component": "x"}}, "commonLabels.app.kubernetes.io/component"),
+    ({"namespace": {"create": True}, "commonLabels": {"pod-security.kubernetes.io/enforce": "privileged"}},
+     "commonLabels.pod-security.kubernetes.io/enforce"),
+    ({"monitoring": {"additionalLabels": {"app.kubernetes.io/name": "x"}}}, "monitoring.additionalLabels"),
+    ({"commonLabels": {"release": "a"}, "monitoring": {"additionalLabels": {"release": "b"}}},
+     "monitoring.additionalLabels.release"),
+], ids=json.dumps)
+def test_labels_the_chart_sets_itself_are_refused(values, named):
+    assert named in refused(values)
+
+
+@pytest.mark.parametrize("mode", ["cronjob", "ha"])
+def test_extra_env_volumes_mounts_and_spread_render_as_given_after_the_chart_s_own(mode):
+    """A CA bundle from a ConfigMap, named by SSL_CERT_FILE; a proxy for the webhook; a spread of your own."""
+    spread = [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule",
+               "labelSelector": {"matchLabels": {"app.kubernetes.io/instance": "rwo-failover"}}}]
+    extra_env = [{"name": "SSL_CERT_FILE", "value": "/etc/ca/ca.crt"},
+                 {"name": "HTTPS_PROXY", "valueFrom": {"configMapKeyRef": {"name": "proxy", "key": "url"}}}]
+    volume = {"name": "ca", "configMap": {"name": "ca-bundle"}}
+    mount = {"name": "ca", "mountPath": "/etc/ca", "readOnly": True}
+    values = {"mode": mode, "extraEnv": extra_env, "extraVolumes": [volume], "extraVolumeMounts": [mount],
+              "topologySpreadConstraints": spread, "secretFiles": WEBHOOK_SECRETS}
+    docs = chart.render(values)
+    spec, container = pod_spec_of(docs), container_of(docs)
+    assert [e["name"] for e in container["env"]] == [s.name for s in config.SPECS] + ["SSL_CERT_FILE", "HTTPS_PROXY"]
+    assert container["env"][-2:] == extra_env
+    assert spec["volumes"][-1] == volume and len(spec["volumes"]) == 3, "after secretFiles' two"
+    assert container["volumeMounts"][-1] == mount and len(container["volumeMounts"]) == 3
+    assert spec["topologySpreadConstraints"] == spread
+    plain = chart.render({"mode": mode})
+    assert "topologySpreadConstraints" not in pod_spec_of(plain) and "volumes" not in pod_spec_of(plain)
+
+
+@pytest.mark.parametrize("name", [s.name for s in config.SPECS])
+def test_extra_env_cannot_set_a_setting_so_every_refusal_holds(name):
+    """extraEnv comes after the settings, and of two equal names in a container's env the later wins: without this
+    refusal `extraEnv: [{name: MAX_UNHEALTHY_FRACTION, value: "0.95"}]` would switch the partition brake off past
+    the chart's allowUnsafe check, and ALLOW_UNSAFE itself could be set there."""
+    message = refused({"extraEnv": [{"name": "HTTPS_PROXY", "value": "http://proxy:3128"},
+                                    {"name": name, "value": "0.95"}]})
+    assert f"extraEnv[1] sets {name}" in message
+
+
+def test_an_extra_mount_cannot_cover_the_secret_files():
+    for path in ("/etc/rwo-failover/secrets", "/etc/rwo-failover/secrets/", f"{SECRETS_DIR}/redfish-bmc-file"):
+        values = {"extraVolumes": [{"name": "x", "emptyDir": {}}],
+                  "extraVolumeMounts": [{"name": "x", "mountPath": path}]}
+        assert "extraVolumeMounts[0]" in refused(values)
+    assert pod_spec_of(chart.render({"extraVolumes": [{"name": "x", "emptyDir": {}}],
+                                     "extraVolumeMounts": [{"name": "x", "mountPath": "/etc/rwo-failover/ca"}]}))
+
+
+@pytest.mark.parametrize("values, complaint", [
+    ({"extraEnv": [{"value": "x"}]}, "name"),
+    ({"extraEnv": [{"name": "A", "value": "x", "valueFrom": {}}]}, "extraEnv"),
+    ({"extraEnv": [{"name": "A", "value": 1}]}, "value"),
+    ({"extraVolumeMounts": [{"name": "x", "mountPath": "relative"}]}, "mountPath"),
+    ({"topologySpreadConstraints": [{"topologyKey": "z", "whenUnsatisfiable": "ScheduleAnyway"}]}, "maxSkew"),
+    ({"nameOverride": "Fail_Over"}, "nameOverride"),
+    ({"commonLabels": {"team": 1}}, "commonLabels"),
+    ({"monitoring": {"interval": "30"}}, "interval"),
+    ({"monitoring": {"namespace": "Monitoring"}}, "namespace"),
+], ids=json.dumps)
+def test_the_schema_refuses_malformed_escape_hatches(values, complaint):
+    import helm_python as helm
+
+    with pytest.raises(helm.HelmValuesError, match=complaint):
+        chart.render(values)
+
+
+def test_monitoring_labels_namespace_and_interval_reach_the_rule_and_the_monitor():
+    """kube-prometheus-stack's default ruleSelector and serviceMonitorSelector ask for `release: <its release>`;
+    without that label it silently never loads the rules nor scrapes the replicas."""
+    monitoring = {"prometheusRule": True, "serviceMonitor": True, "additionalLabels": {"release": "kps"},
+                  "namespace": "monitoring", "interval": "1m"}
+    docs = chart.render({"mode": "ha", "monitoring": monitoring}, name="rwo-a", namespace="ops")
+    [rule] = [d for d in docs if d["kind"] == "PrometheusRule"]
+    [monitor] = [d for d in docs if d["kind"] == "ServiceMonitor"]
+    for found in (rule, monitor):
+        assert found["metadata"]["labels"]["release"] == "kps" and found["metadata"]["namespace"] == "monitoring"
+    assert monitor["spec"]["namespaceSelector"] == {"matchNames": ["ops"]}, "the Service stays in the release's"
+    assert [e["interval"] for e in monitor["spec"]["endpoints"]] == ["1m"]
+    [plain] = [d for d in chart.render({"mode": "ha", "monitoring": {"serviceMonitor": True}}, namespace="ops")
+               if d["kind"] == "ServiceMonitor"]
+    assert "namespaceSelector" not in plain["spec"] and plain["metadata"]["namespace"] == "ops"
+    assert [e["interval"] for e in plain["spec"]["endpoints"]] == ["30s"]

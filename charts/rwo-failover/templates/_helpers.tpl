@@ -1,16 +1,41 @@
-{{/* The name of every object: the release name (rwo-failover installs as "rwo-failover"), or fullnameOverride. */}}
+{{/* The name of every object: the release name (rwo-failover installs as "rwo-failover"); with nameOverride,
+<release>-<nameOverride> (the release name alone when it contains nameOverride); or fullnameOverride. */}}
 {{- define "rwo-failover.fullname" -}}
-{{- default .Release.Name .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- $name := .Release.Name -}}
+{{- if and .Values.nameOverride (not (contains .Values.nameOverride .Release.Name)) -}}
+{{- $name = printf "%s-%s" .Release.Name .Values.nameOverride -}}
+{{- end -}}
+{{- default $name .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
-{{/* Labels on each object's metadata. Pod templates and selectors carry only app.kubernetes.io/name (and the
-component), as the kustomize install does, so the two installs create the same pods. */}}
+{{/* What finds this release's pods, and no other's: app.kubernetes.io/name (which `kubectl rwo-failover status`
+and the kustomize install use), app.kubernetes.io/instance (the release: two releases in one namespace never
+select each other's pods) and, in ha mode, the component. Every selector, the pods' labels and the replicas'
+anti-affinity use these. */}}
+{{- define "rwo-failover.selectorLabels" -}}
+app.kubernetes.io/name: rwo-failover
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- if eq .Values.mode "ha" }}
+app.kubernetes.io/component: continuous
+{{- end }}
+{{- end -}}
+
+{{/* Labels on each object's metadata, and commonLabels (rwo-failover.refuse keeps them off the chart's own). */}}
 {{- define "rwo-failover.labels" -}}
 app.kubernetes.io/name: rwo-failover
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* The labels the chart sets itself, which commonLabels and podLabels may not set: on every object's metadata,
+and (the first three) on the pods, where the selectors find them. */}}
+{{- define "rwo-failover.ownLabels" -}}
+app.kubernetes.io/name app.kubernetes.io/instance app.kubernetes.io/component helm.sh/chart app.kubernetes.io/managed-by app.kubernetes.io/version
 {{- end -}}
 
 {{/* The image, pinned by digest; a tag alone only with image.allowTagWithoutDigest (rwo-failover.refuse). */}}
@@ -74,7 +99,7 @@ metrics.pushgateway.urlSecret: PUSHGATEWAY_URL
 {{- end -}}
 
 {{/* Every setting's default, the program's own (rwo_failover/settings/table.py; tests/test_chart.py keeps them
-equal); empty for the three whose default is this release's (its namespace, its name). */}}
+equal); empty for the four whose default is this release's (its namespace, its name). */}}
 {{- define "rwo-failover.defaults" -}}
 DRY_RUN: "false"
 SHUTDOWN_TAINTS: "node.kubernetes.io/out-of-service,node.cloudprovider.kubernetes.io/shutdown"
@@ -113,7 +138,7 @@ PUSHGATEWAY_INSTANCE: ""
 LEADER_ELECTION: "false"
 LEADER_ELECTION_LEASE_SECONDS: "15"
 LEADER_ELECTION_NAMESPACE: ""
-LEADER_ELECTION_LEASE_NAME: "rwo-failover-leader"
+LEADER_ELECTION_LEASE_NAME: ""
 RECOVERY_NAMESPACE: ""
 PASS_TIMEOUT_SECONDS: "45"
 REQUEST_TIMEOUT_SECONDS: "10"
@@ -174,7 +199,7 @@ came through JSON (float64) as one (1000000, not 1e+06), true/false as such. */}
 
 {{/* The settings this release runs with, as JSON (read back with fromJson): every setting's default, the
 structured values over them, then `settings` and the mode's own settings (the escape hatch) over those, and the
-three whose default is this release's (its namespace, its name). A setting given both as a structured value
+four whose default is this release's (its namespace, its name: the Lease is <fullname>-leader). A setting given both as a structured value
 (changed from its default) and in `settings`, differently, is refused: which one was meant cannot be told. The
 env, the RBAC, the ports and NOTES.txt all read this one dict, so none can follow a setting the others ignore. */}}
 {{- define "rwo-failover.settings" -}}
@@ -199,6 +224,8 @@ env, the RBAC, the ports and NOTES.txt all read this one dict, so none can follo
 {{- if not $env.LEADER_ELECTION_NAMESPACE }}{{ $_ := set $env "LEADER_ELECTION_NAMESPACE" .Release.Namespace }}{{ end -}}
 {{- if not $env.RECOVERY_NAMESPACE }}{{ $_ := set $env "RECOVERY_NAMESPACE" .Release.Namespace }}{{ end -}}
 {{- if not $env.PUSHGATEWAY_INSTANCE }}{{ $_ := set $env "PUSHGATEWAY_INSTANCE" (include "rwo-failover.fullname" .) }}{{ end -}}
+{{- /* One leader Lease per release: two releases in one namespace never share one (nor take each other's lead). */}}
+{{- if not $env.LEADER_ELECTION_LEASE_NAME }}{{ $_ := set $env "LEADER_ELECTION_LEASE_NAME" (printf "%s-leader" (include "rwo-failover.fullname" .)) }}{{ end -}}
 {{- range $name, $ref := include "rwo-failover.secretRefs" (dict "root" . "env" false) | fromJson }}
 {{- if ne (toString (get $env $name)) "" }}
 {{- fail (printf "rwo-failover: %s is set both as a value and in secretFiles: the chart sets it to the file it mounts from secretFiles.%s; leave the value empty" $name $name) }}
@@ -297,15 +324,43 @@ only with ALLOW_UNSAFE (allowUnsafe) naming the rule. */ -}}
 {{- fail (printf "rwo-failover: REQUEST_TIMEOUT_SECONDS=%v is longer than PASS_TIMEOUT_SECONDS=%v (passTimeoutSeconds): one request could outlive the pass. Lower REQUEST_TIMEOUT_SECONDS (settings), or raise passTimeoutSeconds" $env.REQUEST_TIMEOUT_SECONDS $env.PASS_TIMEOUT_SECONDS) -}}
 {{- end -}}
 {{- include "rwo-failover.refuseTolerations" (dict "tolerations" .Values.tolerations "env" $env) -}}
-{{- range $label := list "app.kubernetes.io/name" "app.kubernetes.io/component" -}}
+{{- $names := splitList " " (include "rwo-failover.settingNames" .) -}}
+{{- range $label := list "app.kubernetes.io/name" "app.kubernetes.io/instance" "app.kubernetes.io/component" -}}
 {{- if hasKey $.Values.podLabels $label -}}
 {{- fail (printf "rwo-failover: podLabels.%s: the chart sets this label itself; the Deployment's selector, the Service, the PodDisruptionBudget and the NetworkPolicy find the pods by it" $label) -}}
+{{- end -}}
+{{- end -}}
+{{- range $label := splitList " " (include "rwo-failover.ownLabels" .) -}}
+{{- if hasKey ($.Values.commonLabels | default dict) $label -}}
+{{- fail (printf "rwo-failover: commonLabels.%s: the chart sets this label itself, on every object (and the selectors find the pods by the app.kubernetes.io ones); leave it out of commonLabels" $label) -}}
+{{- end -}}
+{{- end -}}
+{{- range $label, $_ := .Values.commonLabels | default dict -}}
+{{- if hasPrefix "pod-security.kubernetes.io/" $label -}}
+{{- fail (printf "rwo-failover: commonLabels.%s: the chart's Namespace (namespace.create) sets the Pod Security labels itself, to the restricted profile; leave them out of commonLabels" $label) -}}
+{{- end -}}
+{{- end -}}
+{{- range $label, $_ := .Values.monitoring.additionalLabels | default dict -}}
+{{- if or (has $label (splitList " " (include "rwo-failover.ownLabels" $))) (hasKey ($.Values.commonLabels | default dict) $label) -}}
+{{- fail (printf "rwo-failover: monitoring.additionalLabels.%s: the chart already sets this label on the PrometheusRule and the ServiceMonitor (its own, or commonLabels)" $label) -}}
+{{- end -}}
+{{- end -}}
+{{- /* extraEnv comes after the settings in the container's env, where the later of two equal names wins: it
+could override a setting, and with it every refusal above. A setting is set through its value or `settings`. */ -}}
+{{- range $i, $var := .Values.extraEnv | default list -}}
+{{- if has $var.name $names -}}
+{{- fail (printf "rwo-failover: extraEnv[%d] sets %s, a setting of rwo-failover: the chart renders every setting itself and checks it (an unsafe one needs allowUnsafe); set it through its value or under settings, not extraEnv" $i $var.name) -}}
+{{- end -}}
+{{- end -}}
+{{- range $i, $mount := .Values.extraVolumeMounts | default list -}}
+{{- $path := printf "%s/" (trimSuffix "/" $mount.mountPath) -}}
+{{- if hasPrefix "/etc/rwo-failover/secrets/" $path -}}
+{{- fail (printf "rwo-failover: extraVolumeMounts[%d] mounts at %s, at or under /etc/rwo-failover/secrets, where the chart mounts secretFiles' Secrets: mount it elsewhere" $i $mount.mountPath) -}}
 {{- end -}}
 {{- end -}}
 {{- if eq (include "rwo-failover.serviceAccountName" .) "default" -}}
 {{- fail "rwo-failover: serviceAccount.name=default: the chart's bindings would give rwo-failover's rights (delete pods, patch nodes) to every pod in the namespace that names no ServiceAccount. Name an account of its own" -}}
 {{- end -}}
-{{- $names := splitList " " (include "rwo-failover.settingNames" .) -}}
 {{- range $name, $ref := include "rwo-failover.secretRefs" (dict "root" . "env" false) | fromJson -}}
 {{- if not (has $name $names) -}}
 {{- fail (printf "rwo-failover: secretFiles.%s names no setting of rwo-failover %s; the settings that name a file end in _FILE (docs/settings.md)" $name $.Chart.AppVersion) -}}
@@ -353,7 +408,8 @@ key tolerates every taint. Called with (dict "tolerations" ... "env" ...); rende
 {{- end -}}
 {{- end -}}
 
-{{/* Every setting as an environment variable, in the order of rwo_failover/config.py. */}}
+{{/* Every setting as an environment variable, in the order of rwo_failover/config.py; then extraEnv (HTTPS_PROXY,
+SSL_CERT_FILE, ...), never a setting's name (rwo-failover.refuse). */}}
 {{- define "rwo-failover.env" -}}
 {{- $env := include "rwo-failover.settings" . | fromJson -}}
 {{- $secretEnv := include "rwo-failover.secretRefs" (dict "root" . "env" true) | fromJson -}}
@@ -371,10 +427,14 @@ key tolerates every taint. Called with (dict "tolerations" ... "env" ...); rende
   value: {{ $value | toString | quote }}
 {{- end }}
 {{- end }}
+{{- with .Values.extraEnv }}
+{{ toYaml . }}
+{{- end }}
 {{- end -}}
 
 {{/* secretFiles' Secrets: one read-only volume per setting, holding only the key it names, readable by the pod's
-group (fsGroup, below) and no one else. Renders nothing without secretFiles. */}}
+group (fsGroup, below) and no one else; then extraVolumes (a CA bundle, ...), as given. Renders nothing without
+either. */}}
 {{- define "rwo-failover.secretVolumes" -}}
 {{- range $name, $ref := include "rwo-failover.secretRefs" (dict "root" . "env" false) | fromJson }}
 - name: {{ printf "secret-%s" ($name | lower | replace "_" "-") | trunc 63 | trimSuffix "-" }}
@@ -385,6 +445,9 @@ group (fsGroup, below) and no one else. Renders nothing without secretFiles. */}
         path: {{ $ref.key | quote }}
     defaultMode: 288  # 0440
 {{- end }}
+{{- with .Values.extraVolumes }}
+{{ toYaml . }}
+{{- end }}
 {{- end -}}
 
 {{- define "rwo-failover.secretMounts" -}}
@@ -393,16 +456,16 @@ group (fsGroup, below) and no one else. Renders nothing without secretFiles. */}
   mountPath: {{ include "rwo-failover.secretMountPath" $name }}
   readOnly: true
 {{- end }}
+{{- with .Values.extraVolumeMounts }}
+{{ toYaml . }}
+{{- end }}
 {{- end -}}
 
-{{/* The pod template's metadata: the chart's labels (which selectors use), podLabels, podAnnotations. */}}
+{{/* The pod template's metadata: the selector labels, commonLabels and podLabels (podLabels win), podAnnotations. */}}
 {{- define "rwo-failover.podMetadata" -}}
 labels:
-  app.kubernetes.io/name: rwo-failover
-  {{- if eq .Values.mode "ha" }}
-  app.kubernetes.io/component: continuous
-  {{- end }}
-  {{- with .Values.podLabels }}
+  {{- include "rwo-failover.selectorLabels" . | nindent 2 }}
+  {{- with merge (deepCopy (.Values.podLabels | default dict)) (.Values.commonLabels | default dict) }}
   {{- toYaml . | nindent 2 }}
   {{- end }}
 {{- with .Values.podAnnotations }}
@@ -427,6 +490,10 @@ nodeSelector:
 {{- end }}
 {{- with .Values.tolerations }}
 tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.topologySpreadConstraints }}
+topologySpreadConstraints:
   {{- toYaml . | nindent 2 }}
 {{- end }}
 affinity:
@@ -458,8 +525,9 @@ securityContext:
 {{- end -}}
 
 {{/* The pods' affinity. nodeAffinity: a preference for the control plane, or affinity.nodeAffinity instead.
-affinity.podAffinity as given. podAntiAffinity: in ha mode the replicas' own rule (never two on one node) comes
-first, and affinity.podAntiAffinity's required terms are added to it; in cronjob mode, as given. */}}
+affinity.podAffinity as given. podAntiAffinity: in ha mode the replicas' own rules come first (never two on one node; preferably not
+two in one zone, so one zone's outage, the very event this is for, leaves a replica), and
+affinity.podAntiAffinity's terms are added to them; in cronjob mode, as given. */}}
 {{- define "rwo-failover.affinity" -}}
 {{- $given := .Values.affinity | default dict }}
 {{- $anti := $given.podAntiAffinity | default dict }}
@@ -469,15 +537,20 @@ podAntiAffinity:
     - topologyKey: kubernetes.io/hostname
       labelSelector:
         matchLabels:
-          app.kubernetes.io/name: rwo-failover
-          app.kubernetes.io/component: continuous
+          {{- include "rwo-failover.selectorLabels" . | nindent 10 }}
     {{- with $anti.requiredDuringSchedulingIgnoredDuringExecution }}
     {{- toYaml . | nindent 4 }}
     {{- end }}
-  {{- with $anti.preferredDuringSchedulingIgnoredDuringExecution }}
   preferredDuringSchedulingIgnoredDuringExecution:
+    - weight: 100
+      podAffinityTerm:
+        topologyKey: topology.kubernetes.io/zone
+        labelSelector:
+          matchLabels:
+            {{- include "rwo-failover.selectorLabels" . | nindent 12 }}
+    {{- with $anti.preferredDuringSchedulingIgnoredDuringExecution }}
     {{- toYaml . | nindent 4 }}
-  {{- end }}
+    {{- end }}
 {{- else if $anti }}
 podAntiAffinity:
   {{- toYaml $anti | nindent 2 }}
