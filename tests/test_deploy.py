@@ -99,11 +99,16 @@ def test_the_ha_deployment_is_two_leader_elected_replicas_on_different_nodes():
     assert deployment["strategy"]["rollingUpdate"] == {"maxSurge": 0, "maxUnavailable": 1}
     grace = deployment["template"]["spec"]["terminationGracePeriodSeconds"]
     assert grace > float(config.BY_NAME["PASS_TIMEOUT_SECONDS"].default), "the pass in flight finishes"
-    [term] = deployment["template"]["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    anti = deployment["template"]["spec"]["affinity"]["podAntiAffinity"]
+    [term] = anti["requiredDuringSchedulingIgnoredDuringExecution"]
     assert term["topologyKey"] == "kubernetes.io/hostname"
     assert term["labelSelector"]["matchLabels"] == deployment["selector"]["matchLabels"]
+    # a zone each where the cluster has zones: one zone's outage must not take both (issue 44)
+    [zone] = anti["preferredDuringSchedulingIgnoredDuringExecution"]
+    assert zone["podAffinityTerm"] == {"topologyKey": "topology.kubernetes.io/zone",
+                                       "labelSelector": term["labelSelector"]}
     pdb = manifest("deploy/ha/deployment.yaml", "PodDisruptionBudget")["spec"]
-    assert pdb["minAvailable"] == 1 and pdb["selector"] == deployment["selector"]
+    assert pdb["maxUnavailable"] == 1 and pdb["selector"] == deployment["selector"]
 
 
 def test_the_leader_lease_rbac_is_one_namespace_only():
@@ -155,7 +160,7 @@ def effective_command(which: str) -> tuple[list[str], dict[str, str]]:
     image = dockerfile_runtime()
     [container] = pod_spec(which)["containers"]
     command = container.get("command") or image["command"]
-    args = container["args"] if "args" in container else []
+    args = container.get("args", [])
     env = {k: v for k, v in image["env"].items() if k != "PYTHONPATH"}
     env.update({e["name"]: e["value"] for e in container.get("env") or () if "value" in e})
     # The one downward-API field: the kubelet fills in the Job's name; here, a stand-in.
@@ -268,8 +273,8 @@ def test_deployment_command_loops_until_sigterm(tmp_path: Path, api, image_venv)
 
 PINNED_IN = "deploy/components/image/kustomization.yaml"
 HINT_FILES = ["README.md", "docs/operations.md", "deploy/base/cronjob.yaml", "deploy/ha/deployment.yaml",
-              "deploy/base/kustomization.yaml", "deploy/ha/kustomization.yaml", "charts/rwo-failover/templates/cronjob.yaml",
-              "charts/rwo-failover/templates/deployment.yaml"]
+              "deploy/base/kustomization.yaml", "deploy/ha/kustomization.yaml",
+              "charts/rwo-failover/templates/cronjob.yaml", "charts/rwo-failover/templates/deployment.yaml"]
 
 
 def test_every_image_pinning_hint_names_the_file_that_pins_it():
