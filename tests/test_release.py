@@ -14,11 +14,13 @@ from rwo_failover import __version__
 def test_one_version_everywhere():
     chart = yaml.safe_load((ROOT / "charts/rwo-failover/Chart.yaml").read_text())
     dockerfile = (ROOT / "Dockerfile").read_text()
-    component = yaml.safe_load((ROOT / "deploy/components/image/kustomization.yaml").read_text())
+    sources = [(ROOT / name).read_text() for name in ("deploy/base/cronjob.yaml", "deploy/ha/deployment.yaml")]
     changelog = (ROOT / "CHANGELOG.md").read_text()
     assert chart["appVersion"] == __version__
     assert re.search(r'org\.opencontainers\.image\.version="([^"]+)"', dockerfile)[1] == __version__
-    assert component["images"][0]["newTag"] == __version__
+    # The kustomize sources name the version beside the digest (deploy/components/image replaces both).
+    for source in sources:
+        assert re.findall(r"image: registry\.example\.com/rwo-failover:([^@\s]+)@", source) == [__version__]
     assert re.findall(r"^## (\S+)", changelog, re.M)[0] == __version__, "the newest release notes come first"
 
 
