@@ -439,8 +439,8 @@ def test_a_lease_that_changes_while_the_pass_watches_is_never_down(snapshot, set
         moment = NOW + timedelta(seconds=later + 1)
         taint = decide.shutdown_taint(nodes[name], settings.shutdown_taints)
         seen = before.version if before is not None else ""
-        again = decide.judge_tainted_node(nodes[name], renewed, taint, settings, moment, seen) if taint else \
-            decide.judge_ours(nodes[name], renewed, settings, moment, seen)
+        again = decide.judge_tainted_node(nodes[name], renewed, taint, settings=settings, now=moment, seen=seen) \
+            if taint else decide.judge_ours(nodes[name], renewed, settings, now=moment, seen=seen)
         assert again.state is not decide.NodeState.DOWN, again
 
 

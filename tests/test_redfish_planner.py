@@ -38,7 +38,7 @@ def snapshot(silences: dict[str, float]) -> Snapshot:
 
 @pytest.mark.parametrize("silent, state", [(3, None), (11, None), (15, NodeState.NOT_YET), (25, NodeState.DOWN)])
 def test_a_node_is_a_candidate_only_once_its_lease_is_silent_long_enough(silent, state):
-    verdict = judge_silent(node("n"), lease("n", silent), settings(), NOW, observed=silent)
+    verdict = judge_silent(node("n"), lease("n", silent), settings(), now=NOW, observed=silent)
     assert (verdict.state if verdict else None) is state
     if state is NodeState.NOT_YET:  # continuous and one-shot mode wake for the moment it is due
         assert verdict.changes_at == NOW - timedelta(seconds=silent) + timedelta(seconds=1 + 20)
@@ -51,7 +51,7 @@ def test_a_lease_only_stamped_silent_is_not_powered_off_until_seen_unchanged_for
     asked (only its Off proves anything), but a power-off waits until this process has itself seen the Lease
     unchanged for a renewal interval (40 s / 4 + 2 s). Held, the verdict is still a candidate (down): the attack on
     issue 36 found a "not yet" here left a partition's silent nodes out of the brakes."""
-    verdict = judge_silent(node("n"), lease("n", 25), settings(), NOW, observed=observed)
+    verdict = judge_silent(node("n"), lease("n", 25), settings(), now=NOW, observed=observed)
     assert verdict.state is NodeState.DOWN and verdict.sighting_pending is held
     if held:
         assert verdict.changes_at == NOW + timedelta(seconds=12 - observed)
@@ -59,17 +59,17 @@ def test_a_lease_only_stamped_silent_is_not_powered_off_until_seen_unchanged_for
 
 
 def test_a_renewal_while_the_pass_watched_is_never_a_candidate():
-    verdict = judge_silent(node("n"), lease("n", 300, version="2"), settings(), NOW, seen="1", observed=0.0)
+    verdict = judge_silent(node("n"), lease("n", 300, version="2"), settings(), now=NOW, seen="1", observed=0.0)
     assert verdict.state is NodeState.NOT_YET and "changed while this pass watched" in verdict.reason
 
 
 def test_a_lease_stamped_after_the_servers_now_is_judged_neither_way():
-    verdict = judge_silent(node("n"), lease("n", -30), settings(), NOW, observed=0.0)
+    verdict = judge_silent(node("n"), lease("n", -30), settings(), now=NOW, observed=0.0)
     assert verdict.state is NodeState.NOT_YET and "clocks disagree" in verdict.reason
 
 
 def test_no_lease_no_candidate():
-    assert judge_silent(node("n"), None, settings(), NOW, observed=0.0) is None
+    assert judge_silent(node("n"), None, settings(), now=NOW, observed=0.0) is None
 
 
 def test_without_redfish_a_silent_untainted_node_is_never_judged():
@@ -102,10 +102,10 @@ def test_a_status_post_while_ready_is_a_heartbeat_and_the_controllers_unknown_is
     """The node lifecycle controller counts a status post as a heartbeat: a kubelet posting Ready=True 5 s ago
     runs, whatever its Lease says. Its own Ready=Unknown write is no heartbeat."""
     posting = Node("n", ready="True", status_written_at=NOW - timedelta(seconds=5))
-    assert judge_silent(posting, lease("n", 600), settings(), NOW, observed=600.0) is None
-    assert quiet(posting, lease("n", 600), settings(), NOW) is False
+    assert judge_silent(posting, lease("n", 600), settings(), now=NOW, observed=600.0) is None
+    assert quiet(posting, lease("n", 600), settings(), now=NOW) is False
     marked = Node("n", ready="Unknown", status_written_at=NOW - timedelta(seconds=5))
-    verdict = judge_silent(marked, lease("n", 600), settings(), NOW, observed=600.0)
+    verdict = judge_silent(marked, lease("n", 600), settings(), now=NOW, observed=600.0)
     assert verdict is not None and verdict.state is NodeState.DOWN and not verdict.sighting_pending
     assert verdict.reason == ("Lease unrenewed for 599s (REDFISH_SILENT_SECONDS=20, renewals due every 10s); down "
                               "only once its BMC answers PowerState Off") and verdict.not_ready_since == ""
@@ -118,18 +118,18 @@ def test_a_status_post_while_ready_is_a_heartbeat_and_the_controllers_unknown_is
     (12.5, None, False),
 ])
 def test_the_silence_bounds_are_inclusive(silent, state, pending):
-    verdict = judge_silent(node("n"), lease("n", silent), settings(), NOW, observed=silent)
+    verdict = judge_silent(node("n"), lease("n", silent), settings(), now=NOW, observed=silent)
     assert (verdict.state if verdict else None) is state
     if state is NodeState.NOT_YET:
         assert verdict.reason == f"Lease unrenewed for {silent - 1:.0f}s (needs 20s, REDFISH_SILENT_SECONDS)"
-    held = judge_silent(node("n"), lease("n", 21), settings(), NOW, observed=0.0)
+    held = judge_silent(node("n"), lease("n", 21), settings(), now=NOW, observed=0.0)
     assert held.state is NodeState.DOWN and held.sighting_pending
 
 
 @pytest.mark.parametrize("stamped_ago, judged", [(-1.0, True), (0.5, True), (-1.5, False)])
 def test_a_stamp_up_to_a_second_ahead_of_now_is_still_judged(stamped_ago, judged):
     """The Date header and the stamps are whole seconds: a stamp a second ahead is the same moment."""
-    verdict = judge_silent(node("n"), lease("n", stamped_ago), settings(), NOW, observed=0.0)
+    verdict = judge_silent(node("n"), lease("n", stamped_ago), settings(), now=NOW, observed=0.0)
     if judged:
         assert verdict is None
     else:
@@ -139,15 +139,15 @@ def test_a_stamp_up_to_a_second_ahead_of_now_is_still_judged(stamped_ago, judged
 
 
 def test_what_the_pass_watched_decides_whether_the_lease_changed():
-    assert judge_silent(node("n"), lease("n", 300), settings(), NOW, seen="1", observed=300.0).state \
+    assert judge_silent(node("n"), lease("n", 300), settings(), now=NOW, seen="1", observed=300.0).state \
         is NodeState.DOWN, "the same version as seen: unchanged"
-    gone = judge_silent(node("n"), None, settings(), NOW, seen="1", observed=0.0)
+    gone = judge_silent(node("n"), None, settings(), now=NOW, seen="1", observed=0.0)
     assert gone.state is NodeState.NOT_YET and gone.reason == "its Lease changed while this pass watched it"
-    assert judge_silent(node("n"), None, settings(), NOW, seen="", observed=0.0) is None, "no Lease then or now"
+    assert judge_silent(node("n"), None, settings(), now=NOW, seen="", observed=0.0) is None, "no Lease then or now"
 
 
 def test_a_held_verdict_says_when_it_may_power_off():
-    verdict = judge_silent(node("n"), lease("n", 300), settings(), NOW, observed=2.0)
+    verdict = judge_silent(node("n"), lease("n", 300), settings(), now=NOW, observed=2.0)
     assert verdict.reason == ("Lease unrenewed for 299s by the server's stamps, seen unchanged here for 2.0s: down "
                               "only once its BMC answers PowerState Off, and powered off only once seen unchanged "
                               "here for 12s (a renewal interval)")
@@ -155,10 +155,10 @@ def test_a_held_verdict_says_when_it_may_power_off():
 
 def test_the_brake_counts_a_node_not_ready_or_untimeable_whatever_its_lease():
     fresh = lease("n", 1)
-    assert quiet(Node("n", ready="Unknown"), fresh, settings(), NOW) is True
-    assert quiet(node("n"), dataclasses.replace(fresh, changed_at=None), settings(), NOW) is True
-    assert quiet(node("n"), lease("n", 20.5), settings(), NOW) is False
-    assert quiet(node("n"), lease("n", 21), settings(), NOW) is True, "silent exactly REDFISH_SILENT_SECONDS"
+    assert quiet(Node("n", ready="Unknown"), fresh, settings(), now=NOW) is True
+    assert quiet(node("n"), dataclasses.replace(fresh, changed_at=None), settings(), now=NOW) is True
+    assert quiet(node("n"), lease("n", 20.5), settings(), now=NOW) is False
+    assert quiet(node("n"), lease("n", 21), settings(), now=NOW) is True, "silent exactly REDFISH_SILENT_SECONDS"
 
 
 def test_the_silent_brakes_refusal_is_the_unhealthy_fraction_brake():

@@ -241,7 +241,7 @@ class Fencer:
         if live is None or fence is None:
             return None
         node, lease, _raw = live
-        step, why = unfence_step(node, lease, fence, self.settings, self.now())
+        step, why = unfence_step(node, lease, fence, settings=self.settings, now=self.now())
         if step != planned:
             log.info("not unfencing: the live re-read no longer calls for it",
                      extra={"node": name, "planned": planned, "now": step or "", "reason": why or ""})

@@ -80,7 +80,7 @@ class OurTaint:
                 return LANDED  # our removal landed and its answer was lost: the retry got 409, and both are gone
             blocker = "not ours" if ours is None else \
                 "another shutdown taint" if shutdown_taint(node, self.settings.shutdown_taints) else \
-                lift_blocker(node, lease, self.settings, self.now())[0]
+                lift_blocker(node, lease, self.settings, now=self.now())[0]
             if not blocker and self.settings.undo == UNDO_BMC:  # the power cycle, as the BMC shows it now
                 blocker = self.power.shows_on(node)
                 blocker = f"UNDO=bmc: {blocker}" if blocker else None

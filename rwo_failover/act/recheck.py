@@ -65,10 +65,10 @@ class Rechecker:
         if node.opted_out:  # labelled since the plan: the operator's word, read live as liveness is
             verdict = NodeVerdict(name, NodeState.NOT_YET, "", OPTED_OUT)
         elif taint is not None:
-            verdict = judge_tainted_node(node, lease, taint, self.settings, self.now(), seen, status_seen,
-                                         observed=self.sightings.age(node))
+            verdict = judge_tainted_node(node, lease, taint, settings=self.settings, now=self.now(), seen=seen,
+                                         status_seen=status_seen, observed=self.sightings.age(node))
         else:  # FENCING=redfish's silent node, or a node with only our taint, or nothing to judge any more
-            verdict = judge_untainted(node, lease, self.settings, self.now(), seen, status_seen,
+            verdict = judge_untainted(node, lease, self.settings, now=self.now(), seen=seen, status_seen=status_seen,
                                       observed=self.sightings.age(node),
                                       lease_observed=self.sightings.lease_age(name, lease)) or \
                 NodeVerdict(name, NodeState.NOT_YET, "", "shutdown taint removed since the pass began")

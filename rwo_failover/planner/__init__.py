@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
-from datetime import UTC, datetime, timezone
-from typing import Optional
+from datetime import UTC, datetime
+from typing import TypedDict
 
-from ..model import Node, Pod, Snapshot
+from ..model import Node, Pod, Snapshot, TaintRecord
 from ..settings import Settings
 from .attachments import attachments_for
 from .caps import cap_pods
@@ -39,7 +39,7 @@ from .nodes import (
     unhealthy_brake,
 )
 from .pods import exclusive_claims, pod_exclusion, select_pods, stuck_states
-from .recovery import controller_ref, judge_all
+from .recovery import Verdict, controller_ref, judge_all
 from .redfish import WITNESS, silent_brake
 from .taint import (
     lift_blocker,
@@ -67,18 +67,36 @@ from .unreadable import unreadable_on
 
 __all__ = ["AttachmentAction", "NodePlan", "NodeState", "NodeVerdict", "Plan", "PodAction", "Refusal",
            "RefusalKind", "Skip", "StormMark", "UnsafePlan", "exclusive_claims", "judge_liveness", "judge_nodes",
-           "judge_ours", "judge_tainted_node", "judge_untainted", "lease_fresh", "lift_blocker", "nodes_to_inspect", "plan", "pod_exclusion", "recovered",
-           "shutdown_taint", "stuck_states", "tainted_nodes", "undo_blocker", "unfence_step", "unreadable_on"]
+           "judge_ours", "judge_tainted_node", "judge_untainted", "lease_fresh", "lift_blocker", "nodes_to_inspect",
+           "plan", "pod_exclusion", "recovered", "shutdown_taint", "stuck_states", "tainted_nodes", "undo_blocker",
+           "unfence_step", "unreadable_on"]
 
 
-def _plan_node(verdict: NodeVerdict, node: Node, snapshot: Snapshot, settings: Settings) -> tuple[NodePlan, list[Skip]]:
+class _Totals(TypedDict):
+    """The Plan's fields that plan() gathers before its brakes, by name."""
+
+    not_ready: int
+    total_nodes: int
+    untaint: tuple[str, ...]
+    stale_records: tuple[TaintRecord, ...]
+    taint_kept: tuple[tuple[str, str], ...]
+    unfence: tuple[tuple[str, str], ...]
+    recovery: tuple[Verdict, ...]
+    fences_held: tuple[tuple[str, str, str], ...]
+    wake_at: datetime | None
+    ignored: tuple[tuple[str, str], ...]
+    left_out: frozenset[str]
+
+
+def _plan_node(verdict: NodeVerdict, node: Node, snapshot: Snapshot, *,
+               settings: Settings) -> tuple[NodePlan, list[Skip]]:
     blind = unreadable_on(verdict.node, snapshot)
     if blind:
         return NodePlan(verdict, blocked=blind), [Skip("node", verdict.node, blind)]
     pods = sorted((p for p in snapshot.pods if p.node == verdict.node), key=lambda p: p.key)
     witness = verdict.taint == WITNESS  # every pod counts as stuck: the BMC's Off is checked before any delete
     selected, skips = select_pods(pods, snapshot, settings, powered_off=witness)
-    attachments, attachment_skips = attachments_for(verdict.node, selected, pods, snapshot, settings)
+    attachments, attachment_skips = attachments_for(verdict.node, selected, pods, snapshot=snapshot, settings=settings)
     skips += attachment_skips
     actions = tuple(PodAction(pod.namespace, pod.name, pod.uid, pod.node,
                               _stuck(pod, settings, witness) + f" on node {verdict.node} ({verdict.taint})",
@@ -116,8 +134,8 @@ def _stuck(pod: Pod, settings: Settings, powered_off: bool) -> str:
     return "stuck: " + ",".join(s for s in stuck_states(pod) if s in settings.stuck_pod_states)
 
 
-def wake_at(verdicts: Iterable[NodeVerdict], snapshot: Snapshot, settings: Settings,
-            recovery: Iterable) -> datetime | None:
+def wake_at(verdicts: Iterable[NodeVerdict], snapshot: Snapshot, settings: Settings, *,
+            recovery: Iterable[Verdict]) -> datetime | None:
     """The earliest moment, after now, at which time alone changes a decision: a verdict's changes_at, a
     recovering node reaching RECOVERY_SECONDS (its undo and its unfencing), a recovery timing out."""
     moments = [v.changes_at for v in verdicts]
@@ -141,7 +159,7 @@ def plan(snapshot: Snapshot, settings: Settings) -> Plan:
     skips += undo_skips + unfence_skips
     node_plans = []
     for verdict in (v for v in verdicts if v.state is NodeState.DOWN):
-        node_plan, node_skips = _plan_node(verdict, nodes[verdict.node], snapshot, settings)
+        node_plan, node_skips = _plan_node(verdict, nodes[verdict.node], snapshot, settings=settings)
         node_plans.append(node_plan)
         skips += node_skips
     # Down with nothing to release that a tenant could not have made up: a stopped instance, tenants' pods
@@ -153,14 +171,14 @@ def plan(snapshot: Snapshot, settings: Settings) -> Plan:
     # Down by the server's stamps, not yet by this process's own sighting (a one-shot run's first pass): planned
     # only to tell a stopped instance, which holds nothing and counts neither way, from an outage; never acted on.
     # A silent node (FENCING=redfish) is never one of them: a partition silences Leases too.
-    idle |= left_out([_plan_node(v, nodes[v.node], snapshot, settings)[0] for v in verdicts
+    idle |= left_out([_plan_node(v, nodes[v.node], snapshot, settings=settings)[0] for v in verdicts
                       if v.sighting_pending and v.state is NodeState.NOT_YET and v.taint != WITNESS], snapshot)
     recovery = judge_all(snapshot, settings)
     skips += [Skip("recovery record", v.entry.name, v.detail) for v in recovery if v.state == "unreadable"]
-    totals = {"not_ready": not_ready_count(snapshot), "total_nodes": len(snapshot.nodes), "untaint": untainted,
+    totals: _Totals = {"not_ready": not_ready_count(snapshot), "total_nodes": len(snapshot.nodes), "untaint": untainted,
               "stale_records": stale, "taint_kept": kept, "unfence": unfence, "recovery": recovery,
               "fences_held": fences_held,
-              "wake_at": wake_at(verdicts, snapshot, settings, recovery), "ignored": ignored(node_plans, idle),
+              "wake_at": wake_at(verdicts, snapshot, settings, recovery=recovery), "ignored": ignored(node_plans, idle),
               "left_out": idle}
     brake = (unhealthy_brake(snapshot, settings, idle) or silent_brake(snapshot, settings, idle)
              or nodes_brake(node_plans, settings))

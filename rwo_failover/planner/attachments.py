@@ -17,20 +17,28 @@ BEING_DETACHED = ("being detached: deleted already (deletionTimestamp set), and 
                   "until the volume is detached; nothing more to do here")
 
 
-def attachments_for(node: str, selected: Selected, pods: Sequence[Pod], snapshot: Snapshot,
-                    settings: Settings) -> tuple[list[AttachmentAction], list[Skip]]:
-    """The attachments on `node` to delete, and a skip for each one left with a reason."""
+def _by_volume(selected: Selected) -> dict[str, tuple[Claim, list[str]]]:
+    """Each PV the selected pods' claims are bound to: the claim, and the keys of the selected pods using it."""
     by_volume: dict[str, tuple[Claim, list[str]]] = {}
     for pod, claims in selected:
         for claim in claims:
             if claim.volume:
                 by_volume.setdefault(claim.volume, (claim, []))[1].append(pod.key)
+    return by_volume
+
+
+def attachments_for(node: str, selected: Selected, pods: Sequence[Pod], *, snapshot: Snapshot,
+                    settings: Settings) -> tuple[list[AttachmentAction], list[Skip]]:
+    """The attachments on `node` to delete, and a skip for each one left with a reason."""
+    by_volume = _by_volume(selected)
     chosen = {pod.key for pod, _ in selected}
     # A volume still used by a pod we are not deleting stays attached, or it would be yanked from under it. A
     # completed pod uses nothing: what it leaves attached is an orphan.
     kept_claims = {f"{p.namespace}/{c}" for p in pods if p.key not in chosen and not completed(p) for c in p.claims}
     used_claims = kept_claims | {c.key for _, claims in selected for c in claims}
     actions, skips = [], []
+    action: AttachmentAction | None
+    reason: str | None
     for att in sorted((a for a in snapshot.attachments if a.node == node), key=lambda a: a.name):
         if att.deleting:
             action, reason = None, BEING_DETACHED
@@ -40,7 +48,7 @@ def attachments_for(node: str, selected: Selected, pods: Sequence[Pod], snapshot
             action, reason = None, ("inline volume (CSI migration): no PersistentVolume traces it to a claim, "
                                     "so it is left alone; detach it by hand if it blocks a pod")
         elif att.volume not in by_volume:
-            action, reason = _orphan(att, snapshot, settings, used_claims)
+            action, reason = _orphan(att, snapshot, settings, used_claims=used_claims)
         elif by_volume[att.volume][0].key in kept_claims:
             action, reason = None, f"PV {att.volume} is also used by a pod left in place"
         else:
@@ -54,7 +62,7 @@ def attachments_for(node: str, selected: Selected, pods: Sequence[Pod], snapshot
     return actions, skips
 
 
-def _orphan(att: Attachment, snapshot: Snapshot, settings: Settings,
+def _orphan(att: Attachment, snapshot: Snapshot, settings: Settings, *,
             used_claims: set[str]) -> tuple[AttachmentAction | None, str | None]:
     """An attachment on a proven-down node whose RWO claim no pod on that node uses any more.
 

@@ -164,14 +164,14 @@ def _other_addresses(node: Node, fence: Fence, wanted: tuple[str, ...]) -> str:
             f"and deletes it")
 
 
-def unfence_step(node: Node | None, lease: Lease | None, fence: Fence, settings: Settings,
+def unfence_step(node: Node | None, lease: Lease | None, fence: Fence, *, settings: Settings,
                  now: datetime) -> tuple[str | None, str | None]:
     """For one NetworkFence of ours: (UNFENCE or DELETE, None) once its node is back for good and the fence was
     made for that machine; (HOLD, why) when it was not (held_by); else (None, why it stays, or None when nothing
     needs saying). Act re-judges with this on a live read before each step."""
     if node is None:
         return None, "its node is gone; the fence stays until a human removes it"
-    reason = recovered(node, lease, settings, now)
+    reason = recovered(node, lease, settings, now=now)
     if reason is None and shutdown_taint(node, settings.shutdown_taints):
         reason = "the node still carries a shutdown taint"
     if reason:
@@ -212,7 +212,7 @@ def held_by(node: Node, fence: Fence, settings: Settings) -> tuple[str, str] | N
         return HELD_ADDRESSES, (f"NetworkFence {fence.node} fences {_few(fence.cidrs)} (made for "
                                 f"{_few(machine.cidrs or [machine.addresses])}), but the node's addresses are now "
                                 f"{_few(sorted(_addresses(node)))}{tail}")
-    why = reboot_blocker(node, machine.boot_id, "our NetworkFence", settings, acknowledged=fence.acknowledged,
+    why = reboot_blocker(node, machine.boot_id, "our NetworkFence", settings=settings, acknowledged=fence.acknowledged,
                          confirm=f"kubectl annotate networkfence {fence.node} {POWER_CYCLED_ANNOTATION}=true")
     if why:
         return HELD_NOT_REBOOTED, (f"NetworkFence {fence.node}: {why}; reboot the machine (a new bootID lets "
@@ -243,7 +243,7 @@ def unfence_steps(snapshot: Snapshot, settings: Settings) -> tuple[tuple[tuple[s
             skips.append(Skip("networkfence", name, f"its node is opted out by the label {NODE_OPT_OUT_LABEL}"))
             continue
         node = nodes.get(name)
-        step, why = unfence_step(node, snapshot.leases.get(name), fence, settings, snapshot.now)
+        step, why = unfence_step(node, snapshot.leases.get(name), fence, settings=settings, now=snapshot.now)
         found = held_by(node, fence, settings) if step == HOLD and node is not None else None
         if found:
             held.append((name, *found))

@@ -19,9 +19,10 @@ still within the Lease's duration, a renewal after the node went Ready=Unknown, 
 taints were last written (the kubelet heartbeats while tainted for shutdown). A Lease renewed before both is
 "not yet", however fresh it looks: the normal start of an outage when the node-monitor grace is shorter than
 the Lease, or a Ready=False node that loses power. Which of a live kubelet's own heartbeats (its Lease, its
-Ready=False posts) came last never decides: the verdict is the same on every pass while nothing changes. So is a kubelet's graceful shutdown ("node is shutting down"), which renews its Lease
-for its grace period as told. A server stamp later than the server's own now means two clocks disagree (API
-servers apart, a clock stepped back): that node is judged neither way.
+Ready=False posts) came last never decides: the verdict is the same on every pass while nothing changes. So is
+a kubelet's graceful shutdown ("node is shutting down"), which renews its Lease for its grace period as told.
+A server stamp later than the server's own now means two clocks disagree (API servers apart, a clock stepped
+back): that node is judged neither way.
 """
 
 from __future__ import annotations
@@ -75,8 +76,8 @@ def _since(node: Node) -> str:
     return written.strftime("%Y-%m-%dT%H:%M:%SZ") if written and node.ready != "True" else ""
 
 
-def judge_liveness(node: Node, lease: Lease | None, taint: str, min_seconds: int, now: datetime,
-                   seen: str | None = None, status_seen: datetime | None = None, *,
+def judge_liveness(node: Node, lease: Lease | None, taint: str, *, min_seconds: int, now: datetime,
+                   seen: str | None = None, status_seen: datetime | None = None,
                    observed: float = 0.0) -> NodeVerdict:
     """Down, not yet, or split-brain; signs of life are checked first, and win.
 
@@ -92,20 +93,21 @@ def judge_liveness(node: Node, lease: Lease | None, taint: str, min_seconds: int
     if status_seen is not None and node.ready == "Unknown" and node.status_written_at is not None:
         node = dataclasses.replace(node, status_written_at=min(node.status_written_at, status_seen))
 
-    def verdict(state: NodeState, reason: str, changes_at: datetime | None = None,
+    def verdict(state: NodeState, reason: str, changes_at: datetime | None = None, *,
                 unjudged: str = "", sighting_pending: bool = False) -> NodeVerdict:
         return NodeVerdict(node.name, state, taint, reason, _since(node), changes_at, unjudged, sighting_pending)
 
-    alive = _alive(node, lease, now, seen)
+    alive = _alive(node, lease, now, seen=seen)
     if alive is not None:
         return verdict(NodeState.SPLIT_BRAIN, f"tainted for shutdown but still heartbeating: {alive[0]}", alive[1])
     blind, clears_at = _unjudgeable(node, lease, now)
     if blind:
         # A stamp ahead of the server's now stops being ahead as time passes: from then on the node is judged
         # like any other, so the verdict changes when that judgment first differs from "not yet".
-        later = None if clears_at is None else judge_liveness(node, lease, taint, min_seconds, clears_at, seen,
+        later = None if clears_at is None else judge_liveness(node, lease, taint, min_seconds=min_seconds,
+                                                              now=clears_at, seen=seen,
                                                               observed=observed + age(clears_at, now))
-        changes = later and (clears_at if later.state is not NodeState.NOT_YET else later.changes_at)
+        changes = None if later is None else (clears_at if later.state is not NodeState.NOT_YET else later.changes_at)
         return verdict(NodeState.NOT_YET, blind, changes, unjudged=blind)
     if node.shutting_down:
         return verdict(NodeState.NOT_YET, "the kubelet reports a graceful shutdown in progress (\"node is shutting "
@@ -114,7 +116,7 @@ def judge_liveness(node: Node, lease: Lease | None, taint: str, min_seconds: int
         return verdict(NodeState.NOT_YET, f"Ready={node.ready or 'absent'}: reported by the kubelet, which was "
                                           "alive to post it; down needs the node lifecycle controller's "
                                           "Ready=Unknown")
-    return _down_or_not_yet(node, lease, min_seconds, now, verdict, observed)
+    return _down_or_not_yet(node, lease, min_seconds, now=now, verdict=verdict, observed=observed)
 
 
 def _unjudgeable(node: Node, lease: Lease | None, now: datetime) -> tuple[str, datetime | None]:
@@ -133,7 +135,7 @@ def _unjudgeable(node: Node, lease: Lease | None, now: datetime) -> tuple[str, d
             "servers apart, or a clock stepped back), so it is judged neither way"), stamp - STAMP
 
 
-def _alive(node: Node, lease: Lease | None, now: datetime,
+def _alive(node: Node, lease: Lease | None, now: datetime, *,
            seen: str | None) -> tuple[str, datetime | None] | None:
     """Positive evidence of life, and when it lapses by time alone; None without any.
 
@@ -161,7 +163,7 @@ def _alive(node: Node, lease: Lease | None, now: datetime,
     return None
 
 
-def _down_or_not_yet(node: Node, lease: Lease | None, min_seconds: int, now: datetime,
+def _down_or_not_yet(node: Node, lease: Lease | None, min_seconds: int, *, now: datetime,
                      verdict: Callable[..., NodeVerdict], observed: float) -> NodeVerdict:
     assert node.status_written_at is not None
     not_ready = node.status_written_at + STAMP

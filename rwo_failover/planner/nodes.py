@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from datetime import datetime
-from typing import AbstractSet
 
 from ..model import DEFAULT_LEASE_SECONDS, Lease, Node, Snapshot
 from ..model.matchers import TaintSpec, any_taint_matches
@@ -36,12 +36,12 @@ def min_not_ready(settings: Settings, lease: Lease | None) -> int:
     return min(settings.min_not_ready_seconds, fenced)
 
 
-def judge_tainted_node(node: Node, lease: Lease | None, taint: TaintSpec, settings: Settings, now: datetime,
-                       seen: str | None = None, status_seen: datetime | None = None, *,
+def judge_tainted_node(node: Node, lease: Lease | None, taint: TaintSpec, *, settings: Settings, now: datetime,
+                       seen: str | None = None, status_seen: datetime | None = None,
                        observed: float = 0.0) -> NodeVerdict:
     """judge_liveness of a node with a shutdown taint (never our own, see shutdown_taint)."""
-    return judge_liveness(node, lease, str(taint), min_not_ready(settings, lease), now, seen, status_seen,
-                          observed=observed)
+    return judge_liveness(node, lease, str(taint), min_seconds=min_not_ready(settings, lease), now=now, seen=seen,
+                          status_seen=status_seen, observed=observed)
 
 
 OPTED_OUT = (f"opted out by its label {NODE_OPT_OUT_LABEL}: never judged, tainted, fenced or freed (our "
@@ -72,10 +72,10 @@ def judge_nodes(snapshot: Snapshot, settings: Settings) -> list[NodeVerdict]:
         lease = snapshot.leases.get(node.name)
         observed = snapshot.unknown_for.get(node.name, 0.0)
         if node.name in tainted:
-            verdicts.append(judge_tainted_node(node, lease, tainted[node.name], settings, snapshot.now,
+            verdicts.append(judge_tainted_node(node, lease, tainted[node.name], settings=settings, now=snapshot.now,
                                                observed=observed))
             continue
-        verdict = judge_untainted(node, lease, settings, snapshot.now, observed=observed,
+        verdict = judge_untainted(node, lease, settings, now=snapshot.now, observed=observed,
                                   lease_observed=snapshot.lease_seen_for.get(node.name, 0.0))
         if verdict is None:
             continue
@@ -86,29 +86,29 @@ def judge_nodes(snapshot: Snapshot, settings: Settings) -> list[NodeVerdict]:
     return verdicts
 
 
-def judge_untainted(node: Node, lease: Lease | None, settings: Settings, now: datetime,
-                    seen: str | None = None, status_seen: datetime | None = None, *,
+def judge_untainted(node: Node, lease: Lease | None, settings: Settings, *, now: datetime,
+                    seen: str | None = None, status_seen: datetime | None = None,
                     observed: float = 0.0, lease_observed: float = 0.0) -> NodeVerdict | None:
     """A node without a shutdown taint: with FENCING=redfish, silent long enough to ask its BMC (our taint or
     not: a node we tainted that is still silent may hold more to free); else, with our taint, judge_ours; None
     when there is nothing to judge."""
     if settings.fencing == "redfish":
-        silent = judge_silent(node, lease, settings, now, seen, observed=lease_observed)
+        silent = judge_silent(node, lease, settings, now=now, seen=seen, observed=lease_observed)
         if silent is not None and (silent.state is NodeState.DOWN or node.our_taint is None):
             return silent
     if node.our_taint is not None:
-        return judge_ours(node, lease, settings, now, seen, status_seen, observed=observed)
+        return judge_ours(node, lease, settings, now=now, seen=seen, status_seen=status_seen, observed=observed)
     return None
 
 
-def judge_ours(node: Node, lease: Lease | None, settings: Settings, now: datetime,
-               seen: str | None = None, status_seen: datetime | None = None, *,
+def judge_ours(node: Node, lease: Lease | None, settings: Settings, *, now: datetime,
+               seen: str | None = None, status_seen: datetime | None = None,
                observed: float = 0.0) -> NodeVerdict:
     """A node whose only shutdown taint is the out-of-service taint we added: recovering once alive, else not
     yet. Never down: our taint was added on the evidence of another (the cloud's, a human's), and with that
     gone (the instance runs again, say) it proves nothing by itself, so nothing more is done there."""
-    verdict = judge_liveness(node, lease, str(node.our_taint), min_not_ready(settings, lease), now, seen,
-                             status_seen, observed=observed)
+    verdict = judge_liveness(node, lease, str(node.our_taint), min_seconds=min_not_ready(settings, lease), now=now,
+                             seen=seen, status_seen=status_seen, observed=observed)
     if verdict.state is NodeState.SPLIT_BRAIN:
         return NodeVerdict(node.name, NodeState.RECOVERING, verdict.taint,
                            "alive again and carries only the out-of-service taint rwo-failover added",

@@ -148,7 +148,7 @@ def _attached_here(claims: Sequence[Claim], node: str, snapshot: Snapshot) -> bo
     return any(a.node == node and a.volume in volumes for a in snapshot.attachments)
 
 
-def select_pods(pods: Sequence[Pod], snapshot: Snapshot, settings: Settings,
+def select_pods(pods: Sequence[Pod], snapshot: Snapshot, settings: Settings, *,
                 powered_off: bool = False) -> tuple[Selected, list[Skip]]:
     """The pods to force-delete, each with its exclusive claims; and a skip, with its reason, for every other.
     `powered_off`: see pod_exclusion."""

@@ -11,8 +11,8 @@ shutdown taint a little longer (run/quiet_wait.py), then passes again and judges
 from __future__ import annotations
 
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from datetime import datetime, timedelta
-from typing import AbstractSet
 
 from ..model import Lease
 from .liveness import STAMP, age

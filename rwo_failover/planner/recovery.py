@@ -88,7 +88,9 @@ class Record:
         return self.controller.partition("/")[0] == "StatefulSet"
 
     def to_json(self) -> str:
-        stamp = lambda t: t.strftime("%Y-%m-%dT%H:%M:%SZ") if t else ""  # noqa: E731 - a local shorthand
+        def stamp(t: datetime | None) -> str:
+            return t.strftime("%Y-%m-%dT%H:%M:%SZ") if t else ""
+
         return json.dumps({"version": 2, "pod": self.pod, "uid": self.uid, "node": self.node,
                            "controller": self.controller, "notReadySince": stamp(self.not_ready_since),
                            "deletedAt": stamp(self.deleted_at), "claim": self.claim, "claimUID": self.claim_uid,
@@ -147,7 +149,7 @@ def _replacements(claim: Claim, record: Record, pods: tuple[Pod, ...]) -> list[P
     return found
 
 
-def _missing(claim: Claim, record: Record, replacement: Pod | None, snapshot: Snapshot) -> str | None:
+def _missing(claim: Claim, record: Record, replacement: Pod | None, *, snapshot: Snapshot) -> str | None:
     """What still keeps the replacement from being confirmed; None when nothing does."""
     if replacement is None or not replacement.node:
         return "not scheduled: no replacement pod has a node"
@@ -197,8 +199,9 @@ def judge(entry: RecoveryEntry, snapshot: Snapshot, settings: Settings) -> Verdi
         return Verdict(entry, "obsolete", doubt)
     claim = snapshot.claims[record.claim]
     candidates = _replacements(claim, record, snapshot.recovery_pods)
-    missing = [(_missing(claim, record, pod, snapshot), pod) for pod in candidates] or [(
-        _missing(claim, record, None, snapshot), None)]
+    missing: list[tuple[str | None, Pod | None]] = [
+        (_missing(claim, record, pod, snapshot=snapshot), pod) for pod in candidates] or [(
+            _missing(claim, record, None, snapshot=snapshot), None)]
     done = next((pod for why, pod in missing if why is None), None)
     deadline = record.deleted_at + timedelta(seconds=settings.recovery_timeout_seconds)
     if done is not None and record.not_ready_since:

@@ -10,8 +10,8 @@ or not Ready, nothing is powered off and nothing is freed.
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from datetime import datetime, timedelta
-from typing import AbstractSet
 
 from ..model import Lease, Node, Snapshot
 from ..settings import Settings
@@ -40,14 +40,14 @@ def renews(lease: Lease) -> float:
     return lease.duration / 4 + 2
 
 
-def judge_silent(node: Node, lease: Lease | None, settings: Settings, now: datetime,
-                 seen: str | None = None, *, observed: float) -> NodeVerdict | None:
+def judge_silent(node: Node, lease: Lease | None, settings: Settings, *, now: datetime,
+                 seen: str | None = None, observed: float) -> NodeVerdict | None:
     """DOWN (a candidate for the BMC's word) once the kubelet has been silent REDFISH_SILENT_SECONDS; NOT_YET
     once it has missed a renewal; None while it heartbeats, so a healthy node costs no verdict. Silence is timed
     by the server's stamps and also by `observed`, how long this process itself has seen the Lease at its current
     version (observe/sightings.py): a renewal stamped by an API server whose clock is behind looks older than it
     is, and a kubelet renewing on time would otherwise look silent, and have its machine powered off."""
-    def verdict(state: NodeState, reason: str, changes_at: datetime | None = None,
+    def verdict(state: NodeState, reason: str, changes_at: datetime | None = None, *,
                 pending: bool = False) -> NodeVerdict:
         return NodeVerdict(node.name, state, WITNESS, reason, "", changes_at, sighting_pending=pending)
 
@@ -67,7 +67,8 @@ def judge_silent(node: Node, lease: Lease | None, settings: Settings, now: datet
         return verdict(NodeState.DOWN, f"Lease unrenewed for {silent:.0f}s by the server's stamps, seen unchanged "
                                        f"here for {observed:.1f}s: down only once its BMC answers PowerState Off, "
                                        f"and powered off only once seen unchanged here for {renews(lease):g}s (a "
-                                       "renewal interval)", now + timedelta(seconds=renews(lease) - observed), True)
+                                       "renewal interval)", now + timedelta(seconds=renews(lease) - observed),
+                       pending=True)
     if silent >= needed:
         return verdict(NodeState.DOWN, f"Lease unrenewed for {silent:.0f}s (REDFISH_SILENT_SECONDS="
                                        f"{settings.redfish_silent_seconds}, renewals due every "
@@ -78,7 +79,7 @@ def judge_silent(node: Node, lease: Lease | None, settings: Settings, now: datet
                                       "REDFISH_SILENT_SECONDS)", heard + STAMP + timedelta(seconds=needed))
 
 
-def quiet(node: Node, lease: Lease | None, settings: Settings, now: datetime) -> bool:
+def quiet(node: Node, lease: Lease | None, settings: Settings, *, now: datetime) -> bool:
     """Not Ready, or silent for REDFISH_SILENT_SECONDS, or untimeable: what the brake counts."""
     heard = last_heard(node, lease)
     if node.ready != "True" or heard is None or lease is None:
@@ -94,7 +95,7 @@ def silent_brake(snapshot: Snapshot, settings: Settings, idle: AbstractSet[str] 
     if settings.fencing != "redfish":
         return None
     counted = [n for n in snapshot.nodes if n.name not in idle]
-    silent = sum(1 for n in counted if quiet(n, snapshot.leases.get(n.name), settings, snapshot.now))
+    silent = sum(1 for n in counted if quiet(n, snapshot.leases.get(n.name), settings, now=snapshot.now))
     if counted and silent / len(counted) > settings.max_unhealthy_fraction:
         return Refusal(RefusalKind.UNHEALTHY_FRACTION,
                        f"brake: {silent} of {len(counted)} nodes are not Ready or their Lease has been silent for "

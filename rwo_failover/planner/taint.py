@@ -32,7 +32,7 @@ def taint_blocker(pods: Sequence[Pod], snapshot: Snapshot, settings: Settings) -
     return None
 
 
-def recovered(node: Node, lease: Lease | None, settings: Settings, now: datetime) -> str | None:
+def recovered(node: Node, lease: Lease | None, settings: Settings, *, now: datetime) -> str | None:
     """Why our taint must stay on a node judged recovering; None when the node itself is back for good:
     Ready for RECOVERY_SECONDS and a fresh Lease, both on the server's clock."""
     since = ready_since(node, lease)
@@ -74,17 +74,17 @@ def reboot_blocker(node: Node, settings: Settings) -> str | None:
     record = node.taint_record
     confirm = f"kubectl -n {settings.recovery_namespace} annotate configmap {record.name} " \
               f"{POWER_CYCLED_ANNOTATION}=true"
-    return machine_not_rebooted(node, record.boot_id, "our out-of-service taint", settings,
+    return machine_not_rebooted(node, record.boot_id, "our out-of-service taint", settings=settings,
                                 bmc_off_at=record.bmc_off_at, acknowledged=record.acknowledged, confirm=confirm)
 
 
-def lift_blocker(node: Node, lease: Lease | None, settings: Settings, now: datetime) -> tuple[str | None, bool]:
+def lift_blocker(node: Node, lease: Lease | None, settings: Settings, *, now: datetime) -> tuple[str | None, bool]:
     """Why our taint stays on this node, and whether only a human can change that (not ours, or not rebooted);
     (None, False) when the node itself allows it off. The plan and the live re-check both judge by it."""
     why = provenance_blocker(node)
     if why:
         return why, True
-    why = recovered(node, lease, settings, now)
+    why = recovered(node, lease, settings, now=now)
     if why:
         return why, False
     why = reboot_blocker(node, settings)
@@ -96,7 +96,7 @@ def undo_blocker(node: Node, snapshot: Snapshot, settings: Settings) -> tuple[st
     VolumeAttachment on it. Removing the taint earlier races PodGC and the attach-detach controller
     (kubernetes#142331); medik8s waits for the same. No pod can have been scheduled there since (the taint is
     NoExecute), so an attachment on it is one the outage left."""
-    reason, human = lift_blocker(node, snapshot.leases.get(node.name), settings, snapshot.now)
+    reason, human = lift_blocker(node, snapshot.leases.get(node.name), settings, now=snapshot.now)
     if reason:
         return reason, human
     fence = snapshot.fences.get(node.name)

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from enum import Enum
+from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from ..model import TaintRecord
+
+if TYPE_CHECKING:  # recovery.py imports this module (through liveness.py): the Verdict type is for the checker only
+    from .recovery import Verdict
 
 # The recovery verdicts whose settling writes (act/recovery.py): a record deleted, with its Event.
 SETTLING = ("recovered", "not-recovered", "obsolete")
 
 
-class NodeState(str, Enum):
+class NodeState(StrEnum):
     DOWN = "down"                # proven down: safe to act on
     NOT_YET = "not-yet"          # not proven down yet; exit 0
     SPLIT_BRAIN = "split-brain"  # tainted for shutdown yet Ready or heartbeating; exit 3
@@ -113,7 +117,7 @@ class Skip:
     reason: str
 
 
-class RefusalKind(str, Enum):
+class RefusalKind(StrEnum):
     """Which brake refused the pass; split-brain is a node verdict, not a refusal of the whole pass."""
 
     UNHEALTHY_FRACTION = "unhealthy-fraction"
@@ -164,7 +168,7 @@ class Plan:
     unfence: tuple[tuple[str, str], ...] = ()  # (node, fencing.UNFENCE or DELETE) for nodes back for good
     # (node, fencing.HELD_* kind, why): our fences on nodes back for good that are not ours to lift for them
     fences_held: tuple[tuple[str, str, str], ...] = ()
-    recovery: tuple = ()  # recovery.Verdict for each claim whose freed pod we still watch
+    recovery: tuple[Verdict, ...] = ()  # recovery.Verdict for each claim whose freed pod we still watch
     # The next moment (server clock) at which time alone changes what this plan decides: a node proven down,
     # an undo allowed, a recovery timed out. None when only a change in the cluster can.
     wake_at: datetime | None = None

@@ -22,7 +22,7 @@ from ..settings import Settings
 UNDO_BOOTID, UNDO_OPERATOR, UNDO_BMC = "bootid", "operator", "bmc"
 
 
-def reboot_blocker(node: Node, recorded: str, what: str, settings: Settings, *, bmc_off_at: str = "",
+def reboot_blocker(node: Node, recorded: str, what: str, *, settings: Settings, bmc_off_at: str = "",
                    acknowledged: bool = False, confirm: str = "") -> str | None:
     """Why the machine `node` stands for now is not proven power-cycled since `what` was added, when its bootID
     was `recorded` (as model.bounded.boot_id_note wrote it); None when UNDO's proof holds, but for UNDO=bmc's
