@@ -7,6 +7,8 @@ case: not paused, no storm remembered.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..kube import Api, ApiError
 from ..model import CONTROL_NAME, BadObject, Control
 from ..settings import Settings
@@ -22,7 +24,7 @@ def read_control(api: Api, settings: Settings) -> tuple[Control | None, str]:
     return control_of(found, where)
 
 
-def control_of(found: list, where: str) -> tuple[Control | None, str]:
+def control_of(found: Sequence[object], where: str) -> tuple[Control | None, str]:
     """The one object a name-selected list found, parsed; an error when it cannot be."""
     if not found:
         return None, ""

@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from ..kube import Api, ApiError
-from ..model import Attachment, Claim, Pod, Reader, Volume, is_name
+from ..model import Attachment, Claim, Json, Pod, Reader, Volume, is_name
 from ..planner.recovery import Record
 from ..settings import Settings
 
 log = logging.getLogger("rwo_failover")
 T = TypeVar("T")
+Key = str | tuple[str, ...]  # a cluster-scoped object's name, or a namespaced one's (namespace, name)
 
 # Up to this many objects, a GET each; beyond it, one cluster-wide list. A list costs what the cluster holds, GETs
 # what the pass needs, so the bound grows with the cluster, measured by its nodes: at 5,000 nodes (20,000 claims
@@ -31,7 +33,7 @@ def gets_before_list(nodes: int) -> int:
     return min(GETS_AT_MOST, max(GETS_BEFORE_LIST, nodes // NODES_PER_GET))
 
 
-def recovery_pods(api: Api, settings: Settings, reader: Reader, records: list[Record],
+def recovery_pods(api: Api, settings: Settings, reader: Reader, *, records: list[Record],
                   attachments: tuple[Attachment, ...], now: datetime) -> tuple[Pod, ...]:
     """The pods that may be the replacements of freed pods, and the freed pods if they are still there.
 
@@ -80,9 +82,10 @@ def server_version(api: Api) -> tuple[int, int] | None:
     return found
 
 
-def get_or_list(reader: Reader, kind: str, from_json: Callable[[Any], T], keys: set,
-                 get: Callable[..., dict | None], list_all: Callable[[Callable[[Any], Any], Any], list],
-                 key_of: Callable[[T], object], gets: int = GETS_BEFORE_LIST) -> list[T]:
+def get_or_list(reader: Reader, kind: str, from_json: Callable[[Any], T], *, keys: AbstractSet[Key],
+                get: Callable[..., Json | None],
+                list_all: Callable[[Callable[[Any], T | None], AbstractSet[Any]], list[T | None]],
+                key_of: Callable[[T], object], gets: int = GETS_BEFORE_LIST) -> list[T]:
     """A GET per object when few are needed; past that, one paginated cluster-wide list is cheaper. Only the
     objects asked for count: an unreadable one elsewhere in that list is none of this pass's business, and the
     list converts only those (`list_all` is given the keys). A key that is no valid name (a tenant wrote it)
@@ -100,12 +103,15 @@ def get_or_list(reader: Reader, kind: str, from_json: Callable[[Any], T], keys: 
     return listed
 
 
-def read_claims(api: Api, reader: Reader, keys: set, gets: int = GETS_BEFORE_LIST) -> dict[str, Claim]:
-    found = get_or_list(reader, "persistentvolumeclaim", Claim.from_json, keys, api.read_claim, api.list_claims,
-                         lambda c: (c.namespace, c.name), gets)
+def read_claims(api: Api, reader: Reader, keys: AbstractSet[tuple[str, ...]], *,
+                gets: int = GETS_BEFORE_LIST) -> dict[str, Claim]:
+    found = get_or_list(reader, "persistentvolumeclaim", Claim.from_json, keys=keys, get=api.read_claim,
+                        list_all=api.list_claims, key_of=lambda c: (c.namespace, c.name), gets=gets)
     return {c.key: c for c in found}
 
 
-def read_volumes(api: Api, reader: Reader, names: set, gets: int = GETS_BEFORE_LIST) -> dict[str, Volume]:
-    return {v.name: v for v in get_or_list(reader, "persistentvolume", Volume.from_json, names, api.read_volume,
-                                            api.list_volumes, lambda v: v.name, gets)}
+def read_volumes(api: Api, reader: Reader, names: AbstractSet[str], *,
+                 gets: int = GETS_BEFORE_LIST) -> dict[str, Volume]:
+    return {v.name: v for v in get_or_list(reader, "persistentvolume", Volume.from_json, keys=names,
+                                           get=api.read_volume, list_all=api.list_volumes, key_of=lambda v: v.name,
+                                           gets=gets)}

@@ -28,7 +28,7 @@ def quiet_nodes(api: Api, judged: set[str]) -> dict[str, str]:
     return {lease.node: lease.version for lease in leases if lease.node in quiet}
 
 
-def quiet_node_now(api: Api, settings: Settings, name: str, version: str) -> Now:
+def quiet_node_now(api: Api, settings: Settings, name: str, *, version: str) -> Now:
     """One quiet node read again: tainted for shutdown, still quiet, or renewed (or gone)."""
     reader = Reader()
     node = reader.one("node", Node.from_json, api.read_node(name), name)

@@ -4,8 +4,9 @@ Cost: one paginated node list, one GET per Lease of a tainted node (or one carry
 label-selected list each of our recovery records and of our taint records, and, only when a node is proven
 down or back from an outage with our taint: one field-selected pod list per such node, the claims of its pods
 and the PVs those claims and the node's attachments name (a GET each, or one paginated list past 20, or one per
-50 nodes in a larger cluster, at most 100), and one paginated VolumeAttachment list. All pods in the cluster are never listed. Each recovery record adds at most its
-claim, its PV and one pod GET (a StatefulSet's) or one list of its namespace's pods (other controllers).
+50 nodes in a larger cluster, at most 100), and one paginated VolumeAttachment list. All pods in the cluster are
+never listed. Each recovery record adds at most its claim, its PV and one pod GET (a StatefulSet's) or one list of
+its namespace's pods (other controllers).
 
 Every object goes through one Reader: an object that cannot be read becomes an Unreadable (a skip with its
 reason), never an exception out of the pass.
@@ -63,22 +64,23 @@ def check_server_clock(api: Api) -> None:
 BASE_KINDS = frozenset({"node", "lease", "networkfence", "recovery record", "taint record"})
 
 
-def observe(api: Api, settings: Settings, now: Callable[[], datetime], sightings: Sightings,
+def observe(api: Api, settings: Settings, now: Callable[[], datetime], *, sightings: Sightings,
             cache: Callable[[Api], Cached] | None = None,
-            nodes_now: Callable[[Api], tuple | None] | None = None) -> Snapshot:
+            nodes_now: Callable[[Api], tuple[Node | Unreadable, ...] | None] | None = None) -> Snapshot:
     """`now` is read after the nodes and Leases, so ages are judged against the time of the reads. With a
     `cache` (continuous mode's watches), fences and our records come from it instead of lists; the nodes, which
     both brakes judge, never do unless the cache has provably caught up with a consistent read made now
     (`nodes_now`): else they are listed, consistently. Every list here is consistent (kube/lists.py).
     `sightings` is this process's memory of when it first saw each node Ready=Unknown."""
     reader = Reader()
-    snapshot = _base(api, settings, now, reader, sightings, cache,
+    snapshot = _base(api, settings, now, reader=reader, sightings=sightings, cache=cache,
                      nodes_at=nodes_now(api) if cache and nodes_now else None)
-    return _details(api, settings, reader, snapshot)
+    return _details(api, settings, reader, snapshot=snapshot)
 
 
-def observe_again(api: Api, settings: Settings, now: Callable[[], datetime], sightings: Sightings, earlier: Snapshot,
-                  nodes_now: Callable[[Api], tuple | None] | None = None) -> Snapshot:
+def observe_again(api: Api, settings: Settings, now: Callable[[], datetime], *, sightings: Sightings,
+                  earlier: Snapshot,
+                  nodes_now: Callable[[Api], tuple[Node | Unreadable, ...] | None] | None = None) -> Snapshot:
     """What a pass judged from the cache, read again live before it writes (run/runner.py): the nodes, fences and
     recovery records listed at the latest version (no resourceVersion: a quorum read, never the API server's
     watch cache), then the Leases. `nodes_now` may stand in for the node list: the watch cache's nodes once it
@@ -88,12 +90,12 @@ def observe_again(api: Api, settings: Settings, now: Callable[[], datetime], sig
     (recovery_pods reads more for a due one); else they are read again too."""
     reader = Reader()
     caught_up = nodes_now(api) if nodes_now else None
-    snapshot = _base(api, settings, now, reader, sightings, None, nodes_at=caught_up)
+    snapshot = _base(api, settings, now, reader=reader, sightings=sightings, cache=None, nodes_at=caught_up)
     inspect, before = set(nodes_to_inspect(snapshot, settings)), set(nodes_to_inspect(earlier, settings))
     records = readable(snapshot.recovery_records)
     if not inspect <= before or any(e not in earlier.recovery_records for e in snapshot.recovery_records) or \
             due_namespaces(records, settings, snapshot.now) != due_namespaces(records, settings, earlier.now):
-        return _details(api, settings, reader, snapshot)
+        return _details(api, settings, reader, snapshot=snapshot)
     return dataclasses.replace(snapshot, pods=tuple(p for p in earlier.pods if p.node in inspect),
                                claims=earlier.claims, attachments=earlier.attachments, volumes=earlier.volumes,
                                server_version=earlier.server_version, recovery_pods=earlier.recovery_pods,
@@ -101,8 +103,8 @@ def observe_again(api: Api, settings: Settings, now: Callable[[], datetime], sig
                                                                       if u.kind not in BASE_KINDS))
 
 
-def _base(api: Api, settings: Settings, now: Callable[[], datetime], reader: Reader, sightings: Sightings,
-          cache: Callable[[Api], Cached] | None, nodes_at: tuple | None = None) -> Snapshot:
+def _base(api: Api, settings: Settings, now: Callable[[], datetime], *, reader: Reader, sightings: Sightings,
+          cache: Callable[[Api], Cached] | None, nodes_at: tuple[Node | Unreadable, ...] | None = None) -> Snapshot:
     """The nodes (listed, or `nodes_at`: the nodes and Unreadables as of a consistent read), the fences and our
     records (from the cache, or listed), and the Leases of the nodes judged."""
     cached = cache(api) if cache else None
@@ -143,7 +145,7 @@ def _base(api: Api, settings: Settings, now: Callable[[], datetime], reader: Rea
                     unknown_for=sightings.update(nodes), lease_seen_for=sightings.leases(leases, names))
 
 
-def _details(api: Api, settings: Settings, reader: Reader, snapshot: Snapshot) -> Snapshot:
+def _details(api: Api, settings: Settings, reader: Reader, *, snapshot: Snapshot) -> Snapshot:
     """The pods, claims, PVs and attachments of the nodes to inspect and of the recovery records."""
     entries = snapshot.recovery_records
     records = readable(entries)
@@ -156,19 +158,19 @@ def _details(api: Api, settings: Settings, reader: Reader, snapshot: Snapshot) -
     # Every pod's claims but a mirror pod's (it cannot mount one): a DaemonSet pod's too, since an opt-out on
     # its claim must keep our taint off the node, attachment or not.
     claims = read_claims(api, reader, {(p.namespace, c) for p in pods if not p.mirror for c in p.claims} |
-                          {tuple(r.claim.split("/", 1)) for r in records}, gets)
+                          {tuple(r.claim.split("/", 1)) for r in records}, gets=gets)
     wanted, recovering_volumes = set(inspect), {r.volume for r in records}
     attachments = tuple(a for a in reader.each(api.list_attachments(reader.parse("volumeattachment",
                                                                                  Attachment.from_json),
                                                                     wanted, recovering_volumes))
                         if a.node in wanted or a.volume in recovering_volumes)
     volumes = read_volumes(api, reader, {c.volume for c in claims.values() if c.volume} |
-                            {a.volume for a in attachments if a.volume} | recovering_volumes, gets)
+                            {a.volume for a in attachments if a.volume} | recovering_volumes, gets=gets)
     # An attachment whose pod is gone is found through its PV's claim, which no pod led us to.
     claims.update(read_claims(api, reader, {tuple(v.claim.split("/", 1)) for v in volumes.values()
-                                             if v.claim and v.claim not in claims}, gets))
+                                             if v.claim and v.claim not in claims}, gets=gets))
     version = server_version(api) if settings.out_of_service_taint == "auto" and inspect else None
-    replacing = recovery_pods(api, settings, reader, records, attachments, snapshot.now)
+    replacing = recovery_pods(api, settings, reader, records=records, attachments=attachments, now=snapshot.now)
     return Snapshot(snapshot.now, snapshot.nodes, snapshot.leases, pods, claims, attachments, volumes, version,
                     snapshot.fences, entries, replacing, tuple(reader.unreadable), snapshot.control,
                     snapshot.control_error, snapshot.taint_records, snapshot.unknown_for,

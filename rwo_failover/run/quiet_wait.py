@@ -62,7 +62,7 @@ def _wait(api: Api, settings: Settings, plan: Plan, budget: float, guard: Guard)
         "nodes": sorted(versions), "wait_seconds": round(budget, 1), "setting": "ONCE_WAIT_SECONDS"})
     while versions and _nap(ends, guard):
         for name in sorted(versions):
-            now = quiet_node_now(api, settings, name, versions[name])
+            now = quiet_node_now(api, settings, name, version=versions[name])
             if not _in_time(ends, guard):  # a slow read outlived the budget, or a stop came: no pass again
                 return None
             if now is Now.TAINTED:

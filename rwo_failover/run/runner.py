@@ -91,14 +91,14 @@ def decide(api: Api, settings: Settings, now: Callable[[], datetime], sightings:
     would write anything (planner.Plan.writes, brakes or not, a storm moment included) is thrown away and made
     again from a live, consistent read of everything the cache stood in for (the fences, our records, the
     control ConfigMap) and of the Leases (observe.observe_again). Only that plan is acted on."""
-    snapshot = observe(api, settings, now, sightings, cache, nodes_now)
+    snapshot = observe(api, settings, now, sightings=sightings, cache=cache, nodes_now=nodes_now)
     plan = planner.plan(snapshot, settings)
     if cache is None or not plan.writes:
         return snapshot, plan
     log.info("the cached plan writes: reading live before acting",
              extra={"pods_planned": plan.pod_count, "attachments_planned": plan.attachment_count,
                     "nodes_not_ready": plan.not_ready, "nodes": plan.total_nodes})
-    live = observe_again(api, settings, now, sightings, snapshot, nodes_now)
+    live = observe_again(api, settings, now, sightings=sightings, earlier=snapshot, nodes_now=nodes_now)
     live_plan = planner.plan(live, settings)
     if (live_plan.refusal, live_plan.not_ready, live_plan.total_nodes, live_plan.pod_count) != \
             (plan.refusal, plan.not_ready, plan.total_nodes, plan.pod_count):
