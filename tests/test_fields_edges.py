@@ -28,7 +28,7 @@ from rwo_failover.model.fields import (
 
 
 @pytest.mark.parametrize("read, obj, reason", [
-    (lambda o: typed_at(o, "x", str, "a string"), [], "expected an object holding x, got list"),
+    (lambda o: typed_at(o, "x", str, what="a string"), [], "expected an object holding x, got list"),
     (lambda o: text_at(o, "x"), {"x": 1}, "x: expected a string, got int"),
     (lambda o: obj_at(o, "x"), {"x": "y"}, "x: expected an object, got str"),
     (lambda o: items_at(o, "x"), {"x": "y"}, "x: expected a list, got str"),

@@ -21,7 +21,7 @@ class BadObject(ValueError):
 # Safe accessors: every from_json reads fields through these, so any JSON at all yields a value or BadObject.
 # Absent or null means the default; a value of another JSON type is never coerced (a string is not a list of
 # access modes, "false" is not a bool), because a coerced value is a guess, and a guess can make the pass act.
-def typed_at(obj: Json, key: str, kind: type, what: str) -> Any:
+def typed_at(obj: Json, key: str, kind: type, *, what: str) -> Any:
     # dict, not typing.Mapping: JSON objects are dicts (obj_at accepts nothing else), and the ABC check costs
     # about 2 us a field, half the time of reading a node from a watch event (bench/intake.py).
     if not isinstance(obj, dict):
@@ -33,25 +33,25 @@ def typed_at(obj: Json, key: str, kind: type, what: str) -> Any:
 
 
 def obj_at(obj: Json, key: str) -> Json:
-    found = typed_at(obj, key, dict, "an object")
+    found = typed_at(obj, key, dict, what="an object")
     return {} if found is None else found
 
 
 def items_at(obj: Json, key: str) -> list[Json]:
     """A list of objects (conditions, taints, addresses...)."""
-    found = typed_at(obj, key, list, "a list") or []
+    found = typed_at(obj, key, list, what="a list") or []
     if not all(isinstance(item, dict) for item in found):
         raise BadObject(f"{key}: expected a list of objects")
     return found
 
 
 def text_at(obj: Json, key: str, default: str = "") -> str:
-    found = typed_at(obj, key, str, "a string")
+    found = typed_at(obj, key, str, what="a string")
     return default if found is None else found
 
 
 def texts_at(obj: Json, key: str) -> tuple[str, ...]:
-    found = typed_at(obj, key, list, "a list") or []
+    found = typed_at(obj, key, list, what="a list") or []
     if not all(isinstance(item, str) for item in found):
         raise BadObject(f"{key}: expected a list of strings")
     return tuple(found)
@@ -66,11 +66,11 @@ def strings_at(obj: Json, key: str) -> dict[str, str]:
 
 
 def bool_at(obj: Json, key: str) -> bool:
-    return bool(typed_at(obj, key, bool, "true or false"))
+    return bool(typed_at(obj, key, bool, what="true or false"))
 
 
-def int_at(obj: Json, key: str, default: int, low: int = 0, high: int = 2**63 - 1) -> int:
-    found = typed_at(obj, key, int, "a whole number")
+def int_at(obj: Json, key: str, default: int, *, low: int = 0, high: int = 2**63 - 1) -> int:
+    found = typed_at(obj, key, int, what="a whole number")
     if found is not None and not low <= found <= high:
         raise BadObject(f"{key}: {found} is outside [{low}, {high}]")
     return default if found is None else found
@@ -143,5 +143,5 @@ def opted_out(meta: Json) -> bool:
 def ready_condition(status: Json) -> tuple[str | None, datetime | None]:
     for cond in items_at(status, "conditions"):
         if text_at(cond, "type") == "Ready":
-            return typed_at(cond, "status", str, "a string"), time_at(cond, "lastTransitionTime")
+            return typed_at(cond, "status", str, what="a string"), time_at(cond, "lastTransitionTime")
     return None, None

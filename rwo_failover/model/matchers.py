@@ -130,17 +130,17 @@ def _parse_requirement(part: str) -> Requirement:
     raise MatcherError(f"cannot parse selector requirement {part.strip()!r}")
 
 
-def _set_req(found: re.Match) -> Requirement:
+def _set_req(found: re.Match[str]) -> Requirement:
     values = tuple(v.strip() for v in found["vals"].split(","))
     return Requirement(found["key"], found["op"], values)
 
 
-def _eq_req(found: re.Match) -> Requirement:
+def _eq_req(found: re.Match[str]) -> Requirement:
     op = "!=" if found["op"] == "!=" else "="
     return Requirement(found["key"], op, (found["val"],))
 
 
-def _exists_req(found: re.Match) -> Requirement:
+def _exists_req(found: re.Match[str]) -> Requirement:
     return Requirement(found["key"], "!exists" if found["neg"] else "exists")
 
 

@@ -70,7 +70,7 @@ class Node:
 
     def with_record(self, records: Mapping[str, TaintRecord]) -> Node:
         """This node with our record of its out-of-service taint, if we hold one (records by ConfigMap name)."""
-        found = record_for(self.name, self.uid, (t.time_added for t in self.taints if t.is_ours), records) \
+        found = record_for(self.name, self.uid, (t.time_added for t in self.taints if t.is_ours), records=records) \
             if records else None
         if found is None:
             return self

@@ -45,10 +45,12 @@ class Pod:
         return cls(
             namespace=text_at(meta, "namespace"), name=text_at(meta, "name"), uid=text_at(meta, "uid"),
             node=text_at(spec, "nodeName"), labels=strings_at(meta, "labels"),
-            controller_kind=typed_at(controller, "kind", str, "a string"), controller_name=text_at(controller, "name"),
+            controller_kind=typed_at(controller, "kind", str, what="a string"),
+            controller_name=text_at(controller, "name"),
             mirror=MIRROR_ANNOTATION in strings_at(meta, "annotations"),
             opted_out=opted_out(meta), deleting=time_at(meta, "deletionTimestamp") is not None,
-            phase=typed_at(status, "phase", str, "a string"), reason=typed_at(status, "reason", str, "a string"),
+            phase=typed_at(status, "phase", str, what="a string"),
+            reason=typed_at(status, "reason", str, what="a string"),
             ready=ready, claims=_claim_names(text_at(meta, "name"), items_at(spec, "volumes")), ready_since=ready_since,
             started_at=time_at(status, "startTime"),
         )

@@ -6,17 +6,17 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from .fields import BadObject
+from .fields import BadObject, Json
 from .snapshot import Unreadable
 
 T = TypeVar("T")
 
 
-class Undecodable(dict):
+class Undecodable(dict[str, Any]):
     """An object the decoder could not read (kube/decode.py): its metadata as far as it could be read (so it
     is named, and a watch resumes past it) and the reason, which the Reader turns into a skip."""
 
-    def __init__(self, metadata: dict, reason: str) -> None:
+    def __init__(self, metadata: dict[str, Any], reason: str) -> None:
         super().__init__(metadata=metadata)
         self.reason = reason
 
@@ -31,7 +31,7 @@ def name_of(raw: Any) -> str:
     of one namespace whose names differed in their last characters were one: tests/test_recovery_reads_attack.py)."""
     meta = raw.get("metadata") if isinstance(raw, dict) else None
     name = meta.get("name") if isinstance(meta, dict) else None
-    if not isinstance(name, str) or not name:
+    if not isinstance(meta, dict) or not isinstance(name, str) or not name:
         return "(no name)"
     namespace = meta.get("namespace")
     return (f"{namespace}/{name}" if isinstance(namespace, str) and namespace else name)[:MAX_KEY]
@@ -61,5 +61,5 @@ class Reader:
     def each(found: Iterable[T | None]) -> list[T]:
         return [obj for obj in found if obj is not None]
 
-    def one(self, kind: str, from_json: Callable[[Any], T], raw: dict | None, node: str = "") -> T | None:
+    def one(self, kind: str, from_json: Callable[[Any], T], raw: Json | None, *, node: str = "") -> T | None:
         return None if raw is None else self.parse(kind, from_json, node)(raw)

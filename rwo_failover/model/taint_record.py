@@ -67,8 +67,8 @@ class TaintRecord:
             raise BadObject("data.record is not JSON") from None
         if not isinstance(data, dict):
             raise BadObject("data.record is not a JSON object")
-        found = cls(*(text_at(data, key) for key in ("node", "nodeUID", "bootID", "addresses", "addedAt",
-                                                      "bmcOffAt")),
+        found = cls(text_at(data, "node"), text_at(data, "nodeUID"), text_at(data, "bootID"),
+                    text_at(data, "addresses"), text_at(data, "addedAt"), text_at(data, "bmcOffAt"),
                     text_at(meta, "name"), text_at(meta, "resourceVersion"), text_at(meta, "uid"),
                     strings_at(meta, "annotations").get(POWER_CYCLED_ANNOTATION) == "true")
         if not (found.node and found.node_uid and found.added_at) or found.name != record_name(found.node_uid):
@@ -92,7 +92,7 @@ class TaintRecord:
         return self.data() == other.data()
 
 
-def record_for(name: str, uid: str, added: Iterable[str], records: Mapping[str, TaintRecord]
+def record_for(name: str, uid: str, added: Iterable[str], *, records: Mapping[str, TaintRecord]
                ) -> TaintRecord | None:
     """The record of the Node object `uid` named `name`; else the record of another Node object under that name
     whose taint this one carries (a Node re-created with its taints), so the plan can say whose taint it is; None

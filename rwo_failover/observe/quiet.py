@@ -31,10 +31,10 @@ def quiet_nodes(api: Api, judged: set[str]) -> dict[str, str]:
 def quiet_node_now(api: Api, settings: Settings, name: str, *, version: str) -> Now:
     """One quiet node read again: tainted for shutdown, still quiet, or renewed (or gone)."""
     reader = Reader()
-    node = reader.one("node", Node.from_json, api.read_node(name), name)
+    node = reader.one("node", Node.from_json, api.read_node(name), node=name)
     if node is not None and node.opted_out:
         return Now.GONE  # never judged: a pass again would find nothing new (its taint may be there for good)
     if node is not None and shutdown_taint(node, settings.shutdown_taints):
         return Now.TAINTED
-    lease = reader.one("lease", Lease.from_json, api.read_lease(name), name)
+    lease = reader.one("lease", Lease.from_json, api.read_lease(name), node=name)
     return Now.QUIET if node is not None and lease is not None and lease.version == version else Now.GONE

@@ -132,7 +132,7 @@ def _base(api: Api, settings: Settings, now: Callable[[], datetime], *, reader: 
         watched |= names  # opted-out nodes' too: the silent brake counts a node whose Lease it has not read as silent
     if not cached or watched or cached.recovery_records:  # a pass from the cache with nothing to judge stamps nothing
         check_server_clock(api)
-    leases = {name: reader.one("lease", Lease.from_json, api.read_lease(name), name) for name in sorted(watched)}
+    leases = {name: reader.one("lease", Lease.from_json, api.read_lease(name), node=name) for name in sorted(watched)}
     nodes = _unknown_stays_unknown(nodes, reader.unreadable)
     # In continuous mode the watched copy (the write guard also asks it before every write); otherwise one read,
     # live in the re-read before writes.
