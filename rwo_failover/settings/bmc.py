@@ -7,9 +7,9 @@ and `serial` are the machine's identity as its BMC reports it (the ComputerSyste
 least one of them: the operator's word for which machine answers, since a node's own status.nodeInfo.systemUUID
 is written by its kubelet. A UUID that firmware leaves unset (all zeros, all ones, a board maker's fixed default)
 or that two entries share identifies no one machine and is refused: give `serial` for such boards. `ca` is an
-optional PEM bundle that verifies the BMC's certificate (else the system's CAs). It is read at start-up (exit 2 naming what
-is wrong) and again before each call, so a rotated password is picked up. No message ever quotes the file, an
-endpoint, a user name or a password: BmcMapError names the key and the field, never a value.
+optional PEM bundle that verifies the BMC's certificate (else the system's CAs). It is read at start-up (exit 2
+naming what is wrong) and again before each call, so a rotated password is picked up. No message ever quotes the
+file, an endpoint, a user name or a password: BmcMapError names the key and the field, never a value.
 """
 
 from __future__ import annotations

@@ -35,9 +35,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"rwo-failover {__version__}")
     for spec in SPECS:
         # A boolean works bare, as kubectl's flags do; a value, when given, is parsed like the env var's.
-        bare = {"nargs": "?", "const": "true"} if spec.parse is boolean else {}
+        bare = spec.parse is boolean
         parser.add_argument(spec.flag, dest=spec.field, metavar=spec.name, default=None,
-                            help=f"{spec.help} (default: {spec.default!r})", **bare)
+                            help=f"{spec.help} (default: {spec.default!r})",
+                            nargs="?" if bare else None, const="true" if bare else None)
     return parser
 
 

@@ -189,9 +189,11 @@ SPECS: tuple[Spec, ...] = (
          "Fence a proven-down node before touching anything on it: none, networkfence (csi-addons NetworkFence), "
          "webhook (FENCE_WEBHOOK_URL), or redfish (the node's BMC must answer PowerState Off: REDFISH_BMC_FILE).",
          f"one of {', '.join(FENCING_MODES)}"),
-    Spec("NETWORK_FENCE_CLASS", lambda t: object_name(t) if t.strip() else None, "", "spec.networkFenceClassName of the NetworkFences we create.",
+    Spec("NETWORK_FENCE_CLASS", lambda t: object_name(t) if t.strip() else None, "",
+         "spec.networkFenceClassName of the NetworkFences we create.",
          "a NetworkFenceClass name, or empty", empty_ok=True),
-    Spec("FENCE_WEBHOOK_URL", lambda t: https_url(t) if t.strip() else None, "", "The https:// URL that FENCING=webhook POSTs to.",
+    Spec("FENCE_WEBHOOK_URL", lambda t: https_url(t) if t.strip() else None, "",
+         "The https:// URL that FENCING=webhook POSTs to.",
          "an https:// URL without user:password@, or empty", empty_ok=True),
     Spec("FENCE_WEBHOOK_TOKEN_FILE", optional_text, "",
          "A file whose content is sent as the webhook's bearer token; empty sends none.", "a path, or empty",
@@ -281,8 +283,8 @@ SPECS: tuple[Spec, ...] = (
     Spec("ALLOW_UNSAFE", unsafe_rules, "",
          "Safety rules a value may switch off, each named: unhealthy-fraction (MAX_UNHEALTHY_FRACTION of 0.9 or "
          "more, the brake all but never trips), min-not-ready (MIN_NOT_READY_SECONDS=0 without FENCING), "
-         "storm-cooldown (STORM_COOLDOWN_SECONDS=0, no cool-down after a brake), kubelet-label (a REDFISH_NODE_LABEL that a "
-         "kubelet may set on its own Node). Without it such a value exits 2; "
+         "storm-cooldown (STORM_COOLDOWN_SECONDS=0, no cool-down after a brake), kubelet-label (a "
+         "REDFISH_NODE_LABEL that a kubelet may set on its own Node). Without it such a value exits 2; "
          "with it, start-up warns what is off.",
          f"a comma-separated list of {', '.join(UNSAFE_RULES)}, or empty", empty_ok=True),
 )
