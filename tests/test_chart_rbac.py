@@ -35,7 +35,8 @@ def run_as_rendered(api, kubeconfig: str, values: dict) -> tuple[int, config.Set
     _args, settings = config.load(args, env)
     if settings.leader_election:  # HA: win the Lease as a replica does, then pass as the leader
         elector = LeaderElector(lambda: Api(load_api_client(settings), settings), settings.leader_election_namespace,
-                                settings.leader_election_lease_name, "replica-0", settings.leader_election_lease_seconds)
+                                settings.leader_election_lease_name, identity="replica-0",
+                                lease_seconds=settings.leader_election_lease_seconds)
         from rwo_failover.run import logs
         logs.setup("json", "INFO", out)
         assert elector.step() and elector.step(), "acquired, then renewed"

@@ -41,7 +41,8 @@ def elect(kubeconfig):
     api_client = load_api_client(settings)
 
     def make(identity: str, clock: Clock, lease_seconds: int = 15) -> LeaderElector:
-        return LeaderElector(lambda: Api(api_client, settings), *LEASE, identity, lease_seconds, monotonic=clock)
+        return LeaderElector(lambda: Api(api_client, settings), *LEASE, identity=identity, lease_seconds=lease_seconds,
+                             monotonic=clock)
     return make
 
 
@@ -209,7 +210,7 @@ def test_the_election_thread_survives_anything_but_its_stop_signal(api, kubeconf
              "metadata": {"name": LEASE[1], "namespace": LEASE[0]}, "spec": "garbage"})
     _args, settings = config.load(["--interval", "5"], {"KUBECONFIG": kubeconfig})
     api_client = load_api_client(settings)
-    elector = LeaderElector(lambda: Api(api_client, settings), *LEASE, "a", 3)
+    elector = LeaderElector(lambda: Api(api_client, settings), *LEASE, identity="a", lease_seconds=3)
     elector.retry_seconds = 0.1
     with caplog.at_level("WARNING", logger="rwo_failover"):
         elector.start()

@@ -119,7 +119,8 @@ class PassAgainstTheWorld(RuleBasedStateMachine):
             "KUBECONFIG": self.api.write_kubeconfig(f"/tmp/stateful-{id(self)}.kubeconfig"),
             "OUT_OF_SERVICE_TAINT": "always", "LOG_FORMAT": "json", "LEADER_ELECTION_NAMESPACE": ELECTION})
         client = load_api_client(self.settings)
-        self.elector = LeaderElector(lambda: Api(client, self.settings), ELECTION, "leader", "me", LEASE_SECONDS,
+        self.elector = LeaderElector(lambda: Api(client, self.settings), ELECTION, "leader", identity="me",
+                                     lease_seconds=LEASE_SECONDS,
                                      monotonic=self.clock, write_margin=self.settings.request_timeout_seconds + 1)
         assert self.elector.step(), "this replica leads when the pass starts"
         self.done, self.code = threading.Event(), None

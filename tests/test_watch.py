@@ -54,7 +54,8 @@ def wait_until(what: str, check: Callable[[], object], timeout: float = 10) -> o
 # --- the fixture's watch, as kube-apiserver serves it ---------------------------------------------------
 
 def collect(make_api, version: str, timeout: int = 2, **kwargs) -> list[dict]:
-    return list(make_api().watch("nodes", "/api/v1/nodes", version, timeout, k8s_watch.Watch(), **kwargs))
+    return list(make_api().watch("nodes", "/api/v1/nodes", version, timeout_seconds=timeout,
+                                 watcher=k8s_watch.Watch(), **kwargs))
 
 
 def test_a_watch_streams_changes_after_the_version_asked_then_ends_at_its_timeout(api, make_api):
@@ -118,7 +119,7 @@ def test_the_behind_fault_delivers_changes_late_and_bookmarks_only_what_it_deliv
     threading.Thread(target=change).start()
     began = time.monotonic()
     events = [(e, time.monotonic() - began) for e in
-              make_api().watch("nodes", "/api/v1/nodes", str(start), 3, k8s_watch.Watch())]
+              make_api().watch("nodes", "/api/v1/nodes", str(start), timeout_seconds=3, watcher=k8s_watch.Watch())]
     seen = [(e["type"], round(t, 1)) for e, t in events]
     added = [t for kind, t in seen if kind == "ADDED"]
     assert added and added[0] >= 1.5, f"the change arrives about 1.5 s late: {seen}"
@@ -139,7 +140,8 @@ def test_watch_selectors_turn_transitions_into_added_and_deleted(api, make_api):
     labelled = dict(record, metadata=dict(record["metadata"], labels={RECOVERY_LABEL: "pending"}))
     api.add(labelled)
     api.add(dict(labelled, metadata=dict(labelled["metadata"], labels={})))
-    events = list(make_api().watch_recovery_records("rwo-failover", RECOVERY_LABEL, start, 1, k8s_watch.Watch()))
+    events = list(make_api().watch_recovery_records("rwo-failover", RECOVERY_LABEL, start, timeout_seconds=1,
+                                                       watcher=k8s_watch.Watch()))
     assert [e["type"] for e in events if e["type"] != "BOOKMARK"] == ["ADDED", "DELETED"]
 
 
@@ -158,7 +160,8 @@ def reflector(api, kubeconfig):
         settings = settings_for(kubeconfig, **env)
         api_client = load_api_client(settings)
         changes, metrics = Changes(), Metrics()
-        found = Reflector(source, lambda: Api(api_client, settings), settings, changes, metrics)
+        found = Reflector(source, lambda: Api(api_client, settings), settings, on_change=changes,
+                          metrics=metrics)
         made.append(found)
         return found, changes, metrics
     yield make

@@ -97,7 +97,7 @@ def _headers(token_file: str | None) -> dict[str, str]:
 
 def _opener(ca_file: str | None, per_read: float, remaining: Callable[[], float]) -> urllib.request.OpenerDirector:
     """HTTPS whose answers end with the pass (kube/deadline_http.py), and no redirects."""
-    return urllib.request.build_opener(DeadlineHTTPS(_context(ca_file), per_read, remaining, PAST_DEADLINE),
+    return urllib.request.build_opener(DeadlineHTTPS(_context(ca_file), per_read, remaining, past=PAST_DEADLINE),
                                        _NoRedirects())
 
 

@@ -68,7 +68,7 @@ def _call(bmc: Bmc, method: str, url: str, body: dict | None, settings: Settings
         data, headers["Content-Type"] = json.dumps(body).encode(), "application/json"
     request = urllib.request.Request(url, data=data, headers=headers, method=method)
     try:
-        opener = urllib.request.build_opener(DeadlineHTTPS(_context(bmc), left(), left, PAST_DEADLINE),
+        opener = urllib.request.build_opener(DeadlineHTTPS(_context(bmc), left(), left, past=PAST_DEADLINE),
                                              _NoRedirects())
         with opener.open(request, timeout=max(0.05, left())) as answer:
             raw = answer.read(MAX_ANSWER_BYTES + 1)

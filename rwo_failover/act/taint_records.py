@@ -89,7 +89,7 @@ class TaintRecords:
         return self.writer.record(f"deleting taint record {self.namespace}/{record.name}",
                                   "would delete the taint record", record.name,
                                   lambda: self.api.delete_taint_record(self.namespace, record.name, record.uid,
-                                                                       record.version))
+                                                                       resource_version=record.version))
 
     def remove(self, record: TaintRecord) -> None:
         """Our taint came off: its record goes too (a failure leaves it stale, for a later pass to drop)."""

@@ -7,17 +7,18 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
-from ..model import CONTROL_NAME, Cached, Control, Unreadable
+from ..model import CONTROL_NAME, Cached, Control, Node, Unreadable
 from ..settings import Settings
 from .api import Api
 from .errors import ApiError
 from .pod_watch import DownNodePods
 from .progress import at_or_past
 from .reflector import Reflector
+from .source import Source
 from .sources import CONTROL, FENCES, NODES, RECOVERY_RECORDS, TAINT_RECORDS
 
 log = logging.getLogger("rwo_failover")
@@ -35,11 +36,13 @@ class WatchedCluster:
     settings: Settings
     on_change: Callable[[str], None]
     metrics: Any = None
-    reflectors: dict[str, Reflector] = field(default_factory=dict)
+    reflectors: dict[str, Reflector[Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        sources = [NODES, RECOVERY_RECORDS, TAINT_RECORDS, CONTROL] + ([FENCES] if self.settings.fencing == "networkfence" else [])
-        self.reflectors = {s.name: Reflector(s, self.new_api, self.settings, self.on_change, self.metrics)
+        sources: list[Source[Any]] = [NODES, RECOVERY_RECORDS, TAINT_RECORDS, CONTROL]
+        sources += [FENCES] if self.settings.fencing == "networkfence" else []
+        self.reflectors = {s.name: Reflector(s, self.new_api, self.settings, on_change=self.on_change,
+                                             metrics=self.metrics)
                            for s in sources}
         if self.metrics:
             self.metrics.watch_ages(lambda name: self.reflectors[name].age(), list(self.reflectors))
@@ -108,7 +111,7 @@ class WatchedCluster:
         said = control.describe()
         return f"paused{' ' + said if said else ''} (seen by the watch)"
 
-    def nodes_now(self, api: Api) -> tuple | None:
+    def nodes_now(self, api: Api) -> tuple[Node | Unreadable, ...] | None:
         """The nodes as of a consistent read made now, from the cache: the collection's latest version (a
         one-item quorum list), once the node watch has applied an event or bookmark at or past it (within
         CAUGHT_UP_SECONDS); None when it has not, and the caller lists. kube-apiserver serves consistent lists
@@ -140,10 +143,10 @@ class WatchedCluster:
         return None
 
 
-def _control(items: list, settings: Settings) -> tuple[Control | None, str]:
+def _control(items: Sequence[Control | Unreadable], settings: Settings) -> tuple[Control | None, str]:
     """The watched control object, or why it cannot be read."""
     where = f"ConfigMap {settings.recovery_namespace}/{CONTROL_NAME}"
     bad = [i for i in items if isinstance(i, Unreadable)]
     if bad:
         return None, f"{where} cannot be read: {bad[0].reason}"
-    return (items[0] if items else None), ""
+    return cast(Control | None, items[0] if items else None), ""  # every Unreadable was returned above

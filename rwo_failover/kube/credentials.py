@@ -23,10 +23,10 @@ def load_api_client(settings: Settings) -> k8s.ApiClient:
     in_cluster = "KUBERNETES_SERVICE_HOST" in os.environ and not settings.kubeconfig
     try:
         if in_cluster and not os.path.exists(path):
-            k8s_config.load_incluster_config(client_configuration=cfg)
+            k8s_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]  # kubernetes' config loaders are unannotated
         else:
             _check_readable(path, settings.kubeconfig is not None)
-            k8s_config.load_kube_config(config_file=path, context=settings.kube_context,
+            k8s_config.load_kube_config(config_file=path, context=settings.kube_context,  # type: ignore[no-untyped-call]  # unannotated, as above
                                         client_configuration=cfg, persist_config=False)
     except (ConfigException, OSError, ValueError, TypeError, yaml.YAMLError) as err:
         raise ConfigError(f"cannot load cluster credentials: {err}") from None

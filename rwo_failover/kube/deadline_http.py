@@ -7,7 +7,6 @@ reader that gives each socket read no more than what is left, and gives up once 
 
 from __future__ import annotations
 
-import functools
 import http.client
 import io
 import socket
@@ -25,7 +24,7 @@ PAST_DEADLINE = "no complete answer before the deadline"
 
 
 class _DeadlineReader(io.RawIOBase):
-    def __init__(self, sock: socket.socket, plain: io.BufferedReader, per_read: float,
+    def __init__(self, sock: socket.socket, plain: io.BufferedReader, per_read: float, *,
                  remaining: Callable[[], float], past: str) -> None:
         super().__init__()
         self.sock, self.plain, self.per_read, self.remaining, self.past = sock, plain, per_read, remaining, past
@@ -49,30 +48,29 @@ class _DeadlineReader(io.RawIOBase):
         super().close()
 
 
-class _DeadlineResponse(http.client.HTTPResponse):
-    def __init__(self, sock: socket.socket, *args: Any, per_read: float, remaining: Callable[[], float],
-                 past: str, **kwargs: Any) -> None:
-        super().__init__(sock, *args, **kwargs)
-        self.fp = io.BufferedReader(_DeadlineReader(sock, self.fp, per_read, remaining, past))
-
-
 class _Deadline:
     """What each handler needs to build its connection class: one per open, answers read through the reader."""
 
     def __init__(self, per_read: float, remaining: Callable[[], float], past: str) -> None:
-        self.response = functools.partial(_DeadlineResponse, per_read=per_read, remaining=remaining, past=past)
+        class Response(http.client.HTTPResponse):
+            def __init__(self, sock: socket.socket, *args: Any, **kwargs: Any) -> None:
+                super().__init__(sock, *args, **kwargs)
+                self.fp = io.BufferedReader(_DeadlineReader(sock, self.fp, per_read, remaining=remaining, past=past))
+
+        self.response: type[http.client.HTTPResponse] = Response
 
 
 class DeadlineHTTPS(urllib.request.HTTPSHandler):
-    def __init__(self, context: ssl.SSLContext, per_read: float, remaining: Callable[[], float],
+    def __init__(self, context: ssl.SSLContext, per_read: float, remaining: Callable[[], float], *,
                  past: str = PAST_DEADLINE) -> None:
         super().__init__(context=context)
+        self.context = context
         self.deadline = _Deadline(per_read, remaining, past)
 
     def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
         class Connection(http.client.HTTPSConnection):
             response_class = self.deadline.response
-        return self.do_open(Connection, req, context=self._context)
+        return self.do_open(Connection, req, context=self.context)
 
 
 class DeadlineHTTP(urllib.request.HTTPHandler):
@@ -86,12 +84,12 @@ class DeadlineHTTP(urllib.request.HTTPHandler):
         return self.do_open(Connection, req)
 
 
-def deadline_handlers(per_read: float, remaining: Callable[[], float], past: str = PAST_DEADLINE,
+def deadline_handlers(per_read: float, remaining: Callable[[], float], past: str = PAST_DEADLINE, *,
                       context: ssl.SSLContext | None = None) -> list[urllib.request.BaseHandler]:
     """Handlers for http:// and https:// (verified with `context`, or the system's CAs) whose answers end when
     `remaining()` reaches 0."""
     return [DeadlineHTTP(per_read, remaining, past),
-            DeadlineHTTPS(context or ssl.create_default_context(), per_read, remaining, past)]
+            DeadlineHTTPS(context or ssl.create_default_context(), per_read, remaining, past=past)]
 
 
 # --- the same bound for the API client's urllib3 pool (kube/transport.py) ------------------------------------
@@ -107,9 +105,10 @@ class _PoolResponse(http.client.HTTPResponse):
         bound: tuple[float, float] | None = getattr(_CURRENT, "bound", None)
         if bound is not None:
             ends, per_read = bound
-            self.fp = io.BufferedReader(_DeadlineReader(sock, self.fp, per_read, lambda: ends - time.monotonic(),
-                                                        "no complete answer before the pass deadline "
-                                                        "(PASS_TIMEOUT_SECONDS)"))
+            self.fp = io.BufferedReader(_DeadlineReader(sock, self.fp, per_read,
+                                                        remaining=lambda: ends - time.monotonic(),
+                                                        past="no complete answer before the pass deadline "
+                                                             "(PASS_TIMEOUT_SECONDS)"))
 
 
 class _Connection(urllib3.connection.HTTPConnection):

@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Hashable
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, overload
 
 import msgspec
 from kubernetes import watch as k8s_watch
@@ -103,7 +103,15 @@ def _odd(body: bytes) -> OddAnswer | None:
     return OddAnswer(f"the answer is JSON {_JSON_KINDS.get(head, 'number')}, not an object")
 
 
-def decode_object(body: bytes, shape: type, memo: Memo | None = None) -> Decoded:
+@overload
+def decode_object(body: bytes, shape: type, memo: None = None) -> Decoded: ...
+
+
+@overload
+def decode_object(body: bytes, shape: type, memo: Memo) -> Any: ...
+
+
+def decode_object(body: bytes, shape: type, memo: Memo | None = None) -> Any:
     """One object (a GET's answer, a page's item, a watch event's object): its declared fields, or why not;
     converted by `memo` when there is one."""
     try:
@@ -118,7 +126,7 @@ def decode_object(body: bytes, shape: type, memo: Memo | None = None) -> Decoded
     return found if memo is None else memo(found)
 
 
-def decode_page(body: bytes, shape: type, keep: Callable[[Any], bool] | None = None,
+def decode_page(body: bytes, shape: type, keep: Callable[[Any], bool] | None = None, *,
                 memo: Memo | None = None) -> tuple[list[Any], str | None, str]:
     """A list page's items (see decode_object), its continue token and its resourceVersion. `keep`, given a
     decoded Struct, says whether the pass wants it: the others are dropped before they are built into dicts and
@@ -145,7 +153,7 @@ def decode_page(body: bytes, shape: type, keep: Callable[[Any], bool] | None = N
     return items, *_position(page)
 
 
-def _position(page: Page) -> tuple[str | None, str]:
+def _position(page: Page[Any]) -> tuple[str | None, str]:
     meta = page.metadata or ListMeta()
     return meta.token, meta.resourceVersion or ""
 
@@ -156,14 +164,15 @@ def _converted(page: tuple[list[Decoded], str | None, str], memo: Memo | None
     return ([memo(item) for item in items] if memo is not None else items), token, version
 
 
-def _split(body: bytes) -> Page:
+def _split(body: bytes) -> Page[msgspec.Raw]:
     try:
-        return decoder(Page[msgspec.Raw]).decode(body)
+        found: Page[msgspec.Raw] = decoder(Page[msgspec.Raw]).decode(body)
+        return found
     except msgspec.ValidationError as err:
         raise BadPage(f"the answer is not a list of the expected shape: {err}") from None
 
 
-def decode_event(line: bytes, shape: type) -> dict | None:
+def decode_event(line: bytes, shape: type) -> dict[str, Any] | None:
     """A watch line as kubernetes.watch.Watch hands it on: type, object and raw_object (both the decoded
     object). An ERROR event's object is the server's Status, kept whole (Watch reads its code)."""
     try:
@@ -194,10 +203,10 @@ class DecodingWatch(k8s_watch.Watch):
     object than a list does, and a deep or odd object is one unreadable object there too."""
 
     def __init__(self, shape: type) -> None:
-        super().__init__()
+        super().__init__()  # type: ignore[no-untyped-call]  # kubernetes' Watch.__init__ is unannotated
         self.shape = shape
 
-    def unmarshal_event(self, data: Any, return_type: Any) -> dict | None:
+    def unmarshal_event(self, data: Any, return_type: Any) -> dict[str, Any] | None:
         if not data or data.isspace():
             return None
         return decode_event(data.encode() if isinstance(data, str) else data, self.shape)

@@ -9,7 +9,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any, Union
+from typing import Any
 
 import ijson
 import msgspec
@@ -19,7 +19,7 @@ from . import shapes
 
 MAX_DEPTH = 512  # deeper than any object the API server writes for itself (a pod's fieldsV1 is ~15 levels)
 MAX_KEPT_DEPTH = 16  # a declared value (a label, a condition) nested deeper is no value the API promises
-Decoded = Union[dict, Undecodable]
+Decoded = dict[str, Any] | Undecodable
 
 
 def not_json(err: Exception) -> json.JSONDecodeError:
@@ -28,7 +28,7 @@ def not_json(err: Exception) -> json.JSONDecodeError:
 
 
 @cache
-def decoder(kind: type) -> msgspec.json.Decoder:
+def decoder(kind: type) -> msgspec.json.Decoder[Any]:
     return msgspec.json.Decoder(kind)
 
 
@@ -98,18 +98,18 @@ def deep(body: bytes, tree: Any, shape: type) -> Any:
     for backend in (ijson, _PYTHON_BACKEND):
         tokens = _Tokens(backend.basic_parse(body, use_float=True))
         try:
-            return _value(tokens, *tokens.next(), tree, shape)
+            return _value(tokens, *tokens.next(), tree=tree, shape=shape)
         except (ijson.JSONError, StopIteration) as err:
             failed = err
     raise not_json(failed) from None
 
 
-def _value(tokens: _Tokens, event: str, value: Any, tree: Any, shape: type) -> Any:
+def _value(tokens: _Tokens, event: str, value: Any, *, tree: Any, shape: type) -> Any:
     """The value that starts with (event, value), pruned to `tree`; its tokens are consumed."""
     if isinstance(tree, Unit):
-        return _unit(tokens, event, value, tree.item, shape)
+        return _unit(tokens, event, value, tree=tree.item, shape=shape)
     if event == "start_map" and isinstance(tree, dict):
-        out = {}
+        out: dict[str, Any] = {}
         while True:
             event, key = tokens.next()
             if event == "end_map":
@@ -119,33 +119,34 @@ def _value(tokens: _Tokens, event: str, value: Any, tree: Any, shape: type) -> A
             if sub is None:
                 _skip(tokens, event)
             else:
-                out[key] = _value(tokens, event, value, sub, shape)
+                out[key] = _value(tokens, event, value, tree=sub, shape=shape)
     if event == "start_array" and isinstance(tree, ListOf):
-        out_list = []
+        out_list: list[Any] = []
         while True:
             event, value = tokens.next()
             if event == "end_array":
                 return out_list
-            out_list.append(_value(tokens, event, value, tree.item, shape))
-    return _build(tokens, event, value, 0)  # a leaf, or a value of another type than declared (judged later)
+            out_list.append(_value(tokens, event, value, tree=tree.item, shape=shape))
+    return _build(tokens, event, value, depth=0)  # a leaf, or a value of another type than declared (judged later)
 
 
-def _unit(tokens: _Tokens, event: str, value: Any, tree: Any, shape: type) -> Decoded:
+def _unit(tokens: _Tokens, event: str, value: Any, *, tree: Any, shape: type) -> Decoded:
     base, outer = tokens.depth - (event in ("start_map", "start_array")), (tokens.deepest, tokens.too_deep)
     tokens.deepest, tokens.too_deep = tokens.depth, False
-    found = _value(tokens, event, value, tree, shape)
+    found = _value(tokens, event, value, tree=tree, shape=shape)
     depth, too_deep = tokens.deepest - base, tokens.too_deep
     tokens.deepest, tokens.too_deep = max(outer[0], tokens.deepest), outer[1]
     if depth > MAX_DEPTH or too_deep:
         return named(b"{}", found, f"nested {depth} levels deep: more than {MAX_DEPTH} (or a field the pass "
                                     f"reads more than {MAX_KEPT_DEPTH}) is no object the API server writes")
     try:
-        return msgspec.to_builtins(msgspec.convert(found, shape))
+        built: dict[str, Any] = msgspec.to_builtins(msgspec.convert(found, shape))  # a Struct: its fields' dict
+        return built
     except msgspec.ValidationError as err:
         return named(b"{}", found, str(err)[:300])
 
 
-def _build(tokens: _Tokens, event: str, value: Any, depth: int) -> Any:
+def _build(tokens: _Tokens, event: str, value: Any, *, depth: int) -> Any:
     if event == "start_map" or event == "start_array":
         if depth >= MAX_KEPT_DEPTH:
             tokens.too_deep = True
@@ -159,9 +160,9 @@ def _build(tokens: _Tokens, event: str, value: Any, depth: int) -> Any:
                 return out
             if isinstance(out, dict):
                 key, (event, value) = value, tokens.next()
-                out[key] = _build(tokens, event, value, depth + 1)
+                out[key] = _build(tokens, event, value, depth=depth + 1)
             else:
-                out.append(_build(tokens, event, value, depth + 1))
+                out.append(_build(tokens, event, value, depth=depth + 1))
     return value
 
 

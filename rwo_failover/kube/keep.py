@@ -13,7 +13,8 @@ when every item was converted."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import AbstractSet, Any
+from collections.abc import Set as AbstractSet
+from typing import Any
 
 
 def _text(value: Any) -> str | None:

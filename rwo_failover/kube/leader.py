@@ -23,8 +23,9 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
-from ..model import BadObject, int_at, obj_at, text_at
+from ..model import BadObject, Json, int_at, obj_at, text_at
 from .api import Api
 from .errors import ApiError
 
@@ -32,7 +33,7 @@ log = logging.getLogger("rwo_failover")
 
 
 class LeaderElector:
-    def __init__(self, new_api: Callable[[], Api], namespace: str, name: str, identity: str, lease_seconds: int,
+    def __init__(self, new_api: Callable[[], Api], namespace: str, name: str, *, identity: str, lease_seconds: int,
                  monotonic: Callable[[], float] = time.monotonic, write_margin: float = 0.0) -> None:
         self.new_api, self.namespace, self.name = new_api, namespace, name
         self.identity, self.lease_seconds, self.monotonic = identity, lease_seconds, monotonic
@@ -40,7 +41,7 @@ class LeaderElector:
         self.retry_seconds = max(1.0, lease_seconds / 15)
         # The leader keeps leading while its last renewal is younger than this; a standby waits a whole lease.
         self.renew_deadline = lease_seconds * 2 / 3
-        self._observed: tuple | None = None
+        self._observed: tuple[str, str, int, str] | None = None
         self._observed_at = 0.0
         self._renewed_at: float | None = None  # when our last successful renewal was *sent*
         self._stop = threading.Event()
@@ -138,12 +139,12 @@ class LeaderElector:
             log.warning("leader election: could not release the Lease", extra={"error": str(err)})
         self._renewed_at = None
 
-    def _spec(self, acquired: str, renewed: str, transitions: int) -> dict:
+    def _spec(self, acquired: str, renewed: str, transitions: int) -> dict[str, Any]:
         return {"holderIdentity": self.identity, "leaseDurationSeconds": self.lease_seconds,
                 "acquireTime": acquired, "renewTime": renewed, "leaseTransitions": transitions}
 
-    def _write(self, call: Callable[..., dict | None], lease: _Seen | None, spec: dict) -> bool:
-        body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+    def _write(self, call: Callable[..., dict[str, Any] | None], lease: _Seen | None, spec: Json) -> bool:
+        body: dict[str, Any] = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                 "metadata": {"name": self.name, "namespace": self.namespace}, "spec": spec}
         if lease is not None:
             body["metadata"]["resourceVersion"] = lease.version
@@ -166,7 +167,7 @@ class _Seen:
     """The leader Lease as read: each field of the type it must have, or ApiError naming the one that is not (an
     answer read like any other, so a bad one is a failed round, never an exception out of the election)."""
 
-    raw: dict
+    raw: dict[str, Any]
     holder: str
     renewed: str
     acquired: str
@@ -175,7 +176,7 @@ class _Seen:
     version: str
 
     @classmethod
-    def read(cls, lease: dict, default_seconds: int) -> _Seen:
+    def read(cls, lease: dict[str, Any], default_seconds: int) -> _Seen:
         try:
             spec, version = obj_at(lease, "spec"), text_at(obj_at(lease, "metadata"), "resourceVersion")
             if not version:

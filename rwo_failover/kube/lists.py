@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import urllib3
 from kubernetes import watch as k8s_watch
@@ -21,6 +21,7 @@ MAX_LIST_RESTARTS = 3
 # the API server's 1.5 MiB object limit) would otherwise make a 500-pod page 700 MB (docs/performance.md).
 MAX_PAGE_BYTES = 16 << 20
 T = TypeVar("T")
+Event = dict[str, Any] | None  # one watch event (type, object, raw_object), as the Watch hands it on
 
 
 class Lister(Transport):
@@ -32,11 +33,11 @@ class Lister(Transport):
         # listed without one for the rest of this pass (an Api is one pass), instead of being asked for 16 MiB
         # again. Not kept longer: the next pass asks the watch cache first again, so a list that is small again,
         # or one etcd cannot page during an outage, is served from it.
-        self.too_large_whole: set[tuple[str, tuple]] = set()
+        self.too_large_whole: set[tuple[str, tuple[tuple[str, Any], ...]]] = set()
         self.consistent_reads = True  # what a list without an explicit `consistent` reads: see list_all
 
-    def list_all(self, what: str, path: str, shape: type, convert: Callable[[dict], T], page_factor: int = 1,
-                 query: list | None = None, consistent: bool | None = None,
+    def list_all(self, what: str, path: str, shape: type, *, convert: Callable[[dict[str, Any]], T],
+                 page_factor: int = 1, query: list[tuple[str, Any]] | None = None, consistent: bool | None = None,
                  keep: Callable[[Any], bool] | None = None) -> list[T]:
         """Every item of a paginated list, each converted as its page arrives (so only slim objects are kept).
         Pages are decoded to `shape` (kube/shapes.py): only the fields a pass reads are built, and an item that
@@ -57,8 +58,8 @@ class Lister(Transport):
         for restart in range(MAX_LIST_RESTARTS + 1):
             items: list[T] = []
             try:
-                pages = self._pages(what, path, shape, self.settings.page_size * page_factor, query or [], consistent,
-                                    keep, memo)
+                pages = self._pages(what, path, shape, limit=self.settings.page_size * page_factor, query=query or [],
+                                    consistent=consistent, keep=keep, memo=memo)
                 for page in pages:
                     items.extend(page if memo is not None else (convert(obj) for obj in page))
                 return items
@@ -72,13 +73,13 @@ class Lister(Transport):
         """The collection's resourceVersion now: a consistent list (no resourceVersion: a quorum read) of one
         item, whose list version is the moment a consistent read of the whole collection would be at."""
         try:
-            page = self.call("list", what, "GET", path, [("limit", 1)],
+            page = self.call("list", what, "GET", path, query=[("limit", 1)],
                              decode=lambda body: decode_page(body, shape), max_bytes=MAX_PAGE_BYTES)
         except BadPage as err:
             raise ApiError(f"list {what}: {err}") from None
         return page[2] if isinstance(page, tuple) else ""
 
-    def _pages(self, what: str, path: str, shape: type, limit: int, query: list,
+    def _pages(self, what: str, path: str, shape: type, *, limit: int, query: list[tuple[str, Any]],
                consistent: bool = False, keep: Callable[[Any], bool] | None = None,
                memo: Memo | None = None) -> Iterator[list[Any]]:
         token, whole = None, (path, tuple(query))
@@ -89,8 +90,9 @@ class Lister(Transport):
             # whatever the limit (kube-apiserver v1.36.2, measured): only a list without one is paginated.
             position = [("continue", token)] if token else [] if consistent else [("resourceVersion", "0")]
             try:
-                page = self.call("list", what, "GET", path, query + [("limit", limit)] + position,
-                                 decode=lambda body: decode_page(body, shape, keep, memo), max_bytes=MAX_PAGE_BYTES)
+                page = self.call("list", what, "GET", path, query=query + [("limit", limit)] + position,
+                                 decode=lambda body: decode_page(body, shape, keep, memo=memo),
+                                 max_bytes=MAX_PAGE_BYTES)
             except AnswerTooLarge:
                 if not consistent:  # too large whole: paginated from now on, in this list and this pass's next
                     consistent = True
@@ -115,29 +117,29 @@ class Lister(Transport):
             if not token:
                 return
 
-    def read(self, what: str, path: str, shape: type) -> dict | None:
+    def read(self, what: str, path: str, shape: type) -> dict[str, Any] | None:
         """One object, decoded to `shape` as a list's items are (a model.Undecodable when it cannot be); None
         when it does not exist."""
         return self.call("get", what, "GET", path, decode=lambda body: decode_object(body, shape),
                          max_bytes=MAX_PAGE_BYTES)
 
-    def watch(self, what: str, path: str, version: str, timeout_seconds: int, watcher: k8s_watch.Watch,
-              query: list | None = None) -> Iterator[dict]:
+    def watch(self, what: str, path: str, version: str, *, timeout_seconds: int, watcher: k8s_watch.Watch,
+              query: list[tuple[str, Any]] | None = None) -> Iterator[Event]:
         """The events of one watch from `version`, with bookmarks, until the server ends it after
         `timeout_seconds`: dicts with "type" and "raw_object". An ERROR event raises ApiException (410 when
         the version is too old); a broken or silent stream raises urllib3's errors. Only opening is retried.
 
-        kubernetes.watch.Watch does the streaming. It is given no model type (the opener has no return
-        annotation or docstring), so it builds no model objects; a decode.DecodingWatch (the reflector's)
+        kubernetes.watch.Watch does the streaming. It is given no model type (the opener's return annotation is
+        Any, and it has no docstring), so it builds no model objects; a decode.DecodingWatch (the reflector's)
         decodes each line to the fields a pass reads, as a list's items are, instead of json.loads; and
         `timeout_seconds` turns off its own resume-after-410, so a 410 reaches the caller, which relists.
         `watcher.stop()`, from another thread, ends the stream at once.
         """
-        def opener(**kwargs: Any):
+        def opener(**kwargs: Any) -> Any:
             params = list(query or []) + [("watch", "1"), ("allowWatchBookmarks", "true"),
                                           ("resourceVersion", kwargs["resource_version"]),
                                           ("timeoutSeconds", kwargs["timeout_seconds"])]
-            response = self.call("watch", what, "GET", path, params, stream=True)
+            response = self.call("watch", what, "GET", path, query=params, stream=True)
             if response is None:
                 raise ApiError(f"watch {what}: not found (is its API installed?)", 404)
             # Kept on the watcher, so another thread can cut a read that waits for the next event; a watch
@@ -147,4 +149,7 @@ class Lister(Transport):
                 response.release_conn()
                 raise urllib3.exceptions.ProtocolError("the watch was cancelled while it opened")
             return response
-        return watcher.stream(opener, resource_version=version, timeout_seconds=timeout_seconds)
+        # Watch.stream is unannotated; it yields what unmarshal_event makes of each line: a dict (a plain Watch),
+        # or a dict or None (a decode.DecodingWatch).
+        stream = cast(Callable[..., Iterator[Event]], watcher.stream)
+        return stream(opener, resource_version=version, timeout_seconds=timeout_seconds)

@@ -11,6 +11,7 @@ from kubernetes import watch as k8s_watch
 
 from ..settings import Settings
 from .api import Api
+from .lists import Event
 
 T = TypeVar("T")
 
@@ -22,8 +23,8 @@ class Source(Generic[T]):
 
     name: str  # the resource, for logs and metrics
     kind: str  # what a skip calls an object of it that cannot be read, as observe's Reader does
-    list: Callable[[Api, Settings, bool, Callable[[Any], Any]], list]  # (api, settings, consistent, convert)
-    watch: Callable[[Api, Settings, str, int, k8s_watch.Watch], Iterator[dict]]
+    list: Callable[[Api, Settings, bool, Callable[[Any], Any]], list[Any]]  # (api, settings, consistent, convert)
+    watch: Callable[[Api, Settings, str, int, k8s_watch.Watch], Iterator[Event]]
     from_json: Callable[[Any], T]
     signature: Callable[[T, Settings], Hashable]  # what in an object, under these settings, matters to a pass
     shape: type  # what a pass reads of it (kube/shapes.py): lists and watch events are decoded to it

@@ -40,24 +40,27 @@ FENCES = Source("networkfences", "networkfence",
                 Fence.from_json, lambda f, _s: f, shapes.Fence)
 RECOVERY_RECORDS = Source(
     "recovery records", "recovery record",
-    lambda api, s, fresh, convert: api.list_recovery_records(s.recovery_namespace, RECOVERY_LABEL, convert, fresh),
+    lambda api, s, fresh, convert: api.list_recovery_records(s.recovery_namespace, RECOVERY_LABEL, convert,
+                                                                  consistent=fresh),
     lambda api, s, version, timeout, w: api.watch_recovery_records(s.recovery_namespace, RECOVERY_LABEL, version,
-                                                                   timeout, w),
+                                                                   timeout_seconds=timeout, watcher=w),
     RecoveryEntry.from_json, lambda e, _s: e, shapes.Record)
 # Our records of the out-of-service taints we added: which taint is ours is read from them, never from the Node.
 TAINT_RECORDS = Source(
     "taint records", "taint record",
-    lambda api, s, fresh, convert: api.list_taint_records(s.recovery_namespace, TAINT_RECORD_LABEL, convert, fresh),
+    lambda api, s, fresh, convert: api.list_taint_records(s.recovery_namespace, TAINT_RECORD_LABEL, convert,
+                                                               consistent=fresh),
     lambda api, s, version, timeout, w: api.watch_taint_records(s.recovery_namespace, TAINT_RECORD_LABEL, version,
-                                                                timeout, w),
+                                                                timeout_seconds=timeout, watcher=w),
     TaintRecord.from_json, lambda r, _s: r, shapes.Record)
 # The pause switch: a change to it is a pass within a second, and the write guard asks this copy before every
 # write. The storm moments a pass writes there are not worth a pass (their echo would be one); the cool-down's end
 # wakes a pass through Plan.wake_at, and an operator's removing them is seen by the next pass.
 CONTROL = Source(
     "control", "control",
-    lambda api, s, fresh, convert: api.list_control(s.recovery_namespace, CONTROL_NAME, convert, fresh),
-    lambda api, s, version, timeout, w: api.watch_control(s.recovery_namespace, CONTROL_NAME, version, timeout, w),
+    lambda api, s, fresh, convert: api.list_control(s.recovery_namespace, CONTROL_NAME, convert, consistent=fresh),
+    lambda api, s, version, timeout, w: api.watch_control(s.recovery_namespace, CONTROL_NAME, version,
+                                                          timeout_seconds=timeout, watcher=w),
     Control.from_json, lambda c, _s: (c.paused, c.paused_by, c.reason), shapes.Control, absent=(False, "", ""))
 
 
@@ -68,9 +71,9 @@ def pod_signature(pod: Pod, _settings: Settings) -> Hashable:
             tuple(sorted(pod.labels.items())))
 
 
-def pods_on(node: str) -> Source:
+def pods_on(node: str) -> Source[Pod]:
     """The pods bound to one node (fieldSelector spec.nodeName, which the API server's watch cache indexes)."""
     return Source(f"pods on {node}", "pod",
                   lambda api, _s, fresh, convert: api.list_pods_on(node, convert, fresh),
-                  lambda api, _s, version, timeout, w: api.watch_pods_on(node, version, timeout, w),
+                  lambda api, _s, version, timeout, w: api.watch_pods_on(node, version, timeout, watcher=w),
                   Pod.from_json, pod_signature, shapes.Pod)

@@ -23,13 +23,14 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal, TypeVar, overload
 
 import urllib3
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
+from ..model import Json
 from ..settings import Settings
 from .clock import ServerClock
 from .deadline_http import answer_deadline, bound_answers
@@ -51,6 +52,7 @@ MAX_RETRY_AFTER_SECONDS = 30.0
 BODY_READ_BYTES = 1 << 16
 MIN_ATTEMPT_SECONDS = 0.05
 PAST_DEADLINE = "no complete answer before the pass deadline (PASS_TIMEOUT_SECONDS)"
+R = TypeVar("R")
 
 
 def _retry_after(err: BaseException) -> float | None:
@@ -65,8 +67,8 @@ def _retry_after(err: BaseException) -> float | None:
 class Transport:
     """The calls a pass makes, each retried within bounds and charged to one deadline."""
 
-    def __init__(self, api_client: k8s.ApiClient, settings: Settings,
-                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
+    def __init__(self, api_client: k8s.ApiClient, settings: Settings, clock: Callable[[], float] = time.monotonic,
+                 *, sleep: Callable[[float], None] = time.sleep,
                  on_attempt: Callable[[str, str, str], None] | None = None,
                  server_clock: ServerClock | None = None) -> None:
         self.api_client = api_client
@@ -111,10 +113,28 @@ class Transport:
                                                     "sleep_seconds": round(state.upcoming_sleep, 3)})
         return before_sleep
 
-    def call(self, verb: str, what: str, method: str, path: str, query: list | None = None,
-             body: dict | None = None, content_type: str = "application/json", stream: bool = False,
-             attempts: int | None = None, decode: Callable[[bytes], Any] | None = None,
-             max_bytes: int | None = None) -> Any:
+    @overload
+    def call(self, verb: str, what: str, method: str, path: str, *,
+             query: list[tuple[str, Any]] | None = None, body: Json | None = None, content_type: str = ...,
+             stream: Literal[False] = False, attempts: int | None = None, decode: None = None,
+             max_bytes: int | None = None) -> dict[str, Any] | None: ...
+
+    @overload
+    def call(self, verb: str, what: str, method: str, path: str, *,
+             query: list[tuple[str, Any]] | None = None, body: Json | None = None, content_type: str = ...,
+             stream: Literal[False] = False, attempts: int | None = None, decode: Callable[[bytes], R],
+             max_bytes: int | None = None) -> R | None: ...
+
+    @overload
+    def call(self, verb: str, what: str, method: str, path: str, *,
+             query: list[tuple[str, Any]] | None = None, body: Json | None = None, content_type: str = ...,
+             stream: Literal[True], attempts: int | None = None, decode: None = None,
+             max_bytes: int | None = None) -> urllib3.BaseHTTPResponse | None: ...
+
+    def call(self, verb: str, what: str, method: str, path: str, *,  # noqa: PLR0917 - tests/test_rbac.py reads the path as each call's 4th positional argument
+             query: list[tuple[str, Any]] | None = None, body: Json | None = None,
+             content_type: str = "application/json", stream: bool = False, attempts: int | None = None,
+             decode: Callable[[bytes], Any] | None = None, max_bytes: int | None = None) -> Any:
         """One API call, retried within bounds; its parsed JSON body, or None for 404 (but a create's 404 is an
         ApiError: nothing can be "already gone" before it exists).
 
@@ -126,13 +146,14 @@ class Transport:
         AnswerTooLarge, unread.
         """
         self.call_attempts, self.call_unanswered = 0, False
+        limit = stop_after_attempt(attempts or self.settings.api_max_attempts)
         retrying = Retrying(
-            stop=stop_after_attempt(attempts or self.settings.api_max_attempts) | self._past_deadline,
+            stop=lambda state: limit(state) or self._past_deadline(state),  # either bound ends the retries
             wait=self._wait, retry=retry_if_exception(is_transient), sleep=self.sleep,
             before_sleep=self._log_retry(verb, what), reraise=True)
         try:
-            return retrying(self._attempt, verb, what, method, path, query or [], body, content_type, stream,
-                            decode, max_bytes)
+            return retrying(self._attempt, verb, what, method, path=path, query=query or [], body=body,
+                            content_type=content_type, stream=stream, decode=decode, max_bytes=max_bytes)
         except ApiException as err:
             if err.status == 404 and method == "POST":
                 # Nothing was there to finish: the namespace or the API itself does not exist. A failure, with
@@ -173,9 +194,9 @@ class Transport:
                     f"(PASS_TIMEOUT_SECONDS={self.settings.pass_timeout_seconds:g})")
         return f"{made} attempt(s) (API_MAX_ATTEMPTS)"
 
-    def _attempt(self, verb: str, what: str, method: str, path: str, query: list, body: dict | None,
-                 content_type: str, stream: bool = False, decode: Callable[[bytes], Any] | None = None,
-                 max_bytes: int | None = None) -> Any:
+    def _attempt(self, verb: str, what: str, method: str, *, path: str, query: list[tuple[str, Any]],
+                 body: Json | None, content_type: str, stream: bool = False,
+                 decode: Callable[[bytes], Any] | None = None, max_bytes: int | None = None) -> Any:
         if method != "GET":
             # Asked again after the retry guard: its live re-check reads take time, in which a stop signal,
             # a lost leadership or the deadline may come.
@@ -186,7 +207,8 @@ class Transport:
         self.call_attempts += 1
         code = "error"
         try:
-            result, code = self._send(method, path, query, body, content_type, stream, decode, max_bytes)
+            result, code = self._send(method, path, query, body=body, content_type=content_type, stream=stream,
+                                      decode=decode, max_bytes=max_bytes)
             return result
         except ApiException as err:
             code = str(err.status)
@@ -198,12 +220,13 @@ class Transport:
             if self.on_attempt:
                 self.on_attempt(verb, what, code)
 
-    def _read_body(self, raw: Any, per_read: float, ends: float, max_bytes: int | None = None) -> bytes:
+    def _read_body(self, raw: Any, per_read: float, ends: float, *, max_bytes: int | None = None) -> bytes:
         """The whole body, or ReadTimeoutError once `ends` has passed. urllib3 times each socket read, so an
         answer trickled a few bytes at a time, each within the read timeout, would outlive any deadline: each
         read here is given no more than what is left, and the deadline is judged between them."""
         sock = getattr(getattr(raw, "connection", None), "sock", None)
-        parts, size = [], 0
+        parts: list[bytes] = []
+        size = 0
         while True:
             left = ends - self.clock()
             if left <= 0:
@@ -223,7 +246,7 @@ class Transport:
                 parts.clear()
                 raise AnswerTooLarge(f"the answer is longer than {max_bytes} bytes")
 
-    def _send(self, method: str, path: str, query: list, body: dict | None, content_type: str,
+    def _send(self, method: str, path: str, query: list[tuple[str, Any]], *, body: Json | None, content_type: str,
               stream: bool = False, decode: Callable[[bytes], Any] | None = None,
               max_bytes: int | None = None) -> tuple[Any, str]:
         timeout = max(MIN_ATTEMPT_SECONDS, min(self.settings.request_timeout_seconds, self.remaining()))
@@ -243,12 +266,12 @@ class Transport:
         answer_ends = None if stream else time.monotonic() + (ends - self.clock())
         with answer_deadline(answer_ends, timeout):
             response = self.api_client.call_api(*request, _request_timeout=(timeout, read))
-        self.server_clock.observe(response.getheader("Date"))
+        self.server_clock.observe(response.getheader("Date"))  # type: ignore[no-untyped-call]  # the client's RESTResponse is unannotated
         if stream and 200 <= response.status <= 299:
             return response.response, str(response.status)
         try:
             # It can fail mid-way: inside the attempt.
-            data = self._read_body(response.response, timeout, ends, max_bytes)
+            data = self._read_body(response.response, timeout, ends, max_bytes=max_bytes)
         finally:
             response.response.release_conn()
         if not 200 <= response.status <= 299:

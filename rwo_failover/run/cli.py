@@ -86,8 +86,8 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
     show = _table_printer(settings, continuous, stdout, stderr)
     if continuous:
         elector = LeaderElector(new_api, settings.leader_election_namespace, settings.leader_election_lease_name,
-                                f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}",
-                                settings.leader_election_lease_seconds,
+                                identity=f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}",
+                                lease_seconds=settings.leader_election_lease_seconds,
                                 write_margin=settings.request_timeout_seconds + 1) \
             if settings.leader_election else None
         guard = elector.write_guard if elector else None

@@ -119,4 +119,4 @@ def _leader(api: Api, install: dict, settings: Settings) -> dict:
 
 
 def _get(api: Api, verb: str, what: str, path: str, query: list | None = None) -> Any:
-    return api.call(verb, what, "GET", path, query or [])
+    return api.call(verb, what, "GET", path, query=query or [])

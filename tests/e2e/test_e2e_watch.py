@@ -35,7 +35,8 @@ def watch_facts(kubeconfig: str, make_node, delete_node) -> dict:
     make_node("parity", "True")
     make_node("parity", "False")
     delete_node("parity")
-    events = list(api_for(kubeconfig).watch("nodes", "/api/v1/nodes", start, 3, k8s_watch.Watch()))
+    events = list(api_for(kubeconfig).watch("nodes", "/api/v1/nodes", start, timeout_seconds=3,
+                                            watcher=k8s_watch.Watch()))
     mine = [e for e in events if e["raw_object"]["metadata"].get("name") == "parity"]
     kinds = [e["type"] for e in mine]
     versions = [int(e["raw_object"]["metadata"]["resourceVersion"]) for e in mine]
