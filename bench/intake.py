@@ -46,7 +46,7 @@ def consume(kubeconfig: str, minutes: float) -> None:
     settings = config.load(["--interval", "15"], {"KUBECONFIG": kubeconfig})[1]
     api_client = load_api_client(settings)
     changes: list[str] = []
-    found = Reflector(NODES, lambda: Api(api_client, settings), settings, changes.append)
+    found = Reflector(NODES, lambda: Api(api_client, settings), settings, on_change=changes.append)
     found.start()
     found.current(found.new_api())
     time.sleep(2)  # the watch is open

@@ -37,7 +37,8 @@ def watched_tenant_pods(api, kubeconfig: str, namespace: str, names: list[str]) 
                        labels={f"tenant.example.com/k{j:04d}": "x" * 63 for j in range(200)}))
     settings = config.load(["--interval", "5"], {"KUBECONFIG": kubeconfig, "WATCH_STALE_SECONDS": "5"})[1]
     api_client = load_api_client(settings)
-    watched = Reflector(pods_on("dead"), lambda: Api(api_client, settings), settings, lambda _why: None)
+    watched = Reflector(pods_on("dead"), lambda: Api(api_client, settings), settings,
+                        on_change=lambda _why: None)
     watched.relist("initial", watched.new_api())
     watched.start()
     wait_until("the pod watch", lambda: any(r.verb == "watch" for r in api.requests))

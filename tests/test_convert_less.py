@@ -46,7 +46,7 @@ def test_a_relist_converts_again_only_the_nodes_that_changed_and_reads_the_same(
     api_client = load_api_client(settings)
     counting = Counting(Node.from_json)
     found = Reflector(dataclasses.replace(NODES, from_json=counting), lambda: Api(api_client, settings), settings,
-                      lambda _why: None)
+                      on_change=lambda _why: None)
     try:
         found.relist("initial")
         assert counting.calls == 40

@@ -55,7 +55,8 @@ def started_reflector(api, kubeconfig):
         settings = settings_for(kubeconfig, **env)
         api_client = load_api_client(settings)
         metrics = Metrics()
-        found = Reflector(NODES, lambda: Api(api_client, settings), settings, lambda _why: None, metrics)
+        found = Reflector(NODES, lambda: Api(api_client, settings), settings, on_change=lambda _why: None,
+                          metrics=metrics)
         made.append(found)
         found.start()
         found.current(found.new_api())

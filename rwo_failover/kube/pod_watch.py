@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 
+from ..model import Pod
 from ..settings import Settings
 from .api import Api
 from .errors import ApiError
@@ -28,7 +29,7 @@ class DownNodePods:
 
     def __init__(self, new_api: Callable[[], Api], settings: Settings, on_change: Callable[[str], None]) -> None:
         self.new_api, self.settings, self.on_change = new_api, settings, on_change
-        self.reflectors: dict[str, Reflector] = {}
+        self.reflectors: dict[str, Reflector[Pod]] = {}
         self.capped = False
 
     def follow(self, nodes: Iterable[str], api: Api) -> None:
@@ -43,7 +44,7 @@ class DownNodePods:
         for name in sorted(set(self.reflectors) - set(wanted)):
             self.reflectors.pop(name).stop()
         for name in (n for n in wanted if n not in self.reflectors):
-            reflector = Reflector(pods_on(name), self.new_api, self.settings, self.on_change)
+            reflector = Reflector(pods_on(name), self.new_api, self.settings, on_change=self.on_change)
             try:
                 reflector.relist("initial", api)
             except ApiError as err:

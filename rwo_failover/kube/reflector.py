@@ -29,16 +29,16 @@ from typing import Any, Generic, TypeVar
 
 import urllib3
 from kubernetes import watch as k8s_watch
-from kubernetes.client.exceptions import ApiException
 
 from ..model import Reader, Unreadable, name_of
 from ..settings import Settings
 from .api import Api
 from .backoff import SHORT_WATCH_SECONDS, Backoff
 from .decode import DecodingWatch, Memo
-from .errors import ApiError
+from .lists import Event
 from .progress import Progress, at_or_past
 from .source import Source, cut
+from .watch_failure import watch_failure
 
 log = logging.getLogger("rwo_failover")
 T = TypeVar("T")
@@ -47,7 +47,7 @@ T = TypeVar("T")
 class Reflector(Generic[T]):
     """One collection, listed and then watched in a background thread."""
 
-    def __init__(self, source: Source[T], new_api: Callable[[], Api], settings: Settings,
+    def __init__(self, source: Source[T], new_api: Callable[[], Api], settings: Settings, *,
                  on_change: Callable[[str], None], metrics: Any = None,
                  monotonic: Callable[[], float] = time.monotonic) -> None:
         self.source, self.new_api, self.settings = source, new_api, settings
@@ -185,21 +185,9 @@ class Reflector(Generic[T]):
                 return "short", f"the watch ended after {took:.2f}s", ""
             self._failing = ""
             return True
-        except ApiException as err:  # an ERROR event in the stream
-            if err.status == 410:
-                return "expired", "410 Gone", "expired"
-            return "error", f"HTTP {err.status} {err.reason or ''}".strip(), "error"
-        except urllib3.exceptions.ReadTimeoutError:
-            return "stalled", f"silent for {self.settings.watch_stale_seconds}s", "stale"
-        except (urllib3.exceptions.HTTPError, ConnectionError, OSError) as err:
-            return ("list failed", str(err), relist) if relist else ("dropped", f"{type(err).__name__}: {err}", "")
-        except ApiError as err:
-            if err.status == 410:
-                return "expired", str(err), "expired"
-            return ("list failed" if relist else "error"), str(err), relist or "error"
-        except Exception as err:
-            log.exception("watch failed; resuming", extra={"resource": self.source.name})
-            return "error", f"{type(err).__name__}: {err}", "error"
+        except Exception as err:  # which failure it was: watch_failure.py
+            return watch_failure(err, relist, stale_seconds=self.settings.watch_stale_seconds,
+                                 resource=self.source.name)
 
     def _watch_once(self, stop: threading.Event) -> None:
         """One watch stream, from the current version until it ends, breaks, or a list replaces the items."""
@@ -214,14 +202,14 @@ class Reflector(Generic[T]):
             for event in self.source.watch(self.new_api(), self.settings, version, timeout, watcher):
                 self.alive_at = self.monotonic()
                 if stop.is_set() or not self._apply(event, generation):
-                    watcher.stop()
+                    watcher.stop()  # type: ignore[no-untyped-call]  # kubernetes' Watch.stop is unannotated
                     return
         except Exception:
             if stop.is_set() or generation != self._generation:
                 return  # we cut it ourselves: a list replaced the items, or we are stopping
             raise
 
-    def _apply(self, event: dict | None, generation: int) -> bool:
+    def _apply(self, event: Event, generation: int) -> bool:
         """Apply one event; False when a list has replaced the items since this stream began."""
         if not isinstance(event, dict) or not isinstance(event.get("raw_object"), dict):
             raise urllib3.exceptions.ProtocolError("a watch line that is not a JSON event")
@@ -245,7 +233,7 @@ class Reflector(Generic[T]):
             self.on_change(changed)
         return True
 
-    def _store(self, kind: str, obj: dict) -> str:
+    def _store(self, kind: str, obj: dict[str, Any]) -> str:
         """Called with the lock held; what changed that matters to a pass, or ""."""
         key, item = self._read(obj)
         if self._memo is not None:
@@ -296,5 +284,5 @@ class Reflector(Generic[T]):
         watcher = self._watcher
         if watcher is not None:
             watcher.cancelled = True  # type: ignore[attr-defined]
-            watcher.stop()
+            watcher.stop()  # type: ignore[no-untyped-call]  # kubernetes' Watch.stop is unannotated
             cut(getattr(watcher, "response", None))
