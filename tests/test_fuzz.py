@@ -61,7 +61,8 @@ FROM_JSON: dict[str, Callable[[Any], Any]] = {
     "node": Node.from_json, "lease": Lease.from_json, "pod": Pod.from_json, "claim": Claim.from_json,
     "volume": Volume.from_json, "attachment": Attachment.from_json, "networkfence": Fence.from_json}
 PARSERS: dict[str, Callable[[Any], Any]] = dict(
-    FROM_JSON, event=lambda obj: bump_of(obj, NOW, "2026-11-21T12:00:00Z", "message", *BUMPED),
+    FROM_JSON, event=lambda obj: bump_of(obj, NOW, "2026-11-21T12:00:00Z", message="message", node=BUMPED[0],
+                                         uid=BUMPED[1], reason=BUMPED[2]),
     record=lambda obj: Record.parse(json.dumps(obj)))
 
 
@@ -95,7 +96,8 @@ def test_a_repeated_events_bump_is_sane_whatever_the_event_holds(data):
     it is now, and repairs whatever count or time it holds."""
     obj, _how = data.draw(h.of_kind("event"))
     try:
-        bump = bump_of(obj, NOW, "2026-11-21T12:00:00Z", "message", *BUMPED)
+        bump = bump_of(obj, NOW, "2026-11-21T12:00:00Z", message="message", node=BUMPED[0], uid=BUMPED[1],
+                       reason=BUMPED[2])
     except NotOurs:
         involved = obj.get("involvedObject") if isinstance(obj, dict) else None
         assert not (isinstance(involved, dict) and involved.get("kind") == "Node" and involved.get("name") == "alive"

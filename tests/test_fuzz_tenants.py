@@ -119,8 +119,8 @@ def test_every_event_name_we_write_is_a_dns_subdomain(name, node, namespace, rea
     once made "<...->.<digest>". kube-apiserver v1.36.2 accepts that for a core/v1 Event (it checks no Event
     name), but events.k8s.io/v1 and every other kind we create would refuse it: ours are DNS subdomains."""
     for kind, involved, scoped in (("Pod", name, False), ("PersistentVolumeClaim", name, False), ("Node", node, True)):
-        made = build_event(namespace, kind, involved, "uid-1", "Normal", reason, "m", "2026-11-21T12:00:00Z",
-                           "host", cluster_scoped=scoped)
+        made = build_event(namespace, kind, involved, uid="uid-1", event_type="Normal", reason=reason, message="m",
+                           stamp="2026-11-21T12:00:00Z", instance="host", cluster_scoped=scoped)
         assert is_name(made["metadata"]["name"]), made["metadata"]["name"]
     assert is_name(repeated_name(node, reason)) and is_name(repeated_name(node, reason, "0123abcd"))
     assert is_name(repeated_name(node, reason) + "-" + "x2x4q"), "generateName adds a suffix"

@@ -23,7 +23,7 @@ def test_no_write_starts_once_the_guard_names_a_reason(api, tmp_path):
     api.add(fc.pod("db-0", "n1"))
     writer = writer_for(api, tmp_path, lambda: "stop requested (SIGTERM)")
 
-    result = writer.delete_pod("default", "db-0", "any-uid", {})
+    result = writer.delete_pod("default", "db-0", "any-uid", fields={})
 
     assert result is Result.NOT_ATTEMPTED
     assert api.mutations() == []
@@ -38,7 +38,7 @@ def test_a_retry_is_not_sent_once_the_guard_names_a_reason(api, tmp_path):
         return "no longer the leader" if api.mutations() else None
 
     writer = writer_for(api, tmp_path, guard)
-    result = writer.delete_pod("default", "db-0", pod["metadata"]["uid"], {})
+    result = writer.delete_pod("default", "db-0", pod["metadata"]["uid"], fields={})
 
     assert len(api.mutations()) == 1, "the 503 was answered; the retry must not be sent"
     assert result is Result.FAILED
@@ -53,7 +53,7 @@ def test_a_retry_after_a_lost_answer_stopped_by_the_guard_is_unconfirmed(api, tm
         return "no longer the leader" if api.mutations() else None
 
     writer = writer_for(api, tmp_path, guard)
-    result = writer.delete_pod("default", "db-0", pod["metadata"]["uid"], {})
+    result = writer.delete_pod("default", "db-0", pod["metadata"]["uid"], fields={})
 
     assert result is Result.UNCONFIRMED, "the first attempt may have landed: only the next pass can tell"
     assert len(api.mutations()) == 1
@@ -69,7 +69,7 @@ def test_no_destructive_write_starts_while_the_live_pause_names_a_reason(api, tm
     pod = api.add(fc.pod("db-0", "n1"))
     writer = pausable_writer(api, tmp_path, lambda: "paused by alice")
 
-    result = writer.delete_pod("default", "db-0", pod["metadata"]["uid"], {})
+    result = writer.delete_pod("default", "db-0", pod["metadata"]["uid"], fields={})
 
     assert result is Result.NOT_ATTEMPTED
     assert api.mutations() == []
@@ -94,7 +94,7 @@ def test_a_retry_of_a_destructive_write_is_not_sent_once_the_pause_is_set(api, t
     api.inject(Fault("status", verb="delete", resource="pods", status=503, first=1))
     writer = pausable_writer(api, tmp_path, lambda: "paused by alice" if api.mutations() else None)
 
-    result = writer.delete_pod("default", "db-0", pod["metadata"]["uid"], {})
+    result = writer.delete_pod("default", "db-0", pod["metadata"]["uid"], fields={})
 
     assert len(api.mutations()) == 1, "the pause came after the first attempt: its retry must not be sent"
     assert result is Result.FAILED

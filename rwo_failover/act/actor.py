@@ -38,9 +38,9 @@ UNDO_HOW = {"bootid": "Reboot the machine (a new bootID lets rwo-failover remove
 
 
 class Actor:
-    def __init__(self, api: Api, settings: Settings, now: Callable[[], datetime], sightings: Sightings,
+    def __init__(self, api: Api, settings: Settings, now: Callable[[], datetime], *, sightings: Sightings,
                  metrics: RecoveryMetrics | None = None, guard: Guard | None = None,
-                 node_uids: Mapping[str, str] | None = None, *, live_pause: Guard | None = None,
+                 node_uids: Mapping[str, str] | None = None, live_pause: Guard | None = None,
                  memory: tuple[bool, Guard | None] | None = None) -> None:
         """`guard` is asked before every write, `live_pause` (the pause switch read live) before every destructive
         one. `memory` (dry run, guard) is for what a pass remembers, the storm moments: written under the stop and
@@ -51,17 +51,19 @@ class Actor:
         self.node_uids = dict(node_uids or {})
         self.outcome = Outcome()
         memory_dry_run, memory_guard = memory if memory is not None else (settings.dry_run, guard)
-        self.memory = Writer(api, memory_dry_run, self.outcome, memory_guard)
-        self.writer = Writer(api, settings.dry_run, self.outcome, guard, live_pause)
+        self.memory = Writer(api, memory_dry_run, self.outcome, guard=memory_guard)
+        self.writer = Writer(api, settings.dry_run, self.outcome, guard=guard, live_pause=live_pause)
         self.events = EventRecorder(self.writer, now)
         self.records = TaintRecords(api, self.writer, settings.recovery_namespace)
-        self.live = Rechecker(api, settings, self.writer, self.outcome, now,
-                              lambda verdict: self.warn_split_brain((verdict,)), self.records, sightings)
-        self.fencer = Fencer(api, settings, self.writer, self.events, self.outcome, api.sleep, self.live.read_live,
-                             now)
-        self.recovery = RecoveryTracker(self.writer, self.events, metrics, now, settings.recovery_namespace)
-        self.taint = OurTaint(api, settings, self.writer, self.events, self.outcome, self.live, self.records,
-                              self.fencer.power, self.node_uids, now)
+        self.live = Rechecker(api, settings, self.writer, outcome=self.outcome, now=now,
+                              on_split_brain=lambda verdict: self.warn_split_brain((verdict,)), records=self.records,
+                              sightings=sightings)
+        self.fencer = Fencer(api, settings, self.writer, events=self.events, outcome=self.outcome, sleep=api.sleep,
+                             read_live=self.live.read_live, now=now)
+        self.recovery = RecoveryTracker(self.writer, self.events, metrics, now=now,
+                                        namespace=settings.recovery_namespace)
+        self.taint = OurTaint(api, settings, self.writer, events=self.events, outcome=self.outcome, live=self.live,
+                              records=self.records, power=self.fencer.power, node_uids=self.node_uids, now=now)
 
     def warn_split_brain(self, verdicts: tuple[NodeVerdict, ...]) -> None:
         for verdict in verdicts:
@@ -69,7 +71,7 @@ class Actor:
             log.error("refusing node: tainted for shutdown but alive", extra={"node": verdict.node,
                       "taint": verdict.taint, "reason": verdict.reason})
             self.events.repeated(verdict.node, self.node_uids.get(verdict.node, ""), "ShutdownTaintOnLiveNode",
-                                 f"{verdict.reason}; rwo-failover will not touch this node. "
+                                 message=f"{verdict.reason}; rwo-failover will not touch this node. "
                                  f"Check the taint {verdict.taint}.")
 
     def warn_unjudged(self, plan: Plan) -> None:
@@ -77,7 +79,8 @@ class Actor:
         over: one Warning on it says why, however many passes see it, where a human looks first."""
         for verdict in (v for v in plan.verdicts if v.unjudged):
             self.events.repeated(verdict.node, self.node_uids.get(verdict.node, ""), "NodeNotJudged",
-                                 f"{verdict.unjudged}; rwo-failover will not act on this node until it can be judged")
+                                 message=f"{verdict.unjudged}; rwo-failover will not act on this node until it can be "
+                                 "judged")
 
     def warn_unreadable(self, unreadable: tuple[Unreadable, ...], plan: Plan) -> None:
         """What could not be read and keeps a node from being judged or acted on: one Warning on that node,
@@ -92,7 +95,7 @@ class Actor:
                 why[node_plan.verdict.node] = [node_plan.blocked]
         for node, reasons in sorted(why.items()):
             self.events.repeated(node, self.node_uids.get(node, ""), "UnreadableObject",
-                                 f"{'; '.join(reasons)}; rwo-failover will not act on this node because of it")
+                                 message=f"{'; '.join(reasons)}; rwo-failover will not act on this node because of it")
 
     def warn_ignored(self, plan: Plan) -> None:
         """Tenant objects the brakes did not count (planner/evidence.py): said once a pass, in one Warning on the
@@ -104,7 +107,7 @@ class Actor:
         log.warning("not counted by the brakes: tied to their proven-down nodes by nothing a tenant cannot write",
                     extra={"count": len(plan.ignored), "objects": listed})
         self.events.repeated(node, self.node_uids.get(node, ""), "NotCountedByBrakes",
-                             f"{len(plan.ignored)} tenant objects on proven-down nodes are not counted toward "
+                             message=f"{len(plan.ignored)} tenant objects on proven-down nodes are not counted toward "
                              "MAX_NODES_PER_PASS or MAX_UNHEALTHY_FRACTION: nothing from before their node went "
                              "down (a VolumeAttachment made while it was alive, a pod its kubelet ran) "
                              f"ties them to it, and any tenant can make such objects: {listed}")
@@ -124,7 +127,7 @@ class Actor:
         reason = "StormCooldown" if cooling else "FailoverRefused"
         for verdict in busy[: self.settings.max_nodes_per_pass]:
             self.events.repeated(verdict.node, self.node_uids.get(verdict.node, ""), reason,
-                                 f"{plan.refusal}; nothing was deleted")
+                                 message=f"{plan.refusal}; nothing was deleted")
 
     def execute(self, plan: Plan) -> Outcome:
         plan.raise_if_unsafe()
@@ -137,9 +140,9 @@ class Actor:
             self.taint.drop(record)
         for name, why in plan.taint_kept:  # comes back every pass until a human acts: one Warning, bumped
             self.events.repeated(name, self.node_uids.get(name, ""), "OutOfServiceTaintKept",
-                                 f"{why}; rwo-failover will not remove it. {UNDO_HOW[self.settings.undo]}, or remove "
-                                 "the taint by hand once nothing there can still write to the volumes it released "
-                                 "(docs/fencing.md)")
+                                 message=f"{why}; rwo-failover will not remove it. {UNDO_HOW[self.settings.undo]}, or "
+                                 "remove the taint by hand once nothing there can still write to the volumes it "
+                                 "released (docs/fencing.md)")
         for name, step in plan.unfence:
             self.fencer.unfence(name, step)
         for name, _kind, why in plan.fences_held:
@@ -168,11 +171,11 @@ class Actor:
                     self._tainted_live(node_plan, a, would) and self._release(node_plan, a)]
         uid = self.node_uids.get(name, "")
         if held:  # comes back every pass until a human acts: one Warning, bumped, never an Event per pass
-            self.events.repeated(name, uid, "PodsHeldByFinalizers", f"{'; '.join(held)}; their volumes stay "
+            self.events.repeated(name, uid, "PodsHeldByFinalizers", message=f"{'; '.join(held)}; their volumes stay "
                                  "attached until the finalizers are removed")
         if gone or released:  # only what happened: a pass that released nothing says nothing here
-            self.events.node(name, uid, "Normal", "RWOVolumesReleased",
-                             f"node proven down ({verdict.reason}, taint {verdict.taint}); force-deleted "
+            self.events.node(name, uid, "Normal", reason="RWOVolumesReleased",
+                             message=f"node proven down ({verdict.reason}, taint {verdict.taint}); force-deleted "
                              f"{', '.join(sorted(gone)) or 'no pods'}; deleted "
                              f"{', '.join(a.name for a in released) or 'no VolumeAttachments'}")
 
@@ -196,7 +199,7 @@ class Actor:
                   "claims": list(action.claims)}
         self.recovery.mark(action, node_plan.verdict.not_ready_since)
         with self.live.on_every_retry(node_plan):
-            result = self.writer.delete_pod(action.namespace, action.name, action.uid, fields)
+            result = self.writer.delete_pod(action.namespace, action.name, action.uid, fields=fields)
         if result is Result.WOULD:
             return True
         if result is Result.CONFLICT:
@@ -211,12 +214,12 @@ class Actor:
         if result not in (Result.DONE, Result.GONE):
             return False
         log.info("force-deleted pod" if result is Result.DONE else "pod already gone", extra=fields)
-        self.events.pod(action.namespace, action.name, action.uid, "ForceDeletedFromDeadNode",
-                        f"{action.reason}; force-deleted by rwo-failover to release {', '.join(action.claims)}")
+        self.events.pod(action.namespace, action.name, action.uid, reason="ForceDeletedFromDeadNode",
+                        message=f"{action.reason}; force-deleted by rwo-failover to release {', '.join(action.claims)}")
         return True
 
     @staticmethod
-    def _fields(action: AttachmentAction) -> dict:
+    def _fields(action: AttachmentAction) -> dict[str, str]:
         return {"volumeattachment": action.name, "node": action.node, "pv": action.volume, "claim": action.claim}
 
     def _releasable(self, action: AttachmentAction, gone: set[str]) -> bool:
@@ -241,5 +244,6 @@ class Actor:
         log.info("deleted VolumeAttachment" if result is Result.DONE else "VolumeAttachment already gone",
                  extra=fields)
         self.events.claim(action.claim, action.claim_uid, "VolumeReleasedFromDeadNode",
-                          f"deleted VolumeAttachment {action.name} of PV {action.volume} on dead node {action.node}")
+                          message=f"deleted VolumeAttachment {action.name} of PV {action.volume} on dead node "
+                          f"{action.node}")
         return True

@@ -29,7 +29,7 @@ class PauseCheck:
     """A write guard: `inner`'s reason first (a stop signal, leadership lost), then the pause switch, read live
     once before the first write, and `watched` (continuous mode's copy of the control object) before each."""
 
-    def __init__(self, api: Api, settings: Settings, inner: Guard | None = None,
+    def __init__(self, api: Api, settings: Settings, inner: Guard | None = None, *,
                  watched: Callable[[], str] | None = None) -> None:
         self.api, self.settings, self.inner, self.watched = api, settings, inner, watched
         self.found = ""  # why writes stopped for the pause switch; sticky for the rest of the pass

@@ -9,6 +9,7 @@ import re
 import socket
 from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 
 from ..kube import ApiError
 from ..model import BadObject, Json, int_at, obj_at, text_at, time_at
@@ -32,8 +33,8 @@ def repeated_name(node: str, reason: str, uid: str = "") -> str:
     return f"{base}.{uid[:8]}" if uid else base
 
 
-def build_event(namespace: str, kind: str, name: str, uid: str | None, event_type: str, reason: str,
-                message: str, stamp: str, instance: str, cluster_scoped: bool = False) -> dict:
+def build_event(namespace: str, kind: str, name: str, *, uid: str | None, event_type: str, reason: str,
+                message: str, stamp: str, instance: str, cluster_scoped: bool = False) -> dict[str, Any]:
     involved = {"apiVersion": "v1", "kind": kind, "name": name, "uid": uid,
                 "namespace": None if cluster_scoped else namespace}
     event = {"involvedObject": {k: v for k, v in involved.items() if v},
@@ -82,7 +83,8 @@ def _gist(message: object) -> str:
     return _NUMBER.sub("#", message[:1024]) if isinstance(message, str) else ""
 
 
-def bump_of(found: object, now: datetime, stamp: str, message: str, node: str, uid: str, reason: str) -> dict | None:
+def bump_of(found: object, now: datetime, stamp: str, *, message: str, node: str, uid: str,
+            reason: str) -> dict[str, Any] | None:
     """The merge patch that bumps our existing repeated Warning; None while it was bumped within
     REPEAT_EVERY_SECONDS, names the node as it is now and says what `message` says. NotOurs when it is not ours
     (_ours).
@@ -116,18 +118,18 @@ class EventRecorder:
     def stamp(self) -> str:
         return self.now().strftime("%Y-%m-%dT%H:%M:%SZ")
 
-    def repeated(self, node: str, uid: str, reason: str, message: str) -> None:
+    def repeated(self, node: str, uid: str, reason: str, *, message: str) -> None:
         """A Warning that would otherwise come every pass (split-brain, a refusal): one Event per node and
         reason, whose count and lastTimestamp are bumped at most every REPEAT_EVERY_SECONDS, as the kubelet's
         event recorder aggregates repeats. Its name is deterministic; when an Event that is not ours holds it,
         a second name (with the node's uid, which a tenant who cannot read nodes cannot guess), then a
         generated one."""
-        event = build_event(NODE_EVENT_NAMESPACE, "Node", node, uid, "Warning", reason, message, self.stamp(),
-                            self.instance, cluster_scoped=True)
+        event = build_event(NODE_EVENT_NAMESPACE, "Node", node, uid=uid, event_type="Warning", reason=reason,
+                            message=message, stamp=self.stamp(), instance=self.instance, cluster_scoped=True)
         base = repeated_name(node, reason)
         for name in (base, repeated_name(node, reason, uid)) if uid else (base,):
             try:
-                self._create_or_bump(event, name, node, uid, reason, message)
+                self._create_or_bump(event, name, node, uid=uid, reason=reason, message=message)
                 return
             except NotOurs as err:
                 log.warning("the name of a repeated Warning is taken by an Event that is not ours; writing it "
@@ -136,7 +138,8 @@ class EventRecorder:
         event["metadata"] = {"generateName": f"{base}-", "namespace": NODE_EVENT_NAMESPACE}
         self.writer.create_event(NODE_EVENT_NAMESPACE, event)
 
-    def _create_or_bump(self, event: dict, name: str, node: str, uid: str, reason: str, message: str) -> None:
+    def _create_or_bump(self, event: dict[str, Any], name: str, node: str, *, uid: str, reason: str,
+                        message: str) -> None:
         """Create the Warning under `name`, or bump ours there; NotOurs when another Event holds the name."""
         event["metadata"] = {"name": name, "namespace": NODE_EVENT_NAMESPACE}
         if self.writer.create_event(NODE_EVENT_NAMESPACE, event, repeat=True) is not Result.CONFLICT:
@@ -146,22 +149,25 @@ class EventRecorder:
         except ApiError as err:
             self.writer.fail(f"reading Event {NODE_EVENT_NAMESPACE}/{name} to bump it failed: {err}", err)
             return
-        bump = bump_of(found, self.now(), self.stamp(), message, node, uid, reason) if found is not None else None
+        bump = bump_of(found, self.now(), self.stamp(), message=message, node=node, uid=uid,
+                       reason=reason) if found is not None else None
         if bump is not None:
             self.writer.patch_event(NODE_EVENT_NAMESPACE, name, bump)
 
     # Every Event names its object's uid: `kubectl describe` finds Events by involvedObject kind, name,
     # namespace and uid, so one without the uid would never be shown where operators look first.
-    def node(self, node: str, uid: str, event_type: str, reason: str, message: str) -> None:
+    def node(self, node: str, uid: str, event_type: str, *, reason: str, message: str) -> None:
         self.writer.create_event(NODE_EVENT_NAMESPACE, build_event(
-            NODE_EVENT_NAMESPACE, "Node", node, uid, event_type, reason, message, self.stamp(), self.instance,
-            cluster_scoped=True))
+            NODE_EVENT_NAMESPACE, "Node", node, uid=uid, event_type=event_type, reason=reason, message=message,
+            stamp=self.stamp(), instance=self.instance, cluster_scoped=True))
 
-    def pod(self, namespace: str, name: str, uid: str, reason: str, message: str) -> None:
+    def pod(self, namespace: str, name: str, uid: str, *, reason: str, message: str) -> None:
         self.writer.create_event(namespace, build_event(
-            namespace, "Pod", name, uid, "Normal", reason, message, self.stamp(), self.instance))
+            namespace, "Pod", name, uid=uid, event_type="Normal", reason=reason, message=message, stamp=self.stamp(),
+            instance=self.instance))
 
-    def claim(self, claim_key: str, uid: str, reason: str, message: str, event_type: str = "Normal") -> None:
+    def claim(self, claim_key: str, uid: str, reason: str, *, message: str, event_type: str = "Normal") -> None:
         namespace, _, name = claim_key.partition("/")
         self.writer.create_event(namespace, build_event(
-            namespace, "PersistentVolumeClaim", name, uid, event_type, reason, message, self.stamp(), self.instance))
+            namespace, "PersistentVolumeClaim", name, uid=uid, event_type=event_type, reason=reason, message=message,
+            stamp=self.stamp(), instance=self.instance))

@@ -21,10 +21,11 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable
 
-from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from ..kube import WriteStopped
 from ..kube.deadline_http import DeadlineHTTPS
+from ..model import Json
 from ..settings import Settings, TokenError, read_bearer_token
 from ..settings.urls import without_userinfo
 
@@ -50,7 +51,7 @@ class _NoRedirects(urllib.request.HTTPRedirectHandler):
         return None
 
 
-def judge_answer(status: int, body: bytes, asked: dict) -> tuple[bool, str]:
+def judge_answer(status: int, body: bytes, asked: Json) -> tuple[bool, str]:
     """(True, "") only for a 2xx JSON answer {"fenced": true, "node": ..., "uid": ...} naming the node and uid
     that were asked about; (False, why) for anything else, whatever it holds."""
     if not 200 <= status <= 299:
@@ -101,7 +102,7 @@ def _opener(ca_file: str | None, per_read: float, remaining: Callable[[], float]
                                        _NoRedirects())
 
 
-def _attempt(url: str, payload: bytes, asked: dict, settings: Settings,
+def _attempt(url: str, payload: bytes, asked: Json, *, settings: Settings,
              remaining: Callable[[], float]) -> tuple[bool, str]:
     request = urllib.request.Request(url, data=payload, headers=_headers(settings.fence_webhook_token_file),
                                      method="POST")
@@ -135,7 +136,7 @@ def _attempt(url: str, payload: bytes, asked: dict, settings: Settings,
     return judge_answer(status, body, asked)
 
 
-def fence(payload: dict, settings: Settings, remaining: Callable[[], float], sleep: Callable[[float], None],
+def fence(payload: Json, settings: Settings, remaining: Callable[[], float], *, sleep: Callable[[float], None],
           stopped: Callable[[], str | None]) -> tuple[bool, str]:
     """(True, "") when the webhook confirmed; (False, why) otherwise. Never raises for the answer.
 
@@ -144,6 +145,8 @@ def fence(payload: dict, settings: Settings, remaining: Callable[[], float], sle
     WriteStopped says how many attempts were sent and whether one got no answer, for the Writer to judge."""
     body = json.dumps(payload).encode()
     attempts, unanswered = 0, False
+    url = settings.fence_webhook_url
+    assert url is not None, "settings/checks.py refuses FENCING=webhook without FENCE_WEBHOOK_URL"
 
     def attempt() -> tuple[bool, str]:
         nonlocal attempts, unanswered
@@ -152,13 +155,17 @@ def fence(payload: dict, settings: Settings, remaining: Callable[[], float], sle
             raise WriteStopped(reason, attempts, unanswered)
         attempts += 1
         try:
-            return _attempt(settings.fence_webhook_url, body, payload, settings, remaining)
+            return _attempt(url, body, payload, settings=settings, remaining=remaining)
         except _Retryable as err:
             unanswered = unanswered or err.unanswered
             raise
 
-    retrying = Retrying(stop=stop_after_attempt(settings.api_max_attempts) |
-                        (lambda state: remaining() - state.upcoming_sleep <= 0),
+    most = stop_after_attempt(settings.api_max_attempts)
+
+    def stop(state: RetryCallState) -> bool:  # the last attempt was made, or the next would start past the deadline
+        return most(state) or remaining() - state.upcoming_sleep <= 0
+
+    retrying = Retrying(stop=stop,
                         wait=wait_exponential_jitter(multiplier=0.2, max=5.0, jitter=0.2),
                         retry=retry_if_exception(lambda err: isinstance(err, _Retryable)), sleep=sleep, reraise=True)
     try:

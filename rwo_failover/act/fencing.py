@@ -23,6 +23,7 @@ from ..model import (
     FENCE_LABEL,
     BadObject,
     Fence,
+    Json,
     Lease,
     Machine,
     Node,
@@ -42,7 +43,7 @@ from .writer import Result, Writer
 log = logging.getLogger("rwo_failover")
 NETWORK_FENCE_API = "csiaddons.openshift.io/v1alpha1"
 # The node, its Lease and its raw JSON, read now; None once the failure to read them is recorded.
-ReadLive = Callable[[str, str], tuple[Node, Lease | None, dict] | None]
+ReadLive = Callable[[str, str], tuple[Node, Lease | None, Json] | None]
 # While a pass waits for a NetworkFence's answer it reads the fence this often, and stops waiting once only
 # KEEP_FOR_ACTING of the pass deadline is left: fencing then costs the controller's few seconds, never a CronJob
 # interval.
@@ -50,11 +51,11 @@ ANSWER_POLL_SECONDS = 1.0
 
 
 class Fencer:
-    def __init__(self, api: Api, settings: Settings, writer: Writer, events: EventRecorder, outcome: Outcome,
+    def __init__(self, api: Api, settings: Settings, writer: Writer, *, events: EventRecorder, outcome: Outcome,
                  sleep: Callable[[float], None], read_live: ReadLive, now: Callable[[], datetime]) -> None:
         self.api, self.settings, self.writer, self.events = api, settings, writer, events
         self.outcome, self.sleep, self.read_live, self.now = outcome, sleep, read_live, now
-        self.power = PowerWitness(api, settings, writer, events, outcome, sleep)
+        self.power = PowerWitness(api, settings, writer, events=events, outcome=outcome, sleep=sleep)
 
     def ensure(self, node_plan: NodePlan, node: Node) -> bool:
         """True when the node is confirmed fenced now, so its pods, attachments and taint may be touched."""
@@ -77,21 +78,22 @@ class Fencer:
         """Fencing not confirmed: a failure of the pass, and one Warning however many passes see it."""
         self.writer.fail(f"fencing of node {node.name} not confirmed: {why}; nothing on it was touched")
         self.events.repeated(node.name, node.uid, "FencingFailed",
-                             f"{why}; rwo-failover touched nothing on this node")
+                             message=f"{why}; rwo-failover touched nothing on this node")
 
     def _webhook(self, node_plan: NodePlan, node: Node) -> bool:
         payload = {"node": node.name, "uid": node.uid, "providerID": node.provider_id,
                    "addresses": list(node.internal_ips), "taint": node_plan.verdict.taint,
                    "reason": node_plan.verdict.reason}
         result, why = self.writer.call_fence_webhook(node.name, lambda stopped: fence_webhook.fence(
-            payload, self.settings, self.api.remaining, self.sleep, stopped))
+            payload, self.settings, self.api.remaining, sleep=self.sleep, stopped=stopped))
         if result in (Result.DONE, Result.WOULD):
             self.outcome.fenced.append(node.name)
             log.info("fence webhook confirmed the node fenced", extra={"node": node.name})
             return True
         if result is Result.FAILED:
             self.events.repeated(node.name, node.uid, "FencingFailed",
-                                 f"fence webhook did not confirm: {why}; rwo-failover touched nothing on this node")
+                                 message=f"fence webhook did not confirm: {why}; rwo-failover touched nothing on this "
+                                 "node")
         return False
 
     def _redfish(self, node: Node, judged: tuple[str, str, str], hold_power_off: bool) -> bool:
@@ -124,8 +126,8 @@ class Fencer:
             return False
         log.info("asked for fencing; nothing on the node is touched until the NetworkFence answers Succeeded",
                  extra={"node": node.name, "cidrs": bounded_list(wanted)})
-        self.events.node(node.name, node.uid, "Normal", "FencingRequested",
-                         f"created NetworkFence {node.name} for {bounded_list(wanted)}")
+        self.events.node(node.name, node.uid, "Normal", reason="FencingRequested",
+                         message=f"created NetworkFence {node.name} for {bounded_list(wanted)}")
         return self._await_answer(node, "asked; no answer yet")
 
     def _rejudge(self, node: Node, why: str, recreate: bool) -> bool:
@@ -192,7 +194,7 @@ class Fencer:
                  extra={"node": node.name, "reason": why})
         return False
 
-    def _recreate(self, node: Node, uid: str, version: str, again: bool = False) -> bool:
+    def _recreate(self, node: Node, uid: str, version: str, *, again: bool = False) -> bool:
         """Our fence is Unfenced from an earlier recovery and the node is down again. Setting it back to Fenced
         would leave the unfencing's Succeeded in place until the controller answers, and a controller that sets
         no observedGeneration gives no way to tell the two apart: delete it, and create a new one next pass.
@@ -220,8 +222,8 @@ class Fencer:
             if result is not Result.CONFLICT:
                 if planned == DELETE and result in (Result.DONE, Result.GONE):
                     self.outcome.unfenced.append(name)
-                    self.events.node(name, judged[0].uid, "Normal", "NodeUnfenced",
-                                     f"NetworkFence {name} answered Unfenced; deleted it")
+                    self.events.node(name, judged[0].uid, "Normal", reason="NodeUnfenced",
+                                     message=f"NetworkFence {name} answered Unfenced; deleted it")
                     return True
                 if result is Result.DONE:
                     log.info("node is back: asked to unfence", extra={"node": name})
@@ -232,7 +234,7 @@ class Fencer:
     def leave_in_place(self, name: str, uid: str, why: str) -> None:
         """A fence of ours the node is back from, that is not ours to lift for it: one Warning for a human,
         bumped, however many passes see it (the plan's skip line says it each pass, and the metric counts it)."""
-        self.events.repeated(name, uid, "FenceLeftInPlace", why)
+        self.events.repeated(name, uid, "FenceLeftInPlace", message=why)
 
     def _judge_unfence(self, name: str, planned: str) -> tuple[Node, Fence] | None:
         """The node and the fence read now, when the rule still calls for `planned` on them."""

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from ..kube import Api, ApiError
-from ..model import BadObject, Node, TaintRecord
+from ..model import BadObject, Json, Node, TaintRecord
 from ..planner import NodePlan, lift_blocker, shutdown_taint
 from ..planner.undo import UNDO_BMC
 from ..settings import Settings
@@ -24,13 +24,13 @@ log = logging.getLogger("rwo_failover")
 
 
 class OurTaint:
-    def __init__(self, api: Api, settings: Settings, writer: Writer, events: EventRecorder, outcome: Outcome,
+    def __init__(self, api: Api, settings: Settings, writer: Writer, *, events: EventRecorder, outcome: Outcome,
                  live: Rechecker, records: TaintRecords, power: PowerWitness, node_uids: dict[str, str],
                  now: Callable[[], datetime]) -> None:
         self.api, self.settings, self.writer, self.events, self.outcome = api, settings, writer, events, outcome
         self.live, self.records, self.power, self.node_uids, self.now = live, records, power, node_uids, now
 
-    def add(self, node_plan: NodePlan, raw: dict, off_at: str) -> bool:
+    def add(self, node_plan: NodePlan, raw: Json, off_at: str) -> bool:
         """Add our taint with timeAdded `stamp`, after writing our record of it (write-ahead: a taint of ours never
         exists without the record that makes it ours)."""
         name, stamp = node_plan.verdict.node, self.events.stamp()
@@ -53,13 +53,13 @@ class OurTaint:
             return raw, patch
 
         with self.live.on_every_retry(node_plan):
-            added = read_modify_write(self.writer, name, "add the out-of-service taint", build)
+            added = read_modify_write(self.writer, name, "add the out-of-service taint", build=build)
         if added:
             self.outcome.taints_added.append(name)
             log.info("added the out-of-service taint", extra={"node": name})
-            self.events.node(name, self.node_uids.get(name, ""), "Normal", "OutOfServiceTaintAdded",
-                             "node proven down; added node.kubernetes.io/out-of-service=nodeshutdown:NoExecute so "
-                             "Kubernetes force-detaches its volumes; rwo-failover removes it once the node is back "
+            self.events.node(name, self.node_uids.get(name, ""), "Normal", reason="OutOfServiceTaintAdded",
+                             message="node proven down; added node.kubernetes.io/out-of-service=nodeshutdown:NoExecute "
+                             "so Kubernetes force-detaches its volumes; rwo-failover removes it once the node is back "
                              "after a reboot")
         return added or self.settings.dry_run
 
@@ -87,16 +87,17 @@ class OurTaint:
             if blocker:
                 log.info("out-of-service taint left in place", extra={"node": name, "reason": blocker})
                 return None
+            assert ours is not None  # else blocker is "not ours", and the patch is never built
             added_at, record = node.oos_added_at or "", node.taint_record
             boots = f"bootID {node.boot_id}, {node.taint_record.boot_id} when tainted"
             return raw, remove_patch(raw, ours)
 
-        if read_modify_write(self.writer, name, "remove our out-of-service taint", build):
+        if read_modify_write(self.writer, name, "remove our out-of-service taint", build=build):
             self.records.remove(record)
             self.outcome.taints_removed.append(name)
             log.info("removed our out-of-service taint from a recovered node", extra={"node": name})
-            self.events.node(name, self.node_uids.get(name, ""), "Normal", "OutOfServiceTaintRemoved",
-                             f"node rebooted ({boots}) and Ready for {self.settings.recovery_seconds}s or more "
+            self.events.node(name, self.node_uids.get(name, ""), "Normal", reason="OutOfServiceTaintRemoved",
+                             message=f"node rebooted ({boots}) and Ready for {self.settings.recovery_seconds}s or more "
                              "with a fresh Lease; "
                              f"removed the node.kubernetes.io/out-of-service taint rwo-failover added at {added_at}")
 

@@ -25,7 +25,7 @@ KEEP_FOR_ACTING = 1 / 3
 class PowerWitness:
     """Asks a node's BMC (REDFISH_BMC_FILE) whether the machine is off, and powers it off when allowed."""
 
-    def __init__(self, api: Api, settings: Settings, writer: Writer, events: EventRecorder, outcome: Outcome,
+    def __init__(self, api: Api, settings: Settings, writer: Writer, *, events: EventRecorder, outcome: Outcome,
                  sleep: Callable[[float], None]) -> None:
         self.api, self.settings, self.writer, self.events = api, settings, writer, events
         self.outcome, self.sleep = outcome, sleep
@@ -57,7 +57,7 @@ class PowerWitness:
         bmc, why = self._entry(node, None)
         if bmc is None:
             return why
-        state, _system, why = redfish.power_state(bmc, self.settings, self.api.remaining, node.system_uuid)
+        state, _system, why = redfish.power_state(bmc, self.settings, self.api.remaining, node_uuid=node.system_uuid)
         if state is None:
             return f"its BMC does not show the machine back on ({why})"
         return None if state == "On" else f"its BMC answers PowerState {state}, not On"
@@ -70,7 +70,7 @@ class PowerWitness:
         bmc, why = self._entry(node, judged)
         if bmc is None:
             return why
-        state, system, why = redfish.power_state(bmc, self.settings, self.api.remaining, node.system_uuid)
+        state, system, why = redfish.power_state(bmc, self.settings, self.api.remaining, node_uuid=node.system_uuid)
         if state == "Off":
             return None
         if state is None:
@@ -83,7 +83,7 @@ class PowerWitness:
                      "Lease unchanged for a renewal interval", extra={"node": node.name})
             return ""
         result, why = self.writer.power_off(node.name, lambda: redfish.force_off(bmc, system, self.settings,
-                                                                                  self.api.remaining))
+                                                                                  remaining=self.api.remaining))
         if result is Result.WOULD:
             return None
         if result is not Result.DONE:
@@ -91,10 +91,11 @@ class PowerWitness:
         self.outcome.powered_off.append(node.name)
         log.warning("powered off through its BMC (Redfish ForceOff): its Lease went silent and the BMC answered "
                     f"PowerState {state}", extra={"node": node.name})
-        self.events.node(node.name, node.uid, "Warning", "NodePoweredOff",
-                         f"powered off through its BMC (Redfish ForceOff): its Lease went silent and the BMC "
+        self.events.node(node.name, node.uid, "Warning", reason="NodePoweredOff",
+                         message=f"powered off through its BMC (Redfish ForceOff): its Lease went silent and the BMC "
                          f"answered PowerState {state}")
         budget = min(self.settings.redfish_off_wait_seconds,
                      self.api.remaining() - self.settings.pass_timeout_seconds * KEEP_FOR_ACTING)
-        off, why = redfish.await_off(bmc, self.settings, self.api.remaining, self.sleep, budget, node.system_uuid)
+        off, why = redfish.await_off(bmc, self.settings, self.api.remaining, sleep=self.sleep, budget=budget,
+                                     node_uuid=node.system_uuid)
         return None if off else why

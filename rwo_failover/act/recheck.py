@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from datetime import datetime
 
 from ..kube import Api, ApiError
-from ..model import BadObject, Lease, Node
+from ..model import BadObject, Json, Lease, Node
 from ..observe.sightings import Sightings
 from ..planner import NodePlan, NodeState, NodeVerdict, judge_tainted_node, judge_untainted, shutdown_taint
 from ..planner.nodes import OPTED_OUT
@@ -20,11 +20,11 @@ from .taint_records import TaintRecords
 from .writer import Writer
 
 log = logging.getLogger("rwo_failover")
-Live = tuple[Node, Lease | None, dict]
+Live = tuple[Node, Lease | None, Json]
 
 
 class Rechecker:
-    def __init__(self, api: Api, settings: Settings, writer: Writer, outcome: Outcome, now: Callable[[], datetime],
+    def __init__(self, api: Api, settings: Settings, writer: Writer, *, outcome: Outcome, now: Callable[[], datetime],
                  on_split_brain: Callable[[NodeVerdict], None], records: TaintRecords, sightings: Sightings) -> None:
         self.api, self.settings, self.writer, self.outcome, self.now = api, settings, writer, outcome, now
         self.on_split_brain, self.records, self.sightings = on_split_brain, records, sightings
@@ -55,7 +55,7 @@ class Rechecker:
         return None
 
     def judge(self, name: str, seen: str | None = None,
-              status_seen: datetime | None = None) -> tuple[NodeVerdict, Node, dict] | None:
+              status_seen: datetime | None = None) -> tuple[NodeVerdict, Node, Json] | None:
         """Judge the node again, live, with the plan's rule; the verdict, the node, and its raw JSON."""
         live = self.read_live(name, "re-check")
         if live is None:
@@ -89,7 +89,7 @@ class Rechecker:
         finally:
             self.api.retry_guard = None
 
-    def confirm_down(self, node_plan: NodePlan) -> tuple[Node, dict] | None:
+    def confirm_down(self, node_plan: NodePlan) -> tuple[Node, Json] | None:
         """The node and its raw JSON when it is still proven down now, live; None (after saying why, once) when
         it is not, or cannot be read: then nothing more is written on it in this pass."""
         name = node_plan.verdict.node

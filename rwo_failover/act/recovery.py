@@ -41,11 +41,12 @@ def records_for(action: PodAction, not_ready_since: str, now: datetime) -> list[
     planner.recovery.controller_ref), so Record.parse reads back whatever this writes."""
     return [(f"rwo-recovery-{claim_uid}", Record(action.name, action.uid, action.node, action.controller,
                                                  parse_time(not_ready_since), now, key, claim_uid, volume))
-            for key, (claim_uid, volume) in zip(action.claims, action.bound)]
+            # strict=False: an action without `bound` (its default, ()) proves no claim's uid, so writes no record
+            for key, (claim_uid, volume) in zip(action.claims, action.bound, strict=False)]
 
 
 class RecoveryTracker:
-    def __init__(self, writer: Writer, events: EventRecorder, metrics: RecoveryMetrics | None,
+    def __init__(self, writer: Writer, events: EventRecorder, metrics: RecoveryMetrics | None, *,
                  now: Callable[[], datetime], namespace: str) -> None:
         self.writer, self.events, self.metrics, self.now = writer, events, metrics, now
         self.namespace = namespace
@@ -77,7 +78,7 @@ class RecoveryTracker:
                         extra={"record": name, "reason": verdict.detail})
         elif verdict.state == "recovered" and claim is not None:
             self.events.claim(claim.key, claim.uid, "RWOVolumeRecovered",
-                              f"replacement {verdict.detail} Running and Ready with the volume attached "
+                              message=f"replacement {verdict.detail} Running and Ready with the volume attached "
                               f"{verdict.failover_seconds:.0f}s after its node went NotReady, of which "
                               f"{verdict.waited_on_us_seconds:.0f}s until rwo-failover freed the volume")
             if self.metrics:
@@ -86,7 +87,7 @@ class RecoveryTracker:
                                                   "waited_on_us_seconds": verdict.waited_on_us_seconds})
         elif verdict.state == "not-recovered" and claim is not None:
             self.events.claim(claim.key, claim.uid, "RWOVolumeNotRecovered",
-                              f"no recovery confirmed within RECOVERY_TIMEOUT_SECONDS: {verdict.detail}",
+                              message=f"no recovery confirmed within RECOVERY_TIMEOUT_SECONDS: {verdict.detail}",
                               event_type="Warning")
             if self.metrics:
                 self.metrics.not_recovered_now()

@@ -33,6 +33,7 @@ from collections.abc import Callable
 from urllib.parse import urlsplit, urlunsplit
 
 from ..kube.deadline_http import DeadlineHTTPS
+from ..model import Json
 from ..model.names import same_uuid
 from ..settings import Bmc, Settings
 
@@ -53,12 +54,12 @@ def _context(bmc: Bmc) -> ssl.SSLContext:
     return ssl.create_default_context(cadata=bmc.ca) if bmc.ca else ssl.create_default_context()
 
 
-def _call(bmc: Bmc, method: str, url: str, body: dict | None, settings: Settings,
+def _call(bmc: Bmc, method: str, url: str, *, body: Json | None, settings: Settings,
           remaining: Remaining) -> tuple[int, bytes]:
     """One request, ended by the call's own deadline; (status, body) of any answer that is HTTP, 3xx included.
     Raises _Unproven with a reason that names no address and no credential."""
     ends = time.monotonic() + min(settings.request_timeout_seconds, max(0.0, remaining()))
-    left = lambda: min(ends - time.monotonic(), remaining())  # noqa: E731 - the call's and the pass's
+    left: Remaining = lambda: min(ends - time.monotonic(), remaining())  # noqa: E731 - the call's and the pass's
     if left() <= 0:
         raise _Unproven("no time left in the pass to ask the BMC")
     auth = base64.b64encode(f"{bmc.username}:{bmc.password}".encode()).decode()
@@ -111,7 +112,7 @@ def _refused(status: int, what: str) -> _Unproven:
     return _Unproven(f"the BMC answered HTTP {status} {what}")
 
 
-def _not_the_machine(system: dict, bmc: Bmc, node_uuid: str) -> str | None:
+def _not_the_machine(system: Json, bmc: Bmc, node_uuid: str) -> str | None:
     """Why the ComputerSystem is not the machine the map entry names (its uuid and serial: the operator's word),
     or None when it is. The node's own systemUUID, which its kubelet writes, must name that machine too: a check
     against an honest mistake (a name re-registered on another machine), never proof. Nothing is quoted: a BMC's
@@ -129,8 +130,8 @@ def _not_the_machine(system: dict, bmc: Bmc, node_uuid: str) -> str | None:
     return None
 
 
-def _system(bmc: Bmc, settings: Settings, remaining: Remaining, node_uuid: str) -> dict:
-    status, raw = _call(bmc, "GET", bmc.endpoint, None, settings, remaining)
+def _system(bmc: Bmc, settings: Settings, remaining: Remaining, *, node_uuid: str) -> Json:
+    status, raw = _call(bmc, "GET", bmc.endpoint, body=None, settings=settings, remaining=remaining)
     if status != 200:
         raise _refused(status, "to the power-state read")
     try:
@@ -152,19 +153,19 @@ def _path(bmc: Bmc) -> str:
     return urlsplit(bmc.endpoint).path.rstrip("/")
 
 
-def power_state(bmc: Bmc, settings: Settings, remaining: Remaining,
-                node_uuid: str) -> tuple[str | None, dict, str]:
+def power_state(bmc: Bmc, settings: Settings, remaining: Remaining, *,
+                node_uuid: str) -> tuple[str | None, Json, str]:
     """(PowerState, the ComputerSystem, "") as the BMC answers now for the machine the map entry names (which
     `node_uuid`, the node's own word, must name too); (None, {}, why) when it does not, or answers for another
     machine."""
     try:
-        system = _system(bmc, settings, remaining, node_uuid)
+        system = _system(bmc, settings, remaining, node_uuid=node_uuid)
     except _Unproven as err:
         return None, {}, str(err)
     return system["PowerState"][:40], system, ""
 
 
-def reset_url(bmc: Bmc, system: dict) -> str:
+def reset_url(bmc: Bmc, system: Json) -> str:
     """Where ForceOff is POSTed: the system's own Reset action target, which must be a path under the
     system's own, on the same BMC (an absolute URL elsewhere would take the credentials there; another
     system's target would power off another machine); by default the standard path."""
@@ -177,10 +178,11 @@ def reset_url(bmc: Bmc, system: dict) -> str:
     return bmc.endpoint.rstrip("/") + "/Actions/ComputerSystem.Reset"
 
 
-def force_off(bmc: Bmc, system: dict, settings: Settings, remaining: Remaining) -> tuple[bool, str]:
+def force_off(bmc: Bmc, system: Json, settings: Settings, *, remaining: Remaining) -> tuple[bool, str]:
     """POST ResetType ForceOff; (True, "") when the BMC accepted it (2xx), else (False, why)."""
     try:
-        status, _ = _call(bmc, "POST", reset_url(bmc, system), {"ResetType": "ForceOff"}, settings, remaining)
+        status, _ = _call(bmc, "POST", reset_url(bmc, system), body={"ResetType": "ForceOff"}, settings=settings,
+                          remaining=remaining)
     except _Unproven as err:
         return False, str(err)
     if 200 <= status <= 299:
@@ -188,7 +190,7 @@ def force_off(bmc: Bmc, system: dict, settings: Settings, remaining: Remaining) 
     return False, str(_refused(status, "to ForceOff"))
 
 
-def await_off(bmc: Bmc, settings: Settings, remaining: Remaining, sleep: Callable[[float], None],
+def await_off(bmc: Bmc, settings: Settings, remaining: Remaining, *, sleep: Callable[[float], None],
               budget: float, node_uuid: str) -> tuple[bool, str]:
     """Ask every second until the BMC answers Off, for at most `budget` seconds, and at least once whatever the
     budget (REDFISH_OFF_WAIT_SECONDS=1 once asked never: the machine was off, the pass failed): (True, "") or
@@ -197,7 +199,7 @@ def await_off(bmc: Bmc, settings: Settings, remaining: Remaining, sleep: Callabl
     polls = int(budget) if budget >= 1 else (1 if budget > 0 else 0)
     for _ in range(polls):
         sleep(min(1.0, budget))
-        state, _, why = power_state(bmc, settings, remaining, node_uuid)
+        state, _, why = power_state(bmc, settings, remaining, node_uuid=node_uuid)
         if state == "Off":
             return True, ""
         if time.monotonic() - started >= budget:

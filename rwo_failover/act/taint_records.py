@@ -11,13 +11,13 @@ from __future__ import annotations
 import logging
 
 from ..kube import Api, ApiError
-from ..model import POWER_CYCLED_ANNOTATION, BadObject, Node, TaintRecord, record_name
+from ..model import POWER_CYCLED_ANNOTATION, BadObject, Json, Node, TaintRecord, record_name
 from .writer import Result, Writer
 
 log = logging.getLogger("rwo_failover")
 
 
-def _record(obj: dict) -> TaintRecord | None:
+def _record(obj: Json) -> TaintRecord | None:
     try:
         return TaintRecord.from_json(obj)
     except BadObject:
@@ -40,7 +40,7 @@ class TaintRecords:
             return None
         return {r.name: r for r in found}
 
-    def write_ahead(self, raw_node: dict, added_at: str, bmc_off_at: str) -> bool:
+    def write_ahead(self, raw_node: Json, added_at: str, bmc_off_at: str) -> bool:
         """Record the taint we are about to add, with timeAdded `added_at`, for the node as read (`raw_node`).
         True once it is recorded (or would be, in a dry run)."""
         record = TaintRecord.of(raw_node, added_at, bmc_off_at)
@@ -54,7 +54,7 @@ class TaintRecords:
         body = record.body(self.namespace)
         result = self.writer.record(f"creating taint record {self.namespace}/{name}",
                                     "would record the out-of-service taint", name,
-                                    lambda: self.api.create_taint_record(self.namespace, body))
+                                    call=lambda: self.api.create_taint_record(self.namespace, body))
         if result is Result.CONFLICT:  # a record of an earlier taint of ours, gone since (add_patch saw none)
             result = self._replace(record, name)
         if result in (Result.DONE, Result.WOULD):
@@ -77,7 +77,7 @@ class TaintRecords:
                  "data": record.data()}
         result = self.writer.record(f"replacing taint record {self.namespace}/{name}",
                                     "would record the out-of-service taint", name,
-                                    lambda: self.api.patch_taint_record(self.namespace, name, patch))
+                                    call=lambda: self.api.patch_taint_record(self.namespace, name, patch))
         if result is Result.CONFLICT:
             self.writer.fail(f"replacing the taint record {name}: it changed while we wrote it; the out-of-service "
                              "taint is not added in this pass")
@@ -88,8 +88,8 @@ class TaintRecords:
         """Preconditioned on the record judged: CONFLICT when it was written again since."""
         return self.writer.record(f"deleting taint record {self.namespace}/{record.name}",
                                   "would delete the taint record", record.name,
-                                  lambda: self.api.delete_taint_record(self.namespace, record.name, record.uid,
-                                                                       resource_version=record.version))
+                                  call=lambda: self.api.delete_taint_record(self.namespace, record.name, record.uid,
+                                                                            resource_version=record.version))
 
     def remove(self, record: TaintRecord) -> None:
         """Our taint came off: its record goes too (a failure leaves it stale, for a later pass to drop)."""

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from enum import Enum
+from enum import StrEnum
+from typing import Any
 
 from ..kube import Api, ApiError, Forbidden, Unavailable, WriteStopped
-from ..model import BadObject, obj_at, text_at, texts_at
+from ..model import BadObject, Json, obj_at, text_at, texts_at
 from .outcome import Outcome
 
 log = logging.getLogger("rwo_failover")
@@ -22,7 +23,7 @@ log = logging.getLogger("rwo_failover")
 Guard = Callable[[], str | None]
 
 
-class Result(str, Enum):
+class Result(StrEnum):
     DONE = "done"                    # the write landed
     GONE = "gone"                    # a delete found nothing (404): someone else finished it
     HELD = "held"                    # a delete was accepted, but finalizers keep the object
@@ -34,12 +35,12 @@ class Result(str, Enum):
 
 
 class Writer:
-    def __init__(self, api: Api, dry_run: bool, outcome: Outcome, guard: Guard | None = None,
+    def __init__(self, api: Api, dry_run: bool, outcome: Outcome, *, guard: Guard | None = None,
                  live_pause: Guard | None = None) -> None:
         """`guard` is asked before every write attempt; `live_pause` (the pause switch read live) before every
         destructive one too: a fence, a power-off, a taint, a pod or attachment delete."""
         self.api, self.dry_run, self.outcome, self.guard, self.live_pause = api, dry_run, outcome, guard, live_pause
-        self.body: dict | None = None  # the response body of the last write that landed
+        self.body: Json | None = None  # the response body of the last write that landed
         self.held_by: tuple[str, ...] = ()  # the finalizers the last pod delete's answer named
         api.write_guard = self.stopped
 
@@ -53,15 +54,15 @@ class Writer:
         """stopped(), or the pause switch read live now (set, perhaps, during a wait for a BMC's Off or a fence)."""
         return self.stopped() or (self.live_pause() if self.live_pause else None)
 
-    def delete_pod(self, namespace: str, name: str, uid: str, fields: dict) -> Result:
+    def delete_pod(self, namespace: str, name: str, uid: str, *, fields: Json) -> Result:
         """Force-delete (grace 0) the pod with this UID; 409 when it was replaced since it was read. HELD, with
         `held_by`, when finalizers keep it; UNCONFIRMED when the answer cannot say whether any do."""
         key = f"{namespace}/{name}"
         what = f"force-delete of pod {key}"
         result = self._landed(self._write(what, "would force-delete pod", fields,
-                                          lambda: self.api.delete_pod(namespace, name, uid), conflict_ok=True,
+                                          call=lambda: self.api.delete_pod(namespace, name, uid), conflict_ok=True,
                                           destructive=True),
-                              what, fields, uid, lambda: self.api.read_pod(namespace, name))
+                              what, fields, uid=uid, read=lambda: self.api.read_pod(namespace, name))
         if result is Result.DONE:
             result = self._finalizers(what, fields)
         if result is Result.DONE:
@@ -72,12 +73,12 @@ class Writer:
             self.outcome.pods_replaced.append(key)
         return result
 
-    def delete_attachment(self, name: str, uid: str, fields: dict) -> Result:
+    def delete_attachment(self, name: str, uid: str, fields: Json) -> Result:
         what = f"delete of VolumeAttachment {name}"
         result = self._landed(self._write(what, "would delete VolumeAttachment", fields,
-                                          lambda: self.api.delete_attachment(name, uid), conflict_ok=True,
+                                          call=lambda: self.api.delete_attachment(name, uid), conflict_ok=True,
                                           destructive=True),
-                              what, fields, uid, lambda: self.api.find_attachment(name))
+                              what, fields, uid=uid, read=lambda: self.api.find_attachment(name))
         if result is Result.DONE:
             self.outcome.attachments_deleted.append(name)
         elif result is Result.GONE:
@@ -86,7 +87,7 @@ class Writer:
             self.outcome.attachments_replaced.append(name)
         return result
 
-    def _finalizers(self, what: str, fields: dict) -> Result:
+    def _finalizers(self, what: str, fields: Json) -> Result:
         """A delete landed: HELD when its answer names finalizers (kept in `held_by`), DONE when it names none,
         UNCONFIRMED when its metadata or finalizers are of another shape: the pod may still be there."""
         try:
@@ -98,8 +99,7 @@ class Writer:
             return Result.UNCONFIRMED
         return Result.HELD if self.held_by else Result.DONE
 
-    def _landed(self, result: Result, what: str, fields: dict, uid: str,
-                read: Callable[[], dict | None]) -> Result:
+    def _landed(self, result: Result, what: str, fields: Json, *, uid: str, read: Callable[[], Json | None]) -> Result:
         """A delete that found nothing (404) after an attempt whose answer was lost: that attempt landed (or someone
         finished the same delete in between); the object inspected is gone as asked, so it counts as done. A 409
         then proves nothing by itself (an admission webhook answers 409 too, and so does a precondition no object
@@ -124,75 +124,75 @@ class Writer:
         self.body = None  # no answer of its own came: never read an earlier write's answer as this delete's
         return Result.DONE
 
-    def patch_node(self, name: str, patch: dict, purpose: str) -> Result:
+    def patch_node(self, name: str, patch: dict[str, Any], purpose: str) -> Result:
         """A resourceVersion-preconditioned merge patch to `purpose`; CONFLICT tells the caller to read again."""
         return self._write(f"patching node {name} to {purpose}", f"would {purpose}", {"node": name},
-                           lambda: self.api.patch_node(name, patch), conflict_ok=True, destructive=True)
+                           call=lambda: self.api.patch_node(name, patch), conflict_ok=True, destructive=True)
 
-    def create_event(self, namespace: str, event: dict, repeat: bool = False) -> Result:
+    def create_event(self, namespace: str, event: dict[str, Any], repeat: bool = False) -> Result:
         """Events have deterministic names (events.build_event), so a retry after a lost answer gets 409:
         the Event is there, and counts as done. With `repeat`, a 409 is returned as CONFLICT: the caller
         bumps the existing Event instead."""
         involved = event.get("involvedObject") or {}
         what = f"recording {event.get('reason')} Event on {involved.get('kind')} {involved.get('name')}"
         result = self._write(what, "would record Event", {"reason": event.get("reason")},
-                             lambda: self.api.create_event(namespace, event), conflict_ok=True, quiet_dry_run=True)
+                             call=lambda: self.api.create_event(namespace, event), conflict_ok=True, quiet_dry_run=True)
         if result is Result.CONFLICT and not repeat:
             result = Result.DONE
         if result is Result.DONE:
             self.outcome.events += 1
         return result
 
-    def patch_event(self, namespace: str, name: str, patch: dict) -> Result:
+    def patch_event(self, namespace: str, name: str, patch: dict[str, Any]) -> Result:
         result = self._write(f"bumping Event {namespace}/{name}", "would bump a repeated Event", {"event": name},
-                             lambda: self.api.patch_event(namespace, name, patch), conflict_ok=True)
+                             call=lambda: self.api.patch_event(namespace, name, patch), conflict_ok=True)
         if result is Result.DONE:
             self.outcome.events += 1
         return result
 
-    def create_recovery_record(self, namespace: str, body: dict) -> Result:
+    def create_recovery_record(self, namespace: str, body: dict[str, Any]) -> Result:
         """CONFLICT when a record of that name exists (an earlier freeing of the same claim)."""
         name = body["metadata"]["name"]
         return self._write(f"creating recovery record {namespace}/{name}", "would record the pod we freed",
-                           {"record": name}, lambda: self.api.create_recovery_record(namespace, body),
+                           {"record": name}, call=lambda: self.api.create_recovery_record(namespace, body),
                            conflict_ok=True)
 
-    def patch_recovery_record(self, namespace: str, name: str, patch: dict) -> Result:
+    def patch_recovery_record(self, namespace: str, name: str, patch: dict[str, Any]) -> Result:
         return self._write(f"replacing recovery record {namespace}/{name}", "would record the pod we freed",
-                           {"record": name}, lambda: self.api.patch_recovery_record(namespace, name, patch))
+                           {"record": name}, call=lambda: self.api.patch_recovery_record(namespace, name, patch))
 
     def delete_recovery_record(self, namespace: str, name: str) -> Result:
         return self._write(f"deleting recovery record {namespace}/{name}", "would settle the recovery record",
-                           {"record": name}, lambda: self.api.delete_recovery_record(namespace, name))
+                           {"record": name}, call=lambda: self.api.delete_recovery_record(namespace, name))
 
-    def record(self, what: str, would: str, name: str, call: Callable[[], dict | None]) -> Result:
+    def record(self, what: str, would: str, name: str, *, call: Callable[[], Json | None]) -> Result:
         """A write of one of our records (act/taint_records.py); CONFLICT on a 409 (it exists, or changed)."""
-        return self._write(what, would, {"record": name}, call, conflict_ok=True)
+        return self._write(what, would, {"record": name}, call=call, conflict_ok=True)
 
-    def create_control(self, namespace: str, body: dict) -> Result:
+    def create_control(self, namespace: str, body: dict[str, Any]) -> Result:
         """CONFLICT when someone created the control ConfigMap since this pass read it."""
         return self._write(f"creating ConfigMap {namespace}/{body['metadata']['name']}", "would record a storm moment",
-                           {"storm": sorted(body.get("data") or {})}, lambda: self.api.create_control(namespace, body),
-                           conflict_ok=True)
+                           {"storm": sorted(body.get("data") or {})},
+                           call=lambda: self.api.create_control(namespace, body), conflict_ok=True)
 
-    def patch_control(self, namespace: str, name: str, patch: dict) -> Result:
+    def patch_control(self, namespace: str, name: str, patch: dict[str, Any]) -> Result:
         """Preconditioned on the resourceVersion in `patch`: CONFLICT when it changed since it was read."""
         return self._write(f"patching ConfigMap {namespace}/{name}", "would record a storm moment",
                            {"storm": sorted(patch.get("data") or {})},
-                           lambda: self.api.patch_control(namespace, name, patch), conflict_ok=True)
+                           call=lambda: self.api.patch_control(namespace, name, patch), conflict_ok=True)
 
-    def create_networkfence(self, name: str, body: dict) -> Result:
+    def create_networkfence(self, name: str, body: dict[str, Any]) -> Result:
         return self._write(f"creating NetworkFence {name}", "would create NetworkFence", {"networkfence": name},
-                           lambda: self.api.create_networkfence(body), conflict_ok=True, destructive=True)
+                           call=lambda: self.api.create_networkfence(body), conflict_ok=True, destructive=True)
 
-    def patch_networkfence(self, name: str, patch: dict, purpose: str) -> Result:
+    def patch_networkfence(self, name: str, patch: dict[str, Any], purpose: str) -> Result:
         return self._write(f"patching NetworkFence {name} to {purpose}", f"would {purpose}", {"networkfence": name},
-                           lambda: self.api.patch_networkfence(name, patch), conflict_ok=True, destructive=True)
+                           call=lambda: self.api.patch_networkfence(name, patch), conflict_ok=True, destructive=True)
 
     def delete_networkfence(self, name: str, uid: str, resource_version: str) -> Result:
         """CONFLICT when the fence changed, or was replaced, since it was read."""
         return self._write(f"deleting NetworkFence {name}", "would delete NetworkFence", {"networkfence": name},
-                           lambda: self.api.delete_networkfence(name, uid, resource_version), conflict_ok=True,
+                           call=lambda: self.api.delete_networkfence(name, uid, resource_version), conflict_ok=True,
                            destructive=True)
 
     def call_fence_webhook(self, node: str, call: Callable[[Guard], tuple[bool, str]]) -> tuple[Result, str]:
@@ -233,11 +233,11 @@ class Writer:
             return Result.NOT_ATTEMPTED, stopped
         return None
 
-    def _not_attempted(self, what: str, why: str, fields: dict) -> None:
+    def _not_attempted(self, what: str, why: str, fields: Json) -> None:
         self.outcome.not_attempted.append(f"{what} ({why})")
         log.error(f"not attempted: {why}", extra=dict(fields, write=what))
 
-    def _stopped_mid_call(self, what: str, err: WriteStopped, fields: dict) -> Result:
+    def _stopped_mid_call(self, what: str, err: WriteStopped, fields: Json) -> Result:
         """The guard stopped the retries of a write already sent: what the earlier attempts leave behind."""
         if err.unanswered:
             self.outcome.unconfirmed.append(what)
@@ -255,7 +255,7 @@ class Writer:
         (self.outcome.forbidden if isinstance(err, Forbidden) else self.outcome.failures).append(message)
         log.error(message)
 
-    def _write(self, what: str, would: str, fields: dict, call: Callable[[], dict | None],
+    def _write(self, what: str, would: str, fields: Json, *, call: Callable[[], Json | None],
                conflict_ok: bool = False, quiet_dry_run: bool = False, destructive: bool = False) -> Result:
         if self.dry_run:
             log.log(logging.DEBUG if quiet_dry_run else logging.INFO, f"dry-run: {would}", extra=fields)

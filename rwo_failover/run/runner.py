@@ -57,11 +57,12 @@ def run_pass(api: Api, settings: Settings, metrics: Metrics | None = None, guard
     _log_plan(plan)
     if show:
         show(plan)
-    pause = PauseCheck(api, settings, guard, watched_pause)
+    pause = PauseCheck(api, settings, guard, watched=watched_pause)
     if plan.paused:
         log.warning("paused: this pass observes and plans, and writes nothing", extra={"pause": plan.paused})
     acting = dataclasses.replace(settings, dry_run=True) if plan.paused else settings
-    actor = Actor(api, acting, now, sightings, metrics, pause, {n.name: n.uid for n in snapshot.nodes},
+    actor = Actor(api, acting, now, sightings=sightings, metrics=metrics, guard=pause,
+                  node_uids={n.name: n.uid for n in snapshot.nodes},
                   live_pause=pause.live, memory=(settings.dry_run, guard))
     actor.warn_unreadable(snapshot.unreadable, plan)
     actor.warn_unjudged(plan)
