@@ -108,7 +108,7 @@ def run_demo(settings: Settings, out: IO[str]) -> int:
         out.write("\n=== kubectl rwo-failover status: what it holds now, and why (read-only) ===\n\n")
         out.flush()
         before = len(api.requests)
-        status.main(["--kubeconfig", demo_settings.kubeconfig], {}, out, out)
+        status.main(["--kubeconfig", demo_settings.kubeconfig], {}, stdout=out, stderr=out)
         assert all(r.method == "GET" for r in api.requests[before:]), "status only reads"
         out.write("\nLeft alone on purpose: the RWX pod, the opted-out pod (and its volume), the DaemonSet pod, "
                   "and the pod without volumes. No out-of-service taint either: it would let Kubernetes "

@@ -103,7 +103,7 @@ def run_pass(api: FakeApiServer, kubeconfig: str):
         out, err = io.StringIO(), io.StringIO()
         before = len(api.requests)
         sleeps: list[float] = []
-        code = main(["--once", *argv], environ, out, err, sleep=sleeps.append,
+        code = main(["--once", *argv], environ, stdout=out, stderr=err, sleep=sleeps.append,
                     sightings=watched())
         SESSION_LOG.add(out.getvalue())
         SESSION_LOG.add(err.getvalue())

@@ -114,7 +114,7 @@ def test_the_rendered_pod_fences_with_the_token_and_ca_of_its_secrets(api, kubec
         out = io.StringIO()
 
         code = main(args, {**env, "KUBECONFIG": kubeconfig, "LOG_FORMAT": "json", "PASS_TIMEOUT_SECONDS": "20"},
-                    out, io.StringIO(), sleep=lambda s: None, sightings=watched())
+                    stdout=out, stderr=io.StringIO(), sleep=lambda s: None, sightings=watched())
 
     assert code == EXIT_OK, out.getvalue()[-2000:]
     assert [r["headers"]["Authorization"] for r in fencer.requests] == [f"Bearer {token}"]
@@ -290,8 +290,8 @@ def test_a_pass_runs_as_the_existing_service_account_under_the_rendered_rbac(api
     fc.outage(api)
     rbac_gate.enforce(api, docs, NS, "ops-bot")  # 403 for every call the bindings do not grant ops-bot
     out = io.StringIO()
-    code = main(args, {**env, "KUBECONFIG": kubeconfig, "LOG_FORMAT": "json", "PASS_TIMEOUT_SECONDS": "20"}, out,
-                io.StringIO(), sleep=lambda s: None, sightings=watched())
+    code = main(args, {**env, "KUBECONFIG": kubeconfig, "LOG_FORMAT": "json", "PASS_TIMEOUT_SECONDS": "20"}, stdout=out,
+                stderr=io.StringIO(), sleep=lambda s: None, sightings=watched())
     assert code == EXIT_OK, out.getvalue()[-2000:]
     assert api.get("pods", "db-0", "default") is None
 

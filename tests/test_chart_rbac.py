@@ -43,7 +43,7 @@ def run_as_rendered(api, kubeconfig: str, values: dict) -> tuple[int, config.Set
         code = run_pass(Api(load_api_client(settings), settings), settings, guard=elector.write_guard,
                         sightings=watched())
     else:
-        code = main(args, env, out, io.StringIO(), sleep=lambda s: None, sightings=watched())
+        code = main(args, env, stdout=out, stderr=io.StringIO(), sleep=lambda s: None, sightings=watched())
     return code, settings, [json.loads(line) for line in out.getvalue().splitlines() if line.startswith("{")]
 
 

@@ -21,7 +21,7 @@ from rwo_testkit import fake_cluster as fc
 
 def run_main(env: dict) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
-    code = main(["--once"], {"LOG_FORMAT": "json", **env}, out, err, sightings=watched())
+    code = main(["--once"], {"LOG_FORMAT": "json", **env}, stdout=out, stderr=err, sightings=watched())
     return code, out.getvalue(), err.getvalue()
 
 

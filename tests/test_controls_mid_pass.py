@@ -53,7 +53,7 @@ def test_a_pause_set_during_the_force_off_wait_stops_the_taint_and_every_delete(
                "FENCING": "redfish", "REDFISH_BMC_FILE": bmc_file(tmp_path, {SILENT: bmc.entry("on-poweroff")}),
                "REDFISH_POWER_OFF": "true"}
     out = io.StringIO()
-    code = main(["--once"], environ, out, io.StringIO(), sleep=time.sleep, sightings=watched())
+    code = main(["--once"], environ, stdout=out, stderr=io.StringIO(), sleep=time.sleep, sightings=watched())
     SESSION_LOG.add(out.getvalue())
     logs = [json.loads(line) for line in out.getvalue().splitlines() if line.strip()]
 

@@ -59,7 +59,7 @@ def test_trickled_headers_end_with_the_pass_too(tmp_path):
         code = main(["--once"], {"KUBECONFIG": str(kubeconfig), "LOG_FORMAT": "json",
                                  "PASS_TIMEOUT_SECONDS": str(PASS_TIMEOUT), "REQUEST_TIMEOUT_SECONDS": "1",
                                  "MIN_NOT_READY_SECONDS": "2"},
-                    io.StringIO(), io.StringIO())
+                    stdout=io.StringIO(), stderr=io.StringIO())
         took = time.monotonic() - started
     assert code == EXIT_UNAVAILABLE
     assert took < PASS_TIMEOUT + SLACK, f"the pass ran {took:.1f}s with a {PASS_TIMEOUT}s deadline"

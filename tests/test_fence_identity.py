@@ -357,10 +357,10 @@ def test_the_same_machine_back_for_good_is_unfenced(cluster, run_pass):
 def test_fences_left_in_place_are_a_gauge_by_cause_with_no_node_label():
     metrics = Metrics()
     held = (("dead", "other-machine", "why"), ("w9", "other-machine", "why"), ("w8", "no-record", "why"))
-    metrics.record_pass(Plan((), (), (), fences_held=held), None, EXIT_OK, 1.0)
+    metrics.record_pass(Plan((), (), (), fences_held=held), None, EXIT_OK, seconds=1.0)
     [family] = [f for f in metrics.registry.collect() if f.name == "rwo_failover_fences_left_in_place"]
     assert {s.labels["cause"]: s.value for s in family.samples} == {"other-machine": 2, "addresses": 0,
                                                                     "no-record": 1, "not-rebooted": 0}
-    metrics.record_pass(Plan((), (), ()), None, EXIT_OK, 1.0)
+    metrics.record_pass(Plan((), (), ()), None, EXIT_OK, seconds=1.0)
     [family] = [f for f in metrics.registry.collect() if f.name == "rwo_failover_fences_left_in_place"]
     assert {s.value for s in family.samples} == {0}, "a fence lifted by hand is gone from the next pass's figure"

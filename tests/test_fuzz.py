@@ -355,7 +355,7 @@ def test_hostile_objects_never_stop_the_outage_next_to_them_nor_get_touched(serv
                              "FENCING": "networkfence", "NETWORK_FENCE_CLASS": "fence",
                              "OUT_OF_SERVICE_TAINT": "auto", "API_MAX_ATTEMPTS": "2",
                              "PUSHGATEWAY_URL": f"http://metrics:{password}@127.0.0.1:{free_port()}/"},
-                out, err, sleep=lambda _seconds: None)
+                stdout=out, stderr=err, sleep=lambda _seconds: None)
 
     said = out.getvalue() + err.getvalue()
     SESSION_LOG.add(said)

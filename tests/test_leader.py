@@ -187,7 +187,7 @@ def test_dry_run_with_leader_election_is_refused_naming_both(api, kubeconfig):
         config.load([], environ)
     assert "DRY_RUN" in str(err.value) and "LEADER_ELECTION" in str(err.value)
     stderr = io.StringIO()
-    assert main([], environ, io.StringIO(), stderr) == EXIT_CONFIG
+    assert main([], environ, stdout=io.StringIO(), stderr=stderr) == EXIT_CONFIG
     assert "DRY_RUN" in stderr.getvalue() and "LEADER_ELECTION" in stderr.getvalue()
 
     replica = loop(kubeconfig, LEADER_ELECTION="true", DRY_RUN="true")

@@ -23,7 +23,7 @@ def test_a_change_in_the_gap_after_a_pass_is_taken_up_when_it_settles():
         trigger.fire("nodes a modified")
     threading.Thread(target=change, daemon=True).start()
     cpu = time.thread_time()
-    why = _wait_for_reason(flag, trigger, last, None, 300.0, None)
+    why = _wait_for_reason(flag, trigger, last, wake=None, interval=300.0, elector=None)
     late = time.monotonic() - max(fired_at[0] + DEBOUNCE_SECONDS, last + MIN_GAP_SECONDS)
     assert why == "change"
     assert late < 0.1, f"taken up {late:.2f}s after the change settled"

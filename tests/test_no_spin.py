@@ -34,7 +34,7 @@ def test_the_loop_sleeps_while_a_burst_settles_and_between_passes():
     last = time.monotonic()
     try:
         while time.monotonic() - began < 4:
-            passes.append(_wait_for_reason(flag, trigger, last, None, 300.0, None))
+            passes.append(_wait_for_reason(flag, trigger, last, wake=None, interval=300.0, elector=None))
             trigger.take()
             assert time.monotonic() - last >= MIN_GAP_SECONDS
             last = time.monotonic()

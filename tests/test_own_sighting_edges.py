@@ -36,7 +36,7 @@ def bmc():
 def one_run(kubeconfig: str, sightings: Sightings, **env: str) -> tuple[int, list[dict]]:
     environ = {"KUBECONFIG": kubeconfig, "LOG_FORMAT": "json", **env}
     out, err = io.StringIO(), io.StringIO()
-    code = main(["--once"], environ, out, err, sleep=time.sleep, sightings=sightings)
+    code = main(["--once"], environ, stdout=out, stderr=err, sleep=time.sleep, sightings=sightings)
     SESSION_LOG.add(out.getvalue())
     SESSION_LOG.add(err.getvalue())
     return code, [json.loads(line) for line in out.getvalue().splitlines() if line.strip()]

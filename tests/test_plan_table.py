@@ -93,7 +93,7 @@ def pass_with_table(api, tmp_path, **env) -> tuple[int, list[str], list[str], li
     environ = {"KUBECONFIG": api.write_kubeconfig(str(tmp_path / "kc")), "LOG_FORMAT": "json", "OUTPUT": "table",
                "PASS_TIMEOUT_SECONDS": "20", **env}
     before = len(api.requests)
-    code = main(["--once"], environ, out, err, sleep=lambda s: None, sightings=watched())
+    code = main(["--once"], environ, stdout=out, stderr=err, sleep=lambda s: None, sightings=watched())
     table = [line for line in (out.getvalue() + err.getvalue()).splitlines() if not line.startswith("{")]
     deletes = [(r.resource, r.name) for r in api.requests[before:] if r.verb == "delete"]
     return code, table, out.getvalue().splitlines(), deletes
@@ -175,7 +175,7 @@ def test_with_stdout_not_a_terminal_the_table_goes_to_stderr_and_stdout_stays_js
     fc.outage(api)
     out, err = io.StringIO(), io.StringIO()
     code = main(["--once", "--dry-run"], {"KUBECONFIG": api.write_kubeconfig(str(tmp_path / "kc")),
-                                          "LOG_FORMAT": "json", "OUTPUT": "table"}, out, err, sightings=watched())
+                                          "LOG_FORMAT": "json", "OUTPUT": "table"}, stdout=out, stderr=err, sightings=watched())
     assert code == 0
     json_lines = [json.loads(line) for line in out.getvalue().splitlines()]  # each whole: jq keeps working
     assert json_lines[-1]["message"] == "pass finished"

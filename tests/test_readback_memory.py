@@ -44,8 +44,8 @@ def test_a_dense_answer_is_refused_within_a_memory_budget(answer):
     tracemalloc.start()
     try:
         with pytest.raises(NotCarried):
-            read_back(f"http://127.0.0.1:{server.server_address[1]}", "", "", "rwo-failover", FAILOVER,
-                      FAILOVER_BUCKETS, timeout=20)
+            read_back(f"http://127.0.0.1:{server.server_address[1]}", "", "", instance="rwo-failover", name=FAILOVER,
+                      bounds=FAILOVER_BUCKETS, timeout=20)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -80,8 +80,8 @@ def test_a_big_real_shaped_answer_is_still_read():
     server = ThreadingHTTPServer(("127.0.0.1", 0), Gateway)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        carried = read_back(f"http://127.0.0.1:{server.server_address[1]}", "", "", "rwo-failover", FAILOVER,
-                            FAILOVER_BUCKETS, timeout=20)
+        carried = read_back(f"http://127.0.0.1:{server.server_address[1]}", "", "", instance="rwo-failover", name=FAILOVER,
+                            bounds=FAILOVER_BUCKETS, timeout=20)
     finally:
         server.shutdown()
         server.server_close()

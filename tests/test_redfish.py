@@ -154,7 +154,7 @@ def test_on_with_power_off_enabled_is_powered_off_then_freed(api, kubeconfig, tm
                "FENCING": "redfish", "REDFISH_BMC_FILE": path, "REDFISH_POWER_OFF": "true"}
     out, err = io.StringIO(), io.StringIO()
     started = time.monotonic()
-    code = main(["--once"], environ, out, err, sleep=time.sleep)
+    code = main(["--once"], environ, stdout=out, stderr=err, sleep=time.sleep)
     took = time.monotonic() - started
     SESSION_LOG.add(out.getvalue())
     SESSION_LOG.add(err.getvalue())

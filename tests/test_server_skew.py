@@ -30,7 +30,7 @@ def fresh_process_pass(kubeconfig: str, **env: str) -> tuple[int, list[dict], fl
     environ = {"KUBECONFIG": kubeconfig, "LOG_FORMAT": "json", "PASS_TIMEOUT_SECONDS": "30", **env}
     out, err = io.StringIO(), io.StringIO()
     started = time.monotonic()
-    code = main(["--once"], environ, out, err, sleep=time.sleep)
+    code = main(["--once"], environ, stdout=out, stderr=err, sleep=time.sleep)
     took = time.monotonic() - started
     SESSION_LOG.add(out.getvalue())
     SESSION_LOG.add(err.getvalue())

@@ -25,7 +25,7 @@ NAMESPACE = "rwo-failover"
 def status(api, kubeconfig: str, *argv: str, **env: str) -> tuple[int, str, list]:
     before = len(api.requests)
     out, err = io.StringIO(), io.StringIO()
-    code = main(["status", *argv], {"KUBECONFIG": kubeconfig, **env}, out, err)
+    code = main(["status", *argv], {"KUBECONFIG": kubeconfig, **env}, stdout=out, stderr=err)
     assert code != EXIT_OK or not err.getvalue().strip(), err.getvalue()
     return code, out.getvalue(), api.requests[before:]
 
@@ -148,7 +148,7 @@ def test_a_namespace_that_is_no_namespace_name_is_refused_before_any_request(api
     before = len(api.requests)
     out, err = io.StringIO(), io.StringIO()
     code = main(["status", "-n", "../../api/v1/namespaces/kube-system/secrets"],
-                {"KUBECONFIG": kubeconfig, "RECOVERY_NAMESPACE": "rwo-failover"}, out, err)
+                {"KUBECONFIG": kubeconfig, "RECOVERY_NAMESPACE": "rwo-failover"}, stdout=out, stderr=err)
     assert code == EXIT_CONFIG and "not a namespace name" in err.getvalue()
     assert api.requests[before:] == []
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
 import signal
@@ -41,7 +42,7 @@ FENCES_ON_THE_TAINT = "ceph-csi 3.15+ rbd (*rbd.csi.ceph.com) and cephfs (*cephf
                       "the node's clients when its VolumeAttachments are released"
 
 
-def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None,
+def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None, *,
          stdout: IO[str] | None = None, stderr: IO[str] | None = None,
          sleep: Callable[[float], None] = time.sleep, sightings: Sightings | None = None) -> int:
     """The entry point; `sleep` is injectable so tests can check retry delays without waiting them out, and
@@ -52,25 +53,14 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
     environ = os.environ if environ is None else environ
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
     if list(argv[:1]) == ["status"]:  # read-only: what an install holds, and why (status.py)
-        return status.main(argv[1:], environ, stdout, stderr)
-    try:
-        args, settings = config.load(argv, environ)
-    except config.ConfigError as err:
-        print(f"rwo-failover: configuration error: {err}", file=stderr)
-        return EXIT_CONFIG
-    ca_problem = settings.fence_webhook_ca_file and ca_file_problem(settings.fence_webhook_ca_file)
-    if ca_problem:
-        print(f"rwo-failover: configuration error: FENCE_WEBHOOK_CA_FILE={settings.fence_webhook_ca_file!r} is "
-              f"invalid ({ca_problem}); allowed: a readable file of PEM certificates", file=stderr)
-        return EXIT_CONFIG
+        return status.main(argv[1:], environ, stdout=stdout, stderr=stderr)
+    loaded = _settings(argv, environ, stderr)
+    if isinstance(loaded, int):
+        return loaded
+    args, settings = loaded
     logs.setup(settings.log_format, settings.log_level, stdout)
     continuous = bool(settings.interval and not args.once)
-    log.info("rwo-failover starting", extra={"version": __version__, "mode": "continuous" if continuous else "one pass",
-                                             "dry_run": settings.dry_run})
-    for rule, disables in config.switched_off(settings):  # only acknowledged ones get this far
-        log.warning("safety rule switched off by ALLOW_UNSAFE", extra={"rule": rule, "disables": disables})
-    if settings.out_of_service_taint == "never":
-        log.warning(HANDOFF_OFF, extra={"setting": "OUT_OF_SERVICE_TAINT=never", "skips": FENCES_ON_THE_TAINT})
+    _say_how_it_runs(settings, continuous)
     try:
         api_client = load_api_client(settings)
     except config.ConfigError as err:
@@ -83,23 +73,61 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
 
     def new_api() -> Api:
         return Api(api_client, settings, sleep=sleep, on_attempt=metrics.api_request, server_clock=server_clock)
-    show = _table_printer(settings, continuous, stdout, stderr)
+    show = _table_printer(settings, continuous, stdout, stderr=stderr)
     if continuous:
-        elector = LeaderElector(new_api, settings.leader_election_namespace, settings.leader_election_lease_name,
-                                identity=f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}",
-                                lease_seconds=settings.leader_election_lease_seconds,
-                                write_margin=settings.request_timeout_seconds + 1) \
-            if settings.leader_election else None
-        guard = elector.write_guard if elector else None
-        if not settings.watch:
-            return _crash_is_exit_70(metrics, lambda: _checked(new_api(), settings, lambda: run_loop(
-                lambda: _listing_pass(new_api(), settings, metrics, guard, show, sightings), settings,
-                elector=elector, metrics=metrics)))
-        trigger = Trigger()
-        cluster = WatchedCluster(new_api, settings, trigger.fire, metrics)
+        return _continuous(new_api, settings, metrics, show=show, sightings=sightings)
+    return _one_run(new_api, settings, metrics, show=show, sightings=sightings)
+
+
+def _settings(argv: Sequence[str], environ: Mapping[str, str],
+              stderr: IO[str]) -> tuple[argparse.Namespace, config.Settings] | int:
+    """The arguments and the settings, or EXIT_CONFIG once stderr says what is wrong with them."""
+    try:
+        args, settings = config.load(argv, environ)
+    except config.ConfigError as err:
+        print(f"rwo-failover: configuration error: {err}", file=stderr)
+        return EXIT_CONFIG
+    ca_problem = settings.fence_webhook_ca_file and ca_file_problem(settings.fence_webhook_ca_file)
+    if ca_problem:
+        print(f"rwo-failover: configuration error: FENCE_WEBHOOK_CA_FILE={settings.fence_webhook_ca_file!r} is "
+              f"invalid ({ca_problem}); allowed: a readable file of PEM certificates", file=stderr)
+        return EXIT_CONFIG
+    return args, settings
+
+
+def _say_how_it_runs(settings: config.Settings, continuous: bool) -> None:
+    log.info("rwo-failover starting", extra={"version": __version__, "mode": "continuous" if continuous else "one pass",
+                                             "dry_run": settings.dry_run})
+    for rule, disables in config.switched_off(settings):  # only acknowledged ones get this far
+        log.warning("safety rule switched off by ALLOW_UNSAFE", extra={"rule": rule, "disables": disables})
+    if settings.out_of_service_taint == "never":
+        log.warning(HANDOFF_OFF, extra={"setting": "OUT_OF_SERVICE_TAINT=never", "skips": FENCES_ON_THE_TAINT})
+
+
+def _continuous(new_api: Callable[[], Api], settings: config.Settings, metrics: Metrics, *,
+                show: Callable[[Plan], None] | None, sightings: Sightings) -> int:
+    """Passes until a stop signal: every INTERVAL (WATCH=false), or when the watch cache sees a change."""
+    elector = LeaderElector(new_api, settings.leader_election_namespace, settings.leader_election_lease_name,
+                            identity=f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}",
+                            lease_seconds=settings.leader_election_lease_seconds,
+                            write_margin=settings.request_timeout_seconds + 1) \
+        if settings.leader_election else None
+    guard = elector.write_guard if elector else None
+    if not settings.watch:
         return _crash_is_exit_70(metrics, lambda: _checked(new_api(), settings, lambda: run_loop(
-            lambda: _watched_pass(new_api(), settings, metrics, guard, show, cluster, sightings), settings,
-            elector=elector, metrics=metrics, watched=(cluster, trigger))))
+            lambda: _listing_pass(new_api(), settings, metrics, guard=guard, show=show, sightings=sightings),
+            settings, elector=elector, metrics=metrics)))
+    trigger = Trigger()
+    cluster = WatchedCluster(new_api, settings, trigger.fire, metrics)
+    return _crash_is_exit_70(metrics, lambda: _checked(new_api(), settings, lambda: run_loop(
+        lambda: _watched_pass(new_api(), settings, metrics, guard=guard, show=show, cluster=cluster,
+                              sightings=sightings),
+        settings, elector=elector, metrics=metrics, watched=(cluster, trigger))))
+
+
+def _one_run(new_api: Callable[[], Api], settings: config.Settings, metrics: Metrics, *,
+             show: Callable[[Plan], None] | None, sightings: Sightings) -> int:
+    """One run (once.py), stopped cleanly by SIGTERM or Ctrl-C; its metrics pushed when PUSHGATEWAY_URL is set."""
     api = new_api()  # the start-up check shares the pass's deadline: an unreachable server costs it once
     with _stop_on_signals() as stop:
         first = [api]  # the start-up check's Api: the first pass shares its deadline
@@ -107,7 +135,7 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         def next_api() -> Api:
             return first.pop() if first else new_api()
         code = _crash_is_exit_70(metrics, lambda: _checked(api, settings, lambda: run_once(
-            next_api, settings, metrics, stop, show, sightings)))
+            next_api, settings, metrics, guard=stop, show=show, sightings=sightings)))
         if settings.pushgateway_url:  # after a crash too: the alerts must see it
             metrics.push(settings.pushgateway_url, settings.pushgateway_instance)
     return code
@@ -119,13 +147,13 @@ def _checked(api: Api, settings: config.Settings, run: Callable[[], int]) -> int
     return run()
 
 
-def _listing_pass(api: Api, settings: config.Settings, metrics: Metrics, guard: Guard | None,
+def _listing_pass(api: Api, settings: config.Settings, metrics: Metrics, *, guard: Guard | None,
                   show: Callable[[Plan], None] | None, sightings: Sightings) -> None:
     """One pass that lists what it needs (WATCH=false): the loop passes every INTERVAL."""
     run_pass(api, settings, metrics=metrics, guard=guard, show=show, sightings=sightings)
 
 
-def _watched_pass(api: Api, settings: config.Settings, metrics: Metrics, guard: Guard | None,
+def _watched_pass(api: Api, settings: config.Settings, metrics: Metrics, *, guard: Guard | None,
                   show: Callable[[Plan], None] | None, cluster: WatchedCluster,
                   sightings: Sightings) -> float | None:
     """One pass from the watch cache; the seconds until time alone changes a verdict (None: only a change),
@@ -153,7 +181,7 @@ def _crash_is_exit_70(metrics: Metrics, run: Callable[[], int]) -> int:
         return run()
     except Exception:
         log.exception("unexpected error; this is a bug in rwo-failover")
-        metrics.record_pass(None, None, EXIT_CRASH, 0.0)
+        metrics.record_pass(None, None, EXIT_CRASH, seconds=0.0)
         return EXIT_CRASH
 
 
@@ -189,7 +217,7 @@ def _guard(flag: StopFlag) -> Guard:
 
 
 def _table_printer(settings: config.Settings, continuous: bool, stdout: IO[str],
-                   stderr: IO[str]) -> Callable[[Plan], None] | None:
+                   *, stderr: IO[str]) -> Callable[[Plan], None] | None:
     """The plan as a table for people: with OUTPUT=table, or on a terminal for one pass (OUTPUT=auto).
 
     On stdout only when stdout is a terminal; otherwise on stderr, so that stdout (piped into jq, collected

@@ -4,8 +4,9 @@
 3 x INTERVAL + PASS_TIMEOUT_SECONDS, answered or not, so a hung loop gets restarted by its liveness probe, and
 when a watch thread is stuck (watch.WatchedCluster.stuck); never because the API server does not answer.
 /readyz is ready after the first pass (or first election round) while no watch is behind
-(WatchedCluster.behind) and, with leader election, a round has reached the API server within the lease. Both answer from state the loop updates; they never
-call the API server, so a slow cluster cannot make the probes time out.
+(WatchedCluster.behind) and, with leader election, a round has reached the API server within the lease. Both
+answer from state the loop updates; they never call the API server, so a slow cluster cannot make the probes time
+out.
 """
 
 from __future__ import annotations

@@ -97,7 +97,7 @@ class StopFlag:
 
 
 def run_loop(one_pass: Callable[[], float | None], settings: Settings, flag: StopFlag | None = None,
-             elector: LeaderElector | None = None, metrics: Metrics | None = None,
+             *, elector: LeaderElector | None = None, metrics: Metrics | None = None,
              watched: tuple[WatchedCluster, Trigger] | None = None) -> int:
     """Passes until a stop signal, then exit 0; exit 1 after MAX_CRASHES_IN_A_ROW passes crashed.
 
@@ -131,8 +131,10 @@ def run_loop(one_pass: Callable[[], float | None], settings: Settings, flag: Sto
         elector.start()
     try:
         if watched:
-            return _triggered_passes(one_pass, settings, flag, elector, liveness, metrics, *watched)
-        return _passes(one_pass, settings, flag, elector, liveness)
+            cluster, trigger = watched
+            return _triggered_passes(one_pass, settings, flag, elector=elector, liveness=liveness,
+                                     metrics=metrics, cluster=cluster, trigger=trigger)
+        return _passes(one_pass, settings, flag, elector=elector, liveness=liveness)
     finally:
         if elector:  # first: the standby takes over at once, however long a watch thread takes to end
             elector.stop()
@@ -187,7 +189,7 @@ def _stopped(flag: StopFlag) -> int:
 
 
 def _passes(one_pass: Callable[[], float | None], settings: Settings, flag: StopFlag,
-            elector: LeaderElector | None, liveness: Liveness) -> int:
+            *, elector: LeaderElector | None, liveness: Liveness) -> int:
     crashes = _Crashes()
     while flag.requested is None:
         if _standing_by(elector, liveness, flag):
@@ -199,7 +201,7 @@ def _passes(one_pass: Callable[[], float | None], settings: Settings, flag: Stop
 
 
 def _triggered_passes(one_pass: Callable[[], float | None], settings: Settings, flag: StopFlag,
-                      elector: LeaderElector | None, liveness: Liveness, metrics: Metrics | None,
+                      *, elector: LeaderElector | None, liveness: Liveness, metrics: Metrics | None,
                       cluster: WatchedCluster, trigger: Trigger) -> int:
     """A pass when a watched change settles, at the plan's wake_at, or INTERVAL after the last, whichever is
     first. A standby keeps no cache: its watches stop, and start again (with a list) once it leads, as
@@ -216,7 +218,7 @@ def _triggered_passes(one_pass: Callable[[], float | None], settings: Settings, 
         if not cluster.running:
             cluster.start()
             last, wake = None, None
-        why = _wait_for_reason(flag, trigger, last, wake, settings.interval, elector)
+        why = _wait_for_reason(flag, trigger, last, wake=wake, interval=settings.interval, elector=elector)
         if why is None:
             continue
         changes = trigger.take()
@@ -231,7 +233,7 @@ def _triggered_passes(one_pass: Callable[[], float | None], settings: Settings, 
     return _stopped(flag)
 
 
-def _wait_for_reason(flag: StopFlag, trigger: Trigger, last: float | None, wake: float | None,
+def _wait_for_reason(flag: StopFlag, trigger: Trigger, last: float | None, *, wake: float | None,
                      interval: float, elector: LeaderElector | None) -> str | None:
     """Sleep until a pass is due, and say why: start, change, wake or interval. None when interrupted (a
     stop request, or leadership lost)."""

@@ -10,12 +10,12 @@ from __future__ import annotations
 import base64
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from urllib.parse import unquote, urlsplit
 from urllib.request import Request, build_opener
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, pushadd_to_gateway
-from prometheus_client.core import HistogramMetricFamily
+from prometheus_client.core import HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from ..act.outcome import Outcome
@@ -47,14 +47,14 @@ class _SetThisPass(Collector):
     def __init__(self, registry: CollectorRegistry, carried: Carried | None = None) -> None:
         self.registry, self.carried = registry, carried
 
-    def collect(self):
+    def collect(self) -> Iterator[Metric]:
         for family in self.registry.collect():
             if family.name.removeprefix(P) in LAST_TIMES and all(s.value == 0 for s in family.samples):
                 continue
             yield _added(family, self.carried) if family.name == FAILOVER and self.carried else family
 
 
-def _added(family, carried: Carried) -> HistogramMetricFamily:
+def _added(family: Metric, carried: Carried) -> HistogramMetricFamily:
     """This pass's histogram plus the carried one, bucket by bucket."""
     mine = [(s.labels["le"], s.value) for s in family.samples if s.name == FAILOVER + "_bucket"]
     total = sum(s.value for s in family.samples if s.name == FAILOVER + "_sum")
@@ -78,8 +78,8 @@ class Metrics:
         self.last_refusal = Gauge(P + "last_refusal_timestamp_seconds",
                                   "When the last pass that refused (exit 3: a brake or split-brain) finished.",
                                   registry=r)
-        self.paused = Gauge(P + "paused", "1 while the last pass was paused (the control ConfigMap's data.paused=true): "
-                            "it observed and planned, wrote nothing, and exited 0.", registry=r)
+        self.paused = Gauge(P + "paused", "1 while the last pass was paused (the control ConfigMap's "
+                            "data.paused=true): it observed and planned, wrote nothing, and exited 0.", registry=r)
         self.pause_reason = ""  # the last pass's, for /readyz's body
         self.pods = Counter(P + "pods_force_deleted", "Pods force-deleted from proven-down nodes.", registry=r)
         self.attachments = Counter(P + "attachments_deleted", "VolumeAttachments deleted.", registry=r)
@@ -102,14 +102,14 @@ class Metrics:
                                         "When a claim was last reported not recovered.", registry=r)
         self.watch_events = Counter(P + "watch_events", "Continuous mode: watch events received, by resource and "
                                     "type (ADDED, MODIFIED, DELETED, BOOKMARK).", ["resource", "type"], registry=r)
-        self.relists = Counter(P + "relists", "Continuous mode: full lists of a watched resource, by reason (initial, "
-                               "expired: 410 Gone, stale: the watch went silent, no_progress: its resourceVersion stopped "
-                               "keeping up with the server's, error: any other watch error, periodic).",
-                               ["resource", "reason"],
-                               registry=r)
+        self.relists = Counter(P + "relists", "Continuous mode: full lists of a watched resource, by reason "
+                               "(initial, expired: 410 Gone, stale: the watch went silent, no_progress: its "
+                               "resourceVersion stopped keeping up with the server's, error: any other watch error, "
+                               "periodic).", ["resource", "reason"], registry=r)
         self.watch_restarts = Counter(P + "watch_restarts", "Continuous mode: watches that broke and were resumed, "
-                                      "by reason (dropped, stalled, short: ended within a second, expired, error, list failed); each "
-                                      "waits behind one back-off.", ["resource", "reason"], registry=r)
+                                      "by reason (dropped, stalled, short: ended within a second, expired, error, "
+                                      "list failed); each waits behind one back-off.", ["resource", "reason"],
+                                      registry=r)
         self.cache_age = Gauge(P + "watch_cache_age_seconds", "Continuous mode: seconds since the API server last "
                                "said anything (a list, an event, a bookmark) about a watched resource.", ["resource"],
                                registry=r)
@@ -145,13 +145,12 @@ class Metrics:
     def watch_ages(self, age: Callable[[str], float | None], resources: list[str]) -> None:
         """The cache age of each watched resource, read at scrape time (NaN before its first list)."""
         for resource in resources:
-            self.cache_age.labels(resource).set_function(
-                lambda resource=resource: float("nan") if age(resource) is None else age(resource))
+            self.cache_age.labels(resource).set_function(_age_or_nan(age, resource))
 
     def api_request(self, verb: str, what: str, code: str) -> None:
         self.requests.labels(verb, what.split(" ")[0], code).inc()
 
-    def record_pass(self, plan: Plan | None, outcome: Outcome | None, code: int, seconds: float,
+    def record_pass(self, plan: Plan | None, outcome: Outcome | None, code: int, *, seconds: float,
                     paused: str = "") -> None:
         now = time.time()
         chosen = chosen_pause(paused)  # an operator's; an unreadable switch is a failure (exit 4), not a pause
@@ -193,10 +192,11 @@ class Metrics:
         self.not_recovered.inc()
         self.last_not_recovered.set(time.time())
 
-    def _carried(self, url: str, user: str, password: str, instance: str, timeout: float) -> Carried | None:
+    def _carried(self, url: str, user: str, password: str, *, instance: str, timeout: float) -> Carried | None:
         """The failover histogram the group holds, for this push to add to (pushed.py); None to start afresh."""
         try:
-            return read_back(url, user, password, instance, FAILOVER, FAILOVER_BUCKETS, timeout)
+            return read_back(url, user, password, instance=instance, name=FAILOVER, bounds=FAILOVER_BUCKETS,
+                             timeout=timeout)
         except NotCarried as err:
             why = str(err).replace(password, "***") if password else str(err)
             log.warning("could not read the failover histogram back from the Pushgateway; this pass pushes its own "
@@ -217,7 +217,8 @@ class Metrics:
         parts = urlsplit(url)
         user, password = unquote(parts.username or ""), unquote(parts.password or "")
         pushed = CollectorRegistry()
-        pushed.register(_SetThisPass(self.registry, self._carried(shown, user, password, instance, timeout / 2)))
+        carried = self._carried(shown, user, password, instance=instance, timeout=timeout / 2)
+        pushed.register(_SetThisPass(self.registry, carried))
         try:
             pushadd_to_gateway(shown, job="rwo-failover", registry=pushed, grouping_key=grouping,
                                timeout=max(ends - time.monotonic(), 0.001),
@@ -229,10 +230,19 @@ class Metrics:
                         extra={"url": shown, "error": error.replace(password, "***") if password else error})
 
 
+def _age_or_nan(age: Callable[[str], float | None], resource: str) -> Callable[[], float]:
+    def read() -> float:
+        seconds = age(resource)
+        return float("nan") if seconds is None else seconds
+    return read
+
+
 def _no_redirect_handler(user: str, password: str) -> Callable[..., Callable[[], None]]:
     """prometheus_client's handler protocol, as its default_handler (and basic_auth_handler) but with pushed.Refuse
     in place of urllib's redirect handler: that one cannot be swapped through prometheus_client's own API."""
-    def handler(url: str, method: str, timeout: float | None, headers: list, data: bytes) -> Callable[[], None]:
+    def handler(  # noqa: PLR0917 -- prometheus_client calls a handler with five positionals
+            url: str, method: str, timeout: float | None, headers: list[tuple[str, str]],
+            data: bytes) -> Callable[[], None]:
         def send() -> None:
             request = Request(url, data=data, method=method)
             for name, value in headers:

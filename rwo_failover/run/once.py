@@ -47,7 +47,7 @@ OFF_WAIT_KEPT_SECONDS = 12.0
 STOP_CHECK_SECONDS = 0.2  # how soon a stop signal ends the wait
 
 
-def run_once(new_api: Callable[[], Api], settings: Settings, metrics: Metrics, guard: Guard,
+def run_once(new_api: Callable[[], Api], settings: Settings, metrics: Metrics, *, guard: Guard,
              show: Callable[[Plan], None] | None = None, sightings: Sightings | None = None) -> int:
     """One pass, then at most MAX_PASSES - 1 more, each after waiting for a node due to be proven down; the last
     pass's exit code. Every pass shares the first one's deadline, and one memory of what the run has seen (a node
@@ -58,11 +58,12 @@ def run_once(new_api: Callable[[], Api], settings: Settings, metrics: Metrics, g
         plans: list[Plan] = []
         shown: list[float] = []  # when each plan was made, on this process's monotonic clock
         outcomes: list[Outcome] = []
-        code = run_pass(api, settings, metrics=metrics, guard=guard, show=_keep(plans, shown, show), sightings=sightings,
-                        done=outcomes.append)
+        code = run_pass(api, settings, metrics=metrics, guard=guard, show=_keep(plans, shown, show),
+                        sightings=sightings, done=outcomes.append)
         if not _may_wait(code, plans) or number == MAX_PASSES or guard() is not None:
             return code
-        due, unfit = _due(plans, outcomes, api, settings, first=number == 1, shown_at=shown[0] if shown else 0.0)
+        due, unfit = _due(plans, outcomes, api, settings=settings, first=number == 1,
+                          shown_at=shown[0] if shown else 0.0)
         if unfit:
             log.error("a node this run cannot watch long enough to judge: no run of this length ever will",
                       extra={"reason": unfit, "setting": "PASS_TIMEOUT_SECONDS"})
@@ -76,7 +77,7 @@ def run_once(new_api: Callable[[], Api], settings: Settings, metrics: Metrics, g
                 "node": node, "wait_seconds": round(wait, 1), "setting": "ONCE_WAIT_SECONDS"})
             if not _sleep_unless_stopped(wait, guard):
                 return code
-        elif number > 1 or not _quiet_node_tainted(api, settings, plans[0], guard):
+        elif number > 1 or not _quiet_node_tainted(api, settings, plans[0], guard=guard):
             return code
         deadline = api.deadline
         api = new_api()
@@ -103,7 +104,7 @@ def _keep(plans: list[Plan], shown: list[float],
     return seen
 
 
-def _due(plans: list[Plan], outcomes: list[Outcome], api: Api, settings: Settings, *,
+def _due(plans: list[Plan], outcomes: list[Outcome], api: Api, *, settings: Settings,
          first: bool, shown_at: float) -> tuple[tuple[str, float] | None, str]:
     """The node due to be judged again soonest, and the seconds until then, when waiting for it is worth it: within
     ONCE_WAIT_SECONDS, or whatever it says for a node that only this process's own sighting holds back (without
@@ -141,7 +142,7 @@ def _due(plans: list[Plan], outcomes: list[Outcome], api: Api, settings: Setting
     return (node, wait), ""
 
 
-def _quiet_node_tainted(api: Api, settings: Settings, plan: Plan, guard: Guard) -> bool:
+def _quiet_node_tainted(api: Api, settings: Settings, plan: Plan, *, guard: Guard) -> bool:
     """Whether a node whose kubelet went quiet got a shutdown taint while the run watched it (run/quiet_wait.py),
     within ONCE_WAIT_SECONDS and leaving the run time for a second pass, a wait of MIN_NOT_READY_SECONDS for the
     proof, and a third pass. A dry run, ONCE_WAIT_SECONDS=0 or too little time left: no Lease is even read."""
@@ -151,7 +152,7 @@ def _quiet_node_tainted(api: Api, settings: Settings, plan: Plan, guard: Guard) 
     budget = min(float(settings.once_wait_seconds), left)
     if budget < MIN_QUIET_SECONDS:
         return False
-    node = wait_for_taint(api, settings, plan, budget, guard)
+    node = wait_for_taint(api, settings, plan, budget=budget, guard=guard)
     if node is not None:
         log.info("a quiet node carries a shutdown taint now: passing again", extra={"node": node})
     return node is not None

@@ -42,7 +42,8 @@ def _table(header: Row, rows: Sequence[Row]) -> list[str]:
     """Left-aligned columns two spaces apart; the last column is never padded. Every cell is made inert."""
     rows = [tuple(inert(cell, MAX_NAME) for cell in row[:-1]) + (inert(row[-1]),) for row in rows]
     widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header) - 1)]
-    return ["  ".join([cell.ljust(width) for cell, width in zip(row, widths)] + [row[-1]]).rstrip()
+    # widths has no entry for the last column: zip stops before it, and the last cell goes in unpadded
+    return ["  ".join([cell.ljust(width) for cell, width in zip(row, widths, strict=False)] + [row[-1]]).rstrip()
             for row in (header, *rows)]
 
 
@@ -86,8 +87,8 @@ def _releases(plan: Plan, dry_run: bool) -> list[str]:
     after = [n for n in plan.nodes if n.fence in FENCE_NEXT]
     kept = [n for n in plan.nodes if n.fence is not None and n.fence not in FENCE_NEXT]
     return (_section(f"{verb} RELEASE ({{counts}})", now)
-            + _section(f"AFTER FENCING ({{counts}}): {'would be released' if dry_run else 'released'} only if this pass "
-                       "sees the node's fencing confirmed; until then nothing on it is touched", after)
+            + _section(f"AFTER FENCING ({{counts}}): {'would be released' if dry_run else 'released'} only if "
+                       "this pass sees the node's fencing confirmed; until then nothing on it is touched", after)
             + _section("NOT RELEASED, FENCING NOT CONFIRMED ({counts} stay): nothing on the node is touched", kept))
 
 

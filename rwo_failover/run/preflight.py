@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from typing import Any
 
 from ..kube import Api, ApiError
 from ..kube.api import ELECTION_LEASES, NETWORK_FENCES, RECOVERY_RECORDS
@@ -18,7 +19,7 @@ OFF = "off: what the settings need does not exist"
 _PROBE = {"name": "rwo-failover-preflight", "labels": {"rwo-failover.io/preflight": "dry-run"}}
 
 
-def _needs(settings: Settings) -> Iterator[tuple[str, str, str, dict, str]]:
+def _needs(settings: Settings) -> Iterator[tuple[str, str, str, dict[str, Any], str]]:
     """(setting, RBAC resource, path, body, what is off without it) for each create the settings make."""
     ns = settings.recovery_namespace
     yield (f"RECOVERY_NAMESPACE={ns}", RECOVERY_RECORDS, f"/api/v1/namespaces/{ns}/configmaps",

@@ -38,8 +38,8 @@ class Refuse(HTTPRedirectHandler):
     """A 3xx is an error like any other: urllib would otherwise repeat the request (as a GET for 301, 302 and
     303) at the Location it names, with every header, the Authorization one included."""
 
-    def redirect_request(self, req: Request, fp: IO[bytes], code: int, msg: str, headers: Message,
-                         newurl: str) -> None:
+    def redirect_request(  # noqa: PLR0917 -- urllib's HTTPRedirectHandler calls it with six positionals
+            self, req: Request, fp: IO[bytes], code: int, msg: str, headers: Message, newurl: str) -> None:
         raise HTTPError(req.full_url, code, f"{msg}: a redirect to {without_userinfo(newurl)!r}, which a push never "
                         "follows", headers, fp)
 
@@ -56,7 +56,7 @@ class NotCarried(ValueError):
     """The read-back failed, or its answer does not hold up."""
 
 
-def read_back(url: str, user: str, password: str, instance: str, name: str, bounds: Sequence[float],
+def read_back(url: str, user: str, password: str, *, instance: str, name: str, bounds: Sequence[float],
               timeout: float) -> Carried | None:
     """The group's histogram `name`; None when the group or the histogram is not there yet (the first push).
     NotCarried when it cannot be read or does not hold up. `url` is without user:password@."""
@@ -80,10 +80,10 @@ def read_back(url: str, user: str, password: str, instance: str, name: str, boun
         found = json.loads(body)
     except (ValueError, RecursionError) as err:
         raise NotCarried(f"the answer is not JSON: {str(err)[:100]}") from None
-    return _histogram(found, instance, name, bounds)
+    return _histogram(found, instance, name, bounds=bounds)
 
 
-def _histogram(found: Any, instance: str, name: str, bounds: Sequence[float]) -> Carried | None:
+def _histogram(found: Any, instance: str, name: str, *, bounds: Sequence[float]) -> Carried | None:
     groups = found.get("data") if isinstance(found, dict) else None
     if not isinstance(groups, list):
         raise NotCarried("the answer has no list of groups")

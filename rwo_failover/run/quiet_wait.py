@@ -28,14 +28,14 @@ POLL_SECONDS = 1.0
 STOP_CHECK_SECONDS = 0.2
 
 
-def wait_for_taint(api: Api, settings: Settings, plan: Plan, budget: float, guard: Guard) -> str | None:
+def wait_for_taint(api: Api, settings: Settings, plan: Plan, *, budget: float, guard: Guard) -> str | None:
     """A quiet node that now carries a shutdown taint, or None when none did within `budget` seconds."""
     # Every read of the wait (the list, each GET and its retries) ends with the budget, not with the pass
     # deadline: a server that stops answering must not hold the run to PASS_TIMEOUT_SECONDS.
     deadline = api.deadline
     api.deadline = min(deadline, deadline - api.remaining() + budget)
     try:
-        return _wait(api, settings, plan, budget, guard)
+        return _wait(api, settings, plan, budget=budget, guard=guard)
     except Forbidden as err:  # RBAC from before this wait: it says so on every run until it is applied
         log.warning("cannot watch quiet nodes: RBAC does not grant list on leases in kube-node-lease (apply the "
                     "current rbac.yaml); until then a pass before NotReady leaves the node to the next one",
@@ -49,7 +49,7 @@ def wait_for_taint(api: Api, settings: Settings, plan: Plan, budget: float, guar
         api.deadline = deadline
 
 
-def _wait(api: Api, settings: Settings, plan: Plan, budget: float, guard: Guard) -> str | None:
+def _wait(api: Api, settings: Settings, plan: Plan, *, budget: float, guard: Guard) -> str | None:
     ends = time.monotonic() + budget
     versions = quiet_nodes(api, {v.node for v in plan.verdicts})
     if not versions:

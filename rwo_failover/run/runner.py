@@ -15,7 +15,7 @@ from ..act.outcome import Outcome
 from ..act.writer import Guard
 from ..kube import Api, ApiError, Forbidden
 from ..kube.clock import ServerClockUnknown
-from ..model import Cached, Snapshot
+from ..model import Cached, Node, Snapshot, Unreadable
 from ..observe import observe, observe_again
 from ..observe.sightings import Sightings
 from ..settings import Settings
@@ -23,13 +23,16 @@ from . import logs
 from .exitcodes import EXIT_FAILED, EXIT_FORBIDDEN, EXIT_OK, EXIT_REFUSED, EXIT_UNAVAILABLE, chosen_pause
 from .metrics import Metrics
 
+# The cache's nodes as of a consistent read made now, or None when it has not caught up (kube/cache.py).
+NodesNow = Callable[[Api], tuple[Node | Unreadable, ...] | None]
+
 log = logging.getLogger(logs.LOGGER)
 
 
-def run_pass(api: Api, settings: Settings, metrics: Metrics | None = None, guard: Guard | None = None,
+def run_pass(api: Api, settings: Settings, metrics: Metrics | None = None, *, guard: Guard | None = None,
              show: Callable[[planner.Plan], None] | None = None,
              cache: Callable[[Api], Cached] | None = None, watched_pause: Callable[[], str] | None = None,
-             nodes_now: Callable[[Api], tuple | None] | None = None,
+             nodes_now: NodesNow | None = None,
              sightings: Sightings | None = None, done: Callable[[Outcome], None] | None = None) -> int:
     """Observe, decide, act; log one summary line; return the exit code.
 
@@ -48,11 +51,11 @@ def run_pass(api: Api, settings: Settings, metrics: Metrics | None = None, guard
     now = api.server_clock.now
     sightings = sightings or Sightings()
     try:
-        snapshot, plan = decide(api, settings, now, sightings, cache, nodes_now)
+        snapshot, plan = decide(api, settings, now, sightings=sightings, cache=cache, nodes_now=nodes_now)
     except (ApiError, ServerClockUnknown) as err:
         code = EXIT_FORBIDDEN if isinstance(err, Forbidden) else EXIT_UNAVAILABLE
         log.error("cannot read the cluster; nothing was changed", extra={"error": str(err)})
-        _summary(settings, None, None, code, started, api, metrics, guard)
+        _summary(settings, None, None, code=code, started=started, api=api, metrics=metrics, guard=guard)
         return code
     _log_plan(plan)
     if show:
@@ -78,13 +81,13 @@ def run_pass(api: Api, settings: Settings, metrics: Metrics | None = None, guard
         done(outcome)
     paused = plan.paused or pause.found
     code = paused_code(paused, outcome) if paused else exit_code(plan, outcome)
-    _summary(settings, plan, outcome, code, started, api, metrics, guard, paused)
+    _summary(settings, plan, outcome, code=code, started=started, api=api, metrics=metrics, guard=guard, paused=paused)
     return code
 
 
-def decide(api: Api, settings: Settings, now: Callable[[], datetime], sightings: Sightings,
+def decide(api: Api, settings: Settings, now: Callable[[], datetime], *, sightings: Sightings,
            cache: Callable[[Api], Cached] | None = None,
-           nodes_now: Callable[[Api], tuple | None] | None = None) -> tuple[Snapshot, planner.Plan]:
+           nodes_now: NodesNow | None = None) -> tuple[Snapshot, planner.Plan]:
     """The snapshot and the plan a pass acts on. The watch cache decides *when* a pass runs, never *what* it
     writes or remembers: every pass judges both brakes on the node list as of a consistent read made now (the
     watch cache's nodes once it provably caught up with one, `nodes_now`: the same moment, without 50 MB at 5,000
@@ -142,11 +145,11 @@ def _log_plan(plan: planner.Plan) -> None:
             log.info("proven down, nothing to do", extra={"node": node_plan.verdict.node})
 
 
-def _summary(settings: Settings, plan: planner.Plan | None, outcome: Outcome | None, code: int,
+def _summary(settings: Settings, plan: planner.Plan | None, outcome: Outcome | None, *, code: int,
              started: float, api: Api, metrics: Metrics | None, guard: Guard | None, paused: str = "") -> None:
     seconds = time.monotonic() - started
     if metrics:
-        metrics.record_pass(plan, outcome, code, seconds, paused)
+        metrics.record_pass(plan, outcome, code, seconds=seconds, paused=paused)
     fields: dict[str, object] = {"dry_run": settings.dry_run, "exit_code": code,
                                  "duration_seconds": round(seconds, 3), "api_attempts": api.attempts,
                                  "stopped_by": (guard() if guard else None) or "", "paused": paused}

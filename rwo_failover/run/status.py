@@ -49,7 +49,8 @@ NAMESPACE_NAME = 63  # a namespace is a DNS-1123 label
 class ReadOnlyApi(Api):
     """An Api that sends nothing but GET: any other method is refused here, unsent, as Forbidden."""
 
-    def call(self, verb: str, what: str, method: str, path: str, *args: Any, **kwargs: Any) -> Any:
+    def call(self, verb: str, what: str, method: str, path: str,  # noqa: PLR0917 -- Transport.call's own signature
+             *args: Any, **kwargs: Any) -> Any:
         if method != "GET":
             raise Forbidden(f"{verb} {what}: not sent, `rwo-failover status` is read-only (GET only)")
         return super().call(verb, what, method, path, *args, **kwargs)
@@ -67,7 +68,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str], environ: Mapping[str, str] | None = None, stdout: IO[str] | None = None,
+def main(argv: Sequence[str], environ: Mapping[str, str] | None = None, *, stdout: IO[str] | None = None,
          stderr: IO[str] | None = None) -> int:
     """`rwo-failover status [-n NAMESPACE] [-o text|json]`: the exit code is 0 once it could say anything."""
     environ = dict(os.environ if environ is None else environ)
@@ -91,7 +92,7 @@ def main(argv: Sequence[str], environ: Mapping[str, str] | None = None, stdout: 
         print(f"rwo-failover status: configuration error: {err}", file=stderr)
         return EXIT_CONFIG
     try:
-        found = gather(api, local, namespace, access)
+        found = gather(api, local, namespace, environ=access)
     except (ApiError, ServerClockUnknown) as err:
         print(f"rwo-failover status: cannot read the cluster: {err}", file=stderr)
         return EXIT_FORBIDDEN if isinstance(err, Forbidden) else EXIT_UNAVAILABLE
@@ -136,13 +137,14 @@ def _as_status(environ: Mapping[str, str], install: Mapping[str, str], namespace
     return env
 
 
-def gather(api: Api, local: Settings, namespace: str, environ: Mapping[str, str]) -> dict:
+def gather(api: Api, local: Settings, namespace: str, *, environ: Mapping[str, str]) -> dict[str, Any]:
     """Everything the report says, as plain data (status_view renders it)."""
     install = status_install.find_install(api, namespace)
-    settings, source = _install_settings(local, install, namespace, environ)
+    settings, source = _install_settings(local, install, namespace, environ=environ)
     # Status acts on nothing and has watched nothing: it shows each verdict by the API server's stamps, as a pass
     # that had been watching all along would judge it (a new pass also waits to see the NotReady itself).
-    snapshot, plan = decide(api, settings, api.server_clock.now, Sightings(watched_for=SHOWN_AS_WATCHED_SECONDS))
+    sightings = Sightings(watched_for=SHOWN_AS_WATCHED_SECONDS)
+    snapshot, plan = decide(api, settings, api.server_clock.now, sightings=sightings)
     now = snapshot.now
     found = {"namespace": namespace, "now": _iso(now), "install": {k: install[k] for k in ("kind", "name", "note")},
              "settings": source, "pause": _pause(snapshot), "storm": _storm(snapshot, settings),
@@ -158,8 +160,8 @@ def gather(api: Api, local: Settings, namespace: str, environ: Mapping[str, str]
     return found
 
 
-def _install_settings(local: Settings, install: dict, namespace: str,
-                      environ: Mapping[str, str]) -> tuple[Settings, str]:
+def _install_settings(local: Settings, install: dict[str, Any], namespace: str,
+                      *, environ: Mapping[str, str]) -> tuple[Settings, str]:
     """The settings of the install (its judgment and where its state is), or these, saying which."""
     if not install["env"]:
         return local, f"this machine's settings (no install found in {namespace}: the defaults and the environment)"
@@ -175,14 +177,14 @@ def _install_settings(local: Settings, install: dict, namespace: str,
             return local, f"this machine's settings (the install's could not be used: {err})"
 
 
-def _pause(snapshot: Snapshot) -> dict:
+def _pause(snapshot: Snapshot) -> dict[str, Any]:
     control = snapshot.control
     return {"paused": bool(control and control.paused), "by": control.paused_by if control else "",
             "since": _iso(control.paused_at) if control and control.paused_at else "",
             "reason": control.reason if control else "", "error": snapshot.control_error}
 
 
-def _storm(snapshot: Snapshot, settings: Settings) -> dict:
+def _storm(snapshot: Snapshot, settings: Settings) -> dict[str, Any]:
     control = snapshot.control
     tripped, calm = (control.tripped_at, control.calm_since) if control else (None, None)
     until = calm + timedelta(seconds=settings.storm_cooldown_seconds) if calm else None
@@ -192,7 +194,7 @@ def _storm(snapshot: Snapshot, settings: Settings) -> dict:
             "cooldown_seconds": settings.storm_cooldown_seconds}
 
 
-def held(snapshot: Snapshot, plan: Plan) -> list[dict]:
+def held(snapshot: Snapshot, plan: Plan) -> list[dict[str, Any]]:
     """Our out-of-service taints and NetworkFences, each with what would lift it: the plan's own reasons."""
     verdicts = {v.node: v for v in plan.verdicts}
     kept, fences_held = dict(plan.taint_kept), {node: why for node, _, why in plan.fences_held}
@@ -221,7 +223,7 @@ def held(snapshot: Snapshot, plan: Plan) -> list[dict]:
     return found
 
 
-def recoveries(plan: Plan, now: datetime) -> list[dict]:
+def recoveries(plan: Plan, now: datetime) -> list[dict[str, Any]]:
     """Each claim whose pod we freed and whose replacement is not confirmed yet, with its age."""
     found = []
     for verdict in plan.recovery:

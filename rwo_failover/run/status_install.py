@@ -24,27 +24,29 @@ def is_name(text: str, longest: int) -> bool:
     return 0 < len(text) <= longest and bool(_DNS_NAME.match(text)) and (longest > 63 or "." not in text)
 
 
-def find_install(api: Api, namespace: str) -> dict:
+def find_install(api: Api, namespace: str) -> dict[str, Any]:
     """The install's workload in `namespace`: its CronJob, else its Deployment (by the chart's and kustomize's
     label); with its container's plain env (values from Secrets are not read)."""
     for kind, path in (("CronJob", f"/apis/batch/v1/namespaces/{namespace}/cronjobs"),
                        ("Deployment", f"/apis/apps/v1/namespaces/{namespace}/deployments")):
         try:
-            items = (_get(api, "list", kind.lower() + "s", path, [("labelSelector", LABEL)]) or {}).get("items") or []
+            found = _get(api, "list", kind.lower() + "s", path=path, query=[("labelSelector", LABEL)])
+            items = (found or {}).get("items") or []
         except ApiError as err:
             return {"kind": "", "name": "", "env": {}, "object": None,
                     "note": f"cannot list {kind}s in {namespace}: {err}"}
         if items:
             found = sorted(items, key=lambda o: o["metadata"]["name"])[0]
             spec = found["spec"].get("jobTemplate", found)["spec"]["template"]["spec"]
-            container = next((c for c in spec.get("containers") or () if c.get("name") == CONTAINER), {})
+            containers = spec.get("containers") or ()
+            container: dict[str, Any] = next((c for c in containers if c.get("name") == CONTAINER), {})
             env = {e["name"]: e["value"] for e in container.get("env") or () if isinstance(e.get("value"), str)}
             return {"kind": kind, "name": found["metadata"]["name"], "env": env, "object": found, "note": ""}
     return {"kind": "", "name": "", "env": {}, "object": None,
             "note": f"no CronJob or Deployment labelled {LABEL} in {namespace}"}
 
 
-def last_passes(api: Api, install: dict, settings: Settings) -> dict:
+def last_passes(api: Api, install: dict[str, Any], settings: Settings) -> dict[str, Any]:
     if install["kind"] == "CronJob":
         return _jobs(api, install)
     if install["kind"] == "Deployment":
@@ -52,13 +54,13 @@ def last_passes(api: Api, install: dict, settings: Settings) -> dict:
     return {"mode": "", "note": install["note"]}
 
 
-def _jobs(api: Api, install: dict) -> dict:
+def _jobs(api: Api, install: dict[str, Any]) -> dict[str, Any]:
     """The CronJob's last Jobs, newest first: when, how each ended, and its pod's exit code."""
     namespace, name = install["object"]["metadata"]["namespace"], install["name"]
     try:
-        jobs = (_get(api, "list", "jobs", f"/apis/batch/v1/namespaces/{namespace}/jobs") or {}).get("items") or []
-        pods = (_get(api, "list", "pods", f"/api/v1/namespaces/{namespace}/pods",
-                     [("labelSelector", LABEL)]) or {}).get("items") or []
+        jobs = (_get(api, "list", "jobs", path=f"/apis/batch/v1/namespaces/{namespace}/jobs") or {}).get("items") or []
+        pods = (_get(api, "list", "pods", path=f"/api/v1/namespaces/{namespace}/pods",
+                     query=[("labelSelector", LABEL)]) or {}).get("items") or []
     except ApiError as err:
         return {"mode": "cronjob", "cronjob": name, "jobs": [], "note": f"cannot read its Jobs: {err}"}
     mine = [j for j in jobs if any(r.get("kind") == "CronJob" and r.get("name") == name
@@ -83,18 +85,18 @@ def _jobs(api: Api, install: dict) -> dict:
             "note": "" if found else "no Job of it yet"}
 
 
-def _exit_codes(pod: dict) -> list[int]:
+def _exit_codes(pod: dict[str, Any]) -> list[int]:
     statuses = (pod.get("status") or {}).get("containerStatuses") or ()
     return [s["state"]["terminated"]["exitCode"] for s in statuses
             if s.get("name") == CONTAINER and "terminated" in (s.get("state") or {})]
 
 
-def _leader(api: Api, install: dict, settings: Settings) -> dict:
+def _leader(api: Api, install: dict[str, Any], settings: Settings) -> dict[str, Any]:
     """HA mode: who holds the leader Lease, when it was last renewed, and the leader's /readyz if reachable."""
     namespace, name = settings.leader_election_namespace, settings.leader_election_lease_name
     found: dict[str, Any] = {"mode": "ha", "deployment": install["name"], "lease": f"{namespace}/{name}"}
     try:
-        lease = _get(api, "get", "leases", f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}")
+        lease = _get(api, "get", "leases", path=f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}")
     except ApiError as err:
         return {**found, "leader": "", "note": f"cannot read the leader Lease: {err}"}
     spec = (lease or {}).get("spec") or {}
@@ -118,5 +120,5 @@ def _leader(api: Api, install: dict, settings: Settings) -> dict:
     return found
 
 
-def _get(api: Api, verb: str, what: str, path: str, query: list | None = None) -> Any:
+def _get(api: Api, verb: str, what: str, *, path: str, query: list[tuple[str, str]] | None = None) -> Any:
     return api.call(verb, what, "GET", path, query=query or [])

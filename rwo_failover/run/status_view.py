@@ -7,6 +7,7 @@ goes through plan_table.inert, so nothing read can forge a line or restyle the t
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from ..planner import Plan
 from . import plan_table
@@ -18,7 +19,7 @@ def plan_text(plan: Plan) -> str:
     return plan_table.render(plan, dry_run=True)
 
 
-def as_json(found: dict) -> str:
+def as_json(found: dict[str, Any]) -> str:
     """The same facts for scripts; the plan as a table is for people (its facts are in `nodes` and the rest)."""
     return json.dumps({k: v for k, v in found.items() if k != "plan_table"}, indent=2) + "\n"
 
@@ -29,7 +30,7 @@ def _age(seconds: int) -> str:
     return f"{hours}h{minute:02d}m" if hours else f"{minute}m{second:02d}s"
 
 
-def _controls(found: dict) -> list[str]:
+def _controls(found: dict[str, Any]) -> list[str]:
     pause, storm = found["pause"], found["storm"]
     if pause["error"]:
         lines = [f"PAUSED (fail safe): the control ConfigMap cannot be read: {inert(pause['error'])}"]
@@ -54,7 +55,7 @@ def _controls(found: dict) -> list[str]:
     return lines
 
 
-def _passes(passes: dict) -> list[str]:
+def _passes(passes: dict[str, Any]) -> list[str]:
     if passes.get("mode") == "cronjob":
         head = f"CronJob {inert(passes['cronjob'])}" + (" (SUSPENDED: no pass runs)" if passes.get("suspended") else "")
         lines = [f"{head}; last scheduled {passes.get('last_schedule') or 'never'}"]
@@ -77,7 +78,7 @@ def _passes(passes: dict) -> list[str]:
     return lines
 
 
-def as_text(found: dict) -> str:
+def as_text(found: dict[str, Any]) -> str:
     """One screen: controls, the plan (nodes and verdicts), what we hold, pending recoveries, the last passes."""
     install = found["install"]
     where = f"{install['kind']} {found['namespace']}/{install['name']}" if install["kind"] else \

@@ -86,7 +86,7 @@ class Settings:
     recovery_timeout_seconds: int
     metrics_port: int
     pushgateway_url: str | None
-    pushgateway_instance: str | None
+    pushgateway_instance: str
     leader_election: bool
     leader_election_lease_seconds: int
     leader_election_namespace: str
