@@ -3,27 +3,35 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import yaml
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.config.config_exception import ConfigException
+from kubernetes.config.incluster_config import InClusterConfigLoader
 
 from .. import __version__
 from ..settings import ConfigError, Settings
 
 USER_AGENT = f"rwo-failover/{__version__}"
+SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")  # the pod's token and CA, by convention
 
 
 
-def load_api_client(settings: Settings) -> k8s.ApiClient:
+def load_api_client(settings: Settings, *, service_account: Path = SERVICE_ACCOUNT) -> k8s.ApiClient:
     """Kubeconfig when one is given or present, else in-cluster config; ConfigError when neither works."""
     cfg = k8s.Configuration()
     path = settings.kubeconfig or os.path.expanduser("~/.kube/config")
     in_cluster = "KUBERNETES_SERVICE_HOST" in os.environ and not settings.kubeconfig
     try:
         if in_cluster and not os.path.exists(path):
-            k8s_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]  # kubernetes' config loaders are unannotated
+            InClusterConfigLoader(  # type: ignore[no-untyped-call]  # kubernetes' config loaders are unannotated
+                token_filename=str(service_account / "token"), cert_filename=str(service_account / "ca.crt"),
+            ).load_and_set(client_configuration=cfg)
+            # The service IP is inside the cluster: a proxy from the environment (the chart's extraEnv) is for the
+            # answers from outside, and one that cannot reach the service IP would fail every pass.
+            cfg.proxy = None
         else:
             _check_readable(path, settings.kubeconfig is not None)
             k8s_config.load_kube_config(config_file=path, context=settings.kube_context,  # type: ignore[no-untyped-call]  # unannotated, as above
