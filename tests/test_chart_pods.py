@@ -382,6 +382,28 @@ def test_labels_the_chart_sets_itself_are_refused(values, named):
     assert named in refused(values)
 
 
+@pytest.mark.parametrize("values, named", [
+    # role aggregation: every holder of view (and so edit and admin) would get our writer's rights
+    ({"commonLabels": {"rbac.authorization.k8s.io/aggregate-to-view": "true"}},
+     "commonLabels.rbac.authorization.k8s.io/aggregate-to-view"),
+    ({"commonLabels": {"app.kubernetes.io/part-of": "x"}}, "commonLabels.app.kubernetes.io/part-of"),
+    # the Job controller's own labels: a Job whose pod template names another uid or name is refused
+    ({"commonLabels": {"job-name": "x"}}, "commonLabels.job-name"),
+    ({"commonLabels": {"batch.kubernetes.io/controller-uid": "x"}}, "commonLabels.batch.kubernetes.io/controller-uid"),
+    ({"podLabels": {"controller-uid": "x"}}, "podLabels.controller-uid"),
+    ({"podLabels": {"batch.kubernetes.io/job-name": "x"}}, "podLabels.batch.kubernetes.io/job-name"),
+], ids=json.dumps)
+def test_labels_that_grant_rights_or_belong_to_kubernetes_are_refused(values, named):
+    assert named in refused(values)
+
+
+def test_the_metrics_service_name_fits_a_dns_label_whatever_the_release_name():
+    release = "r" * 53  # Helm's longest release name
+    docs = chart.render({"mode": "ha", "nameOverride": "failover-for-the-dbs"}, name=release)
+    [service] = [d for d in docs if d["kind"] == "Service"]
+    assert len(service["metadata"]["name"]) <= 63 and service["metadata"]["name"].endswith("-metrics")
+
+
 @pytest.mark.parametrize("mode", ["cronjob", "ha"])
 def test_extra_env_volumes_mounts_and_spread_render_as_given_after_the_chart_s_own(mode):
     """A CA bundle from a ConfigMap, named by SSL_CERT_FILE; a proxy for the webhook; a spread of your own."""
@@ -415,7 +437,9 @@ def test_extra_env_cannot_set_a_setting_so_every_refusal_holds(name):
 
 
 def test_an_extra_mount_cannot_cover_the_secret_files():
-    for path in ("/etc/rwo-failover/secrets", "/etc/rwo-failover/secrets/", f"{SECRETS_DIR}/redfish-bmc-file"):
+    for path in ("/etc/rwo-failover/secrets", "/etc/rwo-failover/secrets/", f"{SECRETS_DIR}/redfish-bmc-file",
+                 "/etc/rwo-failover//secrets/x", "/etc/rwo-failover/./secrets/x", "/etc//rwo-failover/secrets",
+                 "/etc/rwo-failover/ca/../secrets"):
         values = {"extraVolumes": [{"name": "x", "emptyDir": {}}],
                   "extraVolumeMounts": [{"name": "x", "mountPath": path}]}
         assert "extraVolumeMounts[0]" in refused(values)

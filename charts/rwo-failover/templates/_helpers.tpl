@@ -339,6 +339,19 @@ only with ALLOW_UNSAFE (allowUnsafe) naming the rule. */ -}}
 {{- if hasPrefix "pod-security.kubernetes.io/" $label -}}
 {{- fail (printf "rwo-failover: commonLabels.%s: the chart's Namespace (namespace.create) sets the Pod Security labels itself, to the restricted profile; leave them out of commonLabels" $label) -}}
 {{- end -}}
+{{- if hasPrefix "app.kubernetes.io/" $label -}}
+{{- fail (printf "rwo-failover: commonLabels.%s: the app.kubernetes.io labels are the chart's own (status and the selectors read them); leave them out of commonLabels" $label) -}}
+{{- end -}}
+{{- if hasPrefix "rbac.authorization.k8s.io/" $label -}}
+{{- fail (printf "rwo-failover: commonLabels.%s: on the chart's ClusterRoles this label would aggregate them into built-in roles (aggregate-to-view: every holder of view, edit or admin would delete pods and patch nodes); leave it out of commonLabels" $label) -}}
+{{- end -}}
+{{- end -}}
+{{- range $where, $labels := dict "commonLabels" (.Values.commonLabels | default dict) "podLabels" (.Values.podLabels | default dict) -}}
+{{- range $label, $_ := $labels -}}
+{{- if or (has $label (list "job-name" "controller-uid")) (hasPrefix "batch.kubernetes.io/" $label) -}}
+{{- fail (printf "rwo-failover: %s.%s: the Job controller sets this label on each Job's pods itself, and refuses a Job whose pod template gives it another value, so no pass would ever run; leave it out" $where $label) -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 {{- range $label, $_ := .Values.monitoring.additionalLabels | default dict -}}
 {{- if or (has $label (splitList " " (include "rwo-failover.ownLabels" $))) (hasKey ($.Values.commonLabels | default dict) $label) -}}
@@ -353,7 +366,7 @@ could override a setting, and with it every refusal above. A setting is set thro
 {{- end -}}
 {{- end -}}
 {{- range $i, $mount := .Values.extraVolumeMounts | default list -}}
-{{- $path := printf "%s/" (trimSuffix "/" $mount.mountPath) -}}
+{{- $path := printf "%s/" (trimSuffix "/" (clean $mount.mountPath)) -}}{{- /* clean: // . and .. as the kernel reads them */ -}}
 {{- if hasPrefix "/etc/rwo-failover/secrets/" $path -}}
 {{- fail (printf "rwo-failover: extraVolumeMounts[%d] mounts at %s, at or under /etc/rwo-failover/secrets, where the chart mounts secretFiles' Secrets: mount it elsewhere" $i $mount.mountPath) -}}
 {{- end -}}
