@@ -61,6 +61,10 @@ KINDS = {k.plural: k for k in (
     Kind("leases", "Lease", "coordination.k8s.io/v1", True, status_subresource=False),
     Kind("volumeattachments", "VolumeAttachment", "storage.k8s.io/v1", False),
     Kind("networkfences", "NetworkFence", "csiaddons.openshift.io/v1alpha1", False),
+    # an install's workloads, which `status` reads its settings from
+    Kind("cronjobs", "CronJob", "batch/v1", True),
+    Kind("jobs", "Job", "batch/v1", True),
+    Kind("deployments", "Deployment", "apps/v1", True),
 )}
 _BY_KIND = {(k.api_version, k.kind): k for k in KINDS.values()}
 

@@ -220,3 +220,48 @@ def test_the_krew_manifest_says_what_the_plugin_needs():
     caveats = krew["spec"]["caveats"]
     assert "Python 3.11" in caveats and "pip install" in caveats and "rwo-failover" in caveats
     assert "read-only" in caveats
+
+
+def install(api, *, release: str = "rwo-failover", env: dict[str, str] | None = None, **values) -> dict:
+    """The chart's CronJob for `release`, rendered with `values` (then `env` over its container's env, as a
+    hand-edited manifest), stored as an install in NAMESPACE."""
+    from rwo_testkit import chart
+
+    [cronjob] = [d for d in chart.render(values, name=release, namespace=NAMESPACE) if d["kind"] == "CronJob"]
+    [container] = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
+    for variable in container["env"]:
+        variable["value"] = (env or {}).get(variable["name"], variable.get("value"))
+    return api.add(cronjob)
+
+
+REDFISH = {"mode": "redfish", "redfish": {"bmcSecret": {"secretName": "bmc", "key": "map.json"},
+                                          "nodeLabel": "node-restriction.kubernetes.io/bmc"}}
+
+
+@pytest.mark.parametrize("spelling", ["redfish", "Redfish"])
+def test_a_redfish_install_is_judged_with_its_own_settings(api, kubeconfig, spelling):
+    """Status reads no Secret, so the install's BMC map cannot be read here: a stand-in map lets the install's
+    settings load (its exclusions, its fencing) instead of this machine's defaults."""
+    fc.outage(api)
+    install(api, fencing=REDFISH, pods={"excludeNamespaces": ["default"]}, env={"FENCING": spelling})
+    code, text, requests = status(api, kubeconfig, "-n", NAMESPACE, "-o", "json")
+    assert code == EXIT_OK
+    assert_read_only(requests)
+    found = json.loads(text)
+    assert found["settings"].startswith(f"the settings of CronJob {NAMESPACE}/rwo-failover"), found["settings"]
+    assert found["would_release"]["pods"] == 0, "the install excludes the default namespace"
+
+
+def test_two_installs_in_one_namespace_are_named_and_one_is_chosen_by_release(api, kubeconfig):
+    fc.outage(api)
+    install(api, release="team-a", pods={"includeNamespaces": ["team-a-apps"]})
+    install(api, release="team-b", pods={"includeNamespaces": ["default"]})
+    err = io.StringIO()
+    code = main(["status", "-n", NAMESPACE], {"KUBECONFIG": kubeconfig}, stdout=io.StringIO(), stderr=err)
+    assert code == EXIT_CONFIG
+    assert "2 installs in rwo-failover (CronJob team-a, CronJob team-b): choose one with --release" in err.getvalue()
+    code, text, _ = status(api, kubeconfig, "-n", NAMESPACE, "--release", "team-b", "-o", "json")
+    assert code == EXIT_OK
+    found = json.loads(text)
+    assert found["settings"].startswith(f"the settings of CronJob {NAMESPACE}/team-b"), found["settings"]
+    assert found["would_release"]["pods"] == 1

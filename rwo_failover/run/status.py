@@ -14,6 +14,7 @@ API server's pod proxy (HA mode). status_view.py turns the result into text for 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -62,6 +63,8 @@ def _parser() -> argparse.ArgumentParser:
         "fences and what would lift them, pending recoveries, the last passes. Read-only."))
     parser.add_argument("-n", "--namespace", default=None,
                         help="the install's namespace (default: RECOVERY_NAMESPACE, else rwo-failover)")
+    parser.add_argument("--release", default=None,
+                        help="the install's release (its app.kubernetes.io/instance), when a namespace holds several")
     parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
     parser.add_argument("--kubeconfig", default=None)
     parser.add_argument("--context", default=None)
@@ -70,7 +73,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str], environ: Mapping[str, str] | None = None, *, stdout: IO[str] | None = None,
          stderr: IO[str] | None = None) -> int:
-    """`rwo-failover status [-n NAMESPACE] [-o text|json]`: the exit code is 0 once it could say anything."""
+    """`rwo-failover status [-n NAMESPACE] [--release NAME] [-o text|json]`: the exit code is 0 once it could say
+    anything; 2 for a bad argument, or several installs in the namespace and no --release."""
     environ = dict(os.environ if environ is None else environ)
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
     try:
@@ -92,7 +96,10 @@ def main(argv: Sequence[str], environ: Mapping[str, str] | None = None, *, stdou
         print(f"rwo-failover status: configuration error: {err}", file=stderr)
         return EXIT_CONFIG
     try:
-        found = gather(api, local, namespace, environ=access)
+        found = gather(api, local, namespace, environ=access, release=args.release)
+    except status_install.SeveralInstalls as err:
+        print(f"rwo-failover status: {err}", file=stderr)
+        return EXIT_CONFIG
     except (ApiError, ServerClockUnknown) as err:
         print(f"rwo-failover status: cannot read the cluster: {err}", file=stderr)
         return EXIT_FORBIDDEN if isinstance(err, Forbidden) else EXIT_UNAVAILABLE
@@ -100,7 +107,8 @@ def main(argv: Sequence[str], environ: Mapping[str, str] | None = None, *, stdou
     return EXIT_OK
 
 
-PLUGIN_USAGE = ("kubectl rwo-failover is read-only: kubectl rwo-failover status [-n NAMESPACE] [-o text|json], "
+PLUGIN_USAGE = ("kubectl rwo-failover is read-only: kubectl rwo-failover status [-n NAMESPACE] [--release NAME] "
+                "[-o text|json], "
                 "kubectl rwo-failover version, kubectl rwo-failover --help. A pass runs only as the install's "
                 "CronJob or Deployment, never from here.")
 
@@ -125,6 +133,8 @@ def plugin_main(argv: Sequence[str] | None = None) -> int:
 
 
 SHOWN_AS_WATCHED_SECONDS = 86400.0
+BMC_STAND_IN = {"status.invalid": {"endpoint": "https://status.invalid/redfish/v1/Systems/none", "username": "-",
+                                   "password": "-", "serial": "status-stand-in"}}
 
 
 def _as_status(environ: Mapping[str, str], install: Mapping[str, str], namespace: str) -> dict[str, str]:
@@ -137,9 +147,10 @@ def _as_status(environ: Mapping[str, str], install: Mapping[str, str], namespace
     return env
 
 
-def gather(api: Api, local: Settings, namespace: str, *, environ: Mapping[str, str]) -> dict[str, Any]:
+def gather(api: Api, local: Settings, namespace: str, *, environ: Mapping[str, str],
+           release: str | None = None) -> dict[str, Any]:
     """Everything the report says, as plain data (status_view renders it)."""
-    install = status_install.find_install(api, namespace)
+    install = status_install.find_install(api, namespace, release=release)
     settings, source = _install_settings(local, install, namespace, environ=environ)
     # Status acts on nothing and has watched nothing: it shows each verdict by the API server's stamps, as a pass
     # that had been watching all along would judge it (a new pass also waits to see the NotReady itself).
@@ -167,10 +178,12 @@ def _install_settings(local: Settings, install: dict[str, Any], namespace: str,
         return local, f"this machine's settings (no install found in {namespace}: the defaults and the environment)"
     env = _as_status(environ, install["env"], namespace)
     with tempfile.TemporaryDirectory() as empty:
-        if env.get("FENCING") == "redfish":  # status asks no BMC: an empty map stands in for the pods' file
+        if "REDFISH_BMC_FILE" in install["env"] or env.get("FENCING", "").strip().lower() == "redfish":
+            # Status reads no Secret and asks no BMC: a map of one entry no node has stands in for the pods' file,
+            # so that the install's settings load; the BMC map is read only to act (act/power.py).
             env["REDFISH_BMC_FILE"] = os.path.join(empty, "bmcs.json")
             with open(env["REDFISH_BMC_FILE"], "w", encoding="utf-8") as out:
-                out.write("{}")
+                json.dump(BMC_STAND_IN, out)
         try:
             return config.load([], env)[1], f"the settings of {install['kind']} {namespace}/{install['name']}"
         except config.ConfigError as err:

@@ -24,26 +24,51 @@ def is_name(text: str, longest: int) -> bool:
     return 0 < len(text) <= longest and bool(_DNS_NAME.match(text)) and (longest > 63 or "." not in text)
 
 
-def find_install(api: Api, namespace: str) -> dict[str, Any]:
-    """The install's workload in `namespace`: its CronJob, else its Deployment (by the chart's and kustomize's
-    label); with its container's plain env (values from Secrets are not read)."""
+INSTANCE = "app.kubernetes.io/instance"
+
+
+class SeveralInstalls(Exception):
+    """More than one install in the namespace, and none chosen: which one status reports is the operator's call."""
+
+    def __init__(self, namespace: str, names: list[str]) -> None:
+        super().__init__(f"{len(names)} installs in {namespace} ({', '.join(names)}): choose one with --release")
+        self.names = names
+
+
+def find_install(api: Api, namespace: str, *, release: str | None = None) -> dict[str, Any]:
+    """The install's workload in `namespace`: its CronJob or Deployment (by the chart's and kustomize's label), the
+    one of release `release` (its app.kubernetes.io/instance label, else its name) when given; with its
+    container's plain env (values from Secrets are not read). SeveralInstalls when more than one answers."""
+    found: list[tuple[str, dict[str, Any]]] = []
     for kind, path in (("CronJob", f"/apis/batch/v1/namespaces/{namespace}/cronjobs"),
                        ("Deployment", f"/apis/apps/v1/namespaces/{namespace}/deployments")):
         try:
-            found = _get(api, "list", kind.lower() + "s", path=path, query=[("labelSelector", LABEL)])
-            items = (found or {}).get("items") or []
+            listed = _get(api, "list", kind.lower() + "s", path=path, query=[("labelSelector", LABEL)])
         except ApiError as err:
             return {"kind": "", "name": "", "env": {}, "object": None,
                     "note": f"cannot list {kind}s in {namespace}: {err}"}
-        if items:
-            found = sorted(items, key=lambda o: o["metadata"]["name"])[0]
-            spec = found["spec"].get("jobTemplate", found)["spec"]["template"]["spec"]
-            containers = spec.get("containers") or ()
-            container: dict[str, Any] = next((c for c in containers if c.get("name") == CONTAINER), {})
-            env = {e["name"]: e["value"] for e in container.get("env") or () if isinstance(e.get("value"), str)}
-            return {"kind": kind, "name": found["metadata"]["name"], "env": env, "object": found, "note": ""}
-    return {"kind": "", "name": "", "env": {}, "object": None,
-            "note": f"no CronJob or Deployment labelled {LABEL} in {namespace}"}
+        found += [(kind, item) for item in (listed or {}).get("items") or () if _of_release(item, release)]
+    if len(found) > 1:
+        raise SeveralInstalls(namespace, sorted(f"{kind} {_release_of(item)}" for kind, item in found))
+    if not found:
+        which = f" of release {release}" if release else ""
+        return {"kind": "", "name": "", "env": {}, "object": None,
+                "note": f"no CronJob or Deployment labelled {LABEL}{which} in {namespace}"}
+    kind, item = found[0]
+    spec = item["spec"].get("jobTemplate", item)["spec"]["template"]["spec"]
+    containers = spec.get("containers") or ()
+    container: dict[str, Any] = next((c for c in containers if c.get("name") == CONTAINER), {})
+    env = {e["name"]: e["value"] for e in container.get("env") or () if isinstance(e.get("value"), str)}
+    return {"kind": kind, "name": item["metadata"]["name"], "env": env, "object": item, "note": ""}
+
+
+def _release_of(item: dict[str, Any]) -> str:
+    labels = item["metadata"].get("labels") or {}
+    return str(labels.get(INSTANCE) or item["metadata"]["name"])
+
+
+def _of_release(item: dict[str, Any], release: str | None) -> bool:
+    return release is None or _release_of(item) == release
 
 
 def last_passes(api: Api, install: dict[str, Any], settings: Settings) -> dict[str, Any]:
