@@ -93,8 +93,8 @@ class Victim:
     def ready_to_fail(self) -> None:
         old = wait_for(f"{self.namespace}/db-0 running", lambda: self.cluster.running(self.namespace, "db-0"), 90)
         wait_for("its volume attached", lambda: self.cluster.attached(self.pv, self.node), 60)
-        self.timeline = Timeline(self.cluster.kubeconfig, self.namespace, "db-0", self.node, self.pv,
-                                 old["metadata"]["uid"])
+        self.timeline = Timeline(self.cluster.kubeconfig, self.namespace, "db-0", node=self.node, pv=self.pv,
+                                 old_uid=old["metadata"]["uid"])
 
     def power_off(self, bmc: RedfishEmulator | None = None) -> None:
         assert self.timeline is not None
@@ -147,7 +147,7 @@ class Cron:
             self.process.wait(timeout=60)
 
 
-def reconciler_env(cluster: Cluster, sa: Path, approach: str, tag: str,
+def reconciler_env(cluster: Cluster, sa: Path, approach: str, *, tag: str,
                    bmc: RedfishEmulator | None, node: str) -> dict:
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(cluster.cp.workdir), "KUBECONFIG": str(sa),
            "LOG_FORMAT": "json"}
@@ -170,14 +170,14 @@ def wait_for_second(second: float) -> None:
     time.sleep((second - time.time() % 60) % 60)
 
 
-def one_run(cluster: Cluster, sa: Path, approach: str, run: int, runs: int, limit: float) -> Run:
+def one_run(cluster: Cluster, sa: Path, approach: str, *, run: int, runs: int, limit: float) -> Run:
     tag = f"d{APPROACHES.index(approach)}-{run}"
     victim = Victim(cluster, tag)
     PASS_LOGS.mkdir(exist_ok=True)
     log = PASS_LOGS / f"{tag}.log"
     log.write_text("")
     bmc = RedfishEmulator({victim.node: "On"}).__enter__() if "redfish" in approach else None
-    env = reconciler_env(cluster, sa, approach, tag, bmc, victim.node)
+    env = reconciler_env(cluster, sa, approach, tag=tag, bmc=bmc, node=victim.node)
     loop, cron = None, None
     try:
         victim.ready_to_fail()
@@ -240,7 +240,7 @@ def run_defaults(runs: int, limit: float, only: list[str] | None) -> int:
         for run in range(runs):
             for approach in approaches:
                 if approach != "nothing":
-                    results[approach].append(one_run(cluster, sa, approach, run, runs, limit))
+                    results[approach].append(one_run(cluster, sa, approach, run=run, runs=runs, limit=limit))
                     _say(approach, results[approach][-1:], run)
     print(f"## Upstream defaults: from power-off to the replacement Running and Ready with its volume attached "
           f"elsewhere ({runs} runs each, one cluster, one run of the bench; {time.strftime('%Y-%m-%d')}, "

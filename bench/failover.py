@@ -63,7 +63,7 @@ def pass_env(approach: str, fencer: FenceServer) -> dict[str, str]:
     return env
 
 
-def one_run(cluster: Cluster, sa: Path, approach: str, run: int, limit: float, fencer: FenceServer) -> Result:
+def one_run(cluster: Cluster, sa: Path, approach: str, *, run: int, limit: float, fencer: FenceServer) -> Result:
     """The two times to the replacement, or None when it never came within `limit`."""
     tag = f"{APPROACHES.index(approach)}-{run}"
     node, namespace = f"victim-{tag}", f"bench-{tag}"
@@ -82,10 +82,10 @@ def one_run(cluster: Cluster, sa: Path, approach: str, run: int, limit: float, f
                                 stderr=subprocess.DEVNULL,
                                 env={"PATH": os.environ.get("PATH", ""), "KUBECONFIG": str(sa), "INTERVAL": "2",
                                      "METRICS_PORT": "0", "HOME": str(cluster.cp.workdir), **PASS_ENV, **env})
-    return timed_outage(cluster, namespace, node, act, loop, limit)
+    return timed_outage(cluster, namespace, node, act=act, loop=loop, limit=limit)
 
 
-def timed_outage(cluster: Cluster, namespace: str, node: str, act: Callable[[], None],
+def timed_outage(cluster: Cluster, namespace: str, node: str, *, act: Callable[[], None],
                  loop: subprocess.Popen | None, limit: float) -> Result:
     """The outage of `node`, then its cleanup: the loop (if any) stopped, the node removed."""
     try:
@@ -109,7 +109,7 @@ def prepare(cluster: Cluster, *rbac: str) -> Path:
     return sa
 
 
-def measure_runs(runs: int, approaches: list, results: dict, one: Callable[[str, int], Result]) -> None:
+def measure_runs(runs: int, approaches: list, results: dict, *, one: Callable[[str, int], Result]) -> None:
     for run in range(runs):
         for approach in approaches:
             found = one(approach, run)
@@ -159,8 +159,8 @@ def main() -> int:
             FenceController(cp.kubeconfig, delay=2.0), FenceServer() as fencer:
         cluster = Cluster(cp, sim)
         sa = prepare(cluster, "deploy/components/networkfence/rbac.yaml")
-        measure_runs(args.runs, approaches, results, lambda approach, run: one_run(cluster, sa, approach, run,
-                                                                                  args.limit, fencer))
+        measure_runs(args.runs, approaches, results,
+                     one=lambda approach, run: one_run(cluster, sa, approach, run=run, limit=args.limit, fencer=fencer))
     print(f"## Seed outage, from the shutdown taint to the replacement Running and Ready with its volume attached "
           f"elsewhere ({args.runs} runs; {time.strftime('%Y-%m-%d')}, {platform.machine()}, {os.cpu_count()} cores)")
     print(f"Kubernetes v1.36.2 control plane; node-monitor grace {NODE_MONITOR_GRACE_SECONDS}s (NotReady about "

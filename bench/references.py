@@ -35,7 +35,7 @@ def get(api: client.ApiClient, path: str, query: list) -> dict:
     return json.loads(api.call_api(*request).read())
 
 
-def paged(api: client.ApiClient, path: str, page_size: int, query: list = ()) -> int:
+def paged(api: client.ApiClient, path: str, page_size: int, *, query: list = ()) -> int:
     count, token = 0, None
     while True:
         page = get(api, path, list(query) + [("limit", page_size),
@@ -53,7 +53,7 @@ def floor(api: client.ApiClient, needs_path: str) -> int:
     for node in needs["tainted"]:
         count += bool(get(api, f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{node}", []))
     for node in needs["down"]:
-        count += paged(api, "/api/v1/pods", PAGE, [("fieldSelector", f"spec.nodeName={node}")])
+        count += paged(api, "/api/v1/pods", PAGE, query=[("fieldSelector", f"spec.nodeName={node}")])
     for namespace, name in needs["claims"]:
         count += bool(get(api, f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/{name}", []))
     for name in needs["volumes"]:

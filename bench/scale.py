@@ -45,7 +45,7 @@ DEAD_NODES = 10
 NAMESPACES = [f"team-{i:02d}" for i in range(40)]
 
 
-def rich_pod(name: str, node: str, namespace: str, rng: random.Random, **kwargs) -> dict:
+def rich_pod(name: str, node: str, namespace: str, *, rng: random.Random, **kwargs) -> dict:
     """fc.pod plus what real pods carry (env, a sidecar, probes, tolerations): 4-6 KB of JSON."""
     pod = fc.pod(name, node, namespace=namespace, **kwargs)
     spec = pod["spec"]
@@ -75,7 +75,7 @@ class Expected:
     attachments: set[str] = field(default_factory=set)  # VolumeAttachment names
 
 
-def load(api: FakeApiServer, nodes: int, seed: int = 1, dead_nodes: int = DEAD_NODES) -> Expected:
+def load(api: FakeApiServer, nodes: int, seed: int = 1, *, dead_nodes: int = DEAD_NODES) -> Expected:
     """Seed the fixture; return what a correct pass deletes."""
     rng = random.Random(seed)
     expected = Expected()
@@ -86,7 +86,7 @@ def load(api: FakeApiServer, nodes: int, seed: int = 1, dead_nodes: int = DEAD_N
             api.add(fc.node(name, ready="Unknown", since=900, images=40,
                             taints=[fc.SHUTDOWN, fc.UNREACHABLE]))
             api.add(fc.lease(name, 940))
-            _stuck_pods(api, name, rng, expected)
+            _stuck_pods(api, name, rng, expected=expected)
         else:
             api.add(fc.node(name, ready="True", since=86400, images=40))
             api.add(fc.lease(name, rng.uniform(0, 10)))
@@ -104,11 +104,11 @@ def _healthy_pods(api: FakeApiServer, node: str, rng: random.Random) -> None:
             modes = ("ReadWriteOnce",) if rng.random() < 0.6 else ("ReadWriteMany",)
             fc.add_volume(api, claim, namespace=namespace, modes=modes, attached_to=node)
             claims = [claim]
-        api.add(rich_pod(pod_name, node, namespace, rng, claims=claims, ready="True",
+        api.add(rich_pod(pod_name, node, namespace, rng=rng, claims=claims, ready="True",
                          owner=rng.choice(["ReplicaSet", "StatefulSet"])))
 
 
-def _stuck_pods(api: FakeApiServer, node: str, rng: random.Random, expected: Expected) -> None:
+def _stuck_pods(api: FakeApiServer, node: str, rng: random.Random, *, expected: Expected) -> None:
     for p in range(PODS_PER_NODE):
         namespace = rng.choice(NAMESPACES)
         pod_name = f"db-{node[5:]}-{p:02d}"
@@ -123,7 +123,7 @@ def _stuck_pods(api: FakeApiServer, node: str, rng: random.Random, expected: Exp
             claim = f"shared-{pod_name}"
             fc.add_volume(api, claim, namespace=namespace, modes=("ReadWriteMany",), attached_to=node)
             claims = [claim]
-        api.add(rich_pod(pod_name, node, namespace, rng, claims=claims, terminating=True, ready="False",
+        api.add(rich_pod(pod_name, node, namespace, rng=rng, claims=claims, terminating=True, ready="False",
                          owner="StatefulSet"))
 
 
@@ -160,7 +160,7 @@ def pass_env(kubeconfig: str) -> dict:
             "PASS_TIMEOUT_SECONDS": "600", "REQUEST_TIMEOUT_SECONDS": "120"}
 
 
-def check(api: FakeApiServer, expected: Expected, pods_before: set[str], atts_before: set[str]) -> list[str]:
+def check(api: FakeApiServer, expected: Expected, *, pods_before: set[str], atts_before: set[str]) -> list[str]:
     pods_after = {f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in api.objects("pods")}
     api.attacher.detach()  # the CSI attacher's finalizer holds a deleted attachment until it has detached
     atts_after = set(api.store["volumeattachments"])
@@ -213,7 +213,7 @@ def run_size(nodes: int, naive: bool) -> dict:
         # The floor runs again last; the faster of its two runs is kept, which can only make our ratio worse.
         again = measure(api, floor_command, env)
         floor = min(floor, again, key=lambda m: m.wall)
-        problems = check(api, expected, pods_before, atts_before)
+        problems = check(api, expected, pods_before=pods_before, atts_before=atts_before)
         if ours.code != 0:
             problems.append(f"reconcile.py exited {ours.code}: {ours.output[-2000:]}")
         if dry.code != 0 or dry.writes:

@@ -137,7 +137,7 @@ def start(kubeconfig: str, watch: bool, extra: dict) -> subprocess.Popen:
                             stdout=LOG or subprocess.DEVNULL, stderr=LOG or subprocess.PIPE, text=True)
 
 
-def wait_first_pass(api: FakeApiServer, proc: subprocess.Popen, before: int, watch: bool) -> None:
+def wait_first_pass(api: FakeApiServer, proc: subprocess.Popen, before: int, *, watch: bool) -> None:
     """Until the first pass has read everything: its last list is of our recovery records (ConfigMaps), after
     the nodes and their Leases; watching, until the node and recovery-record watches are open too."""
     deadline = time.monotonic() + 600
@@ -153,10 +153,10 @@ def wait_first_pass(api: FakeApiServer, proc: subprocess.Popen, before: int, wat
     raise RuntimeError("no first pass within 600 s")
 
 
-def steady(api: FakeApiServer, kubeconfig: str, watch: bool, minutes: float) -> tuple[Window, subprocess.Popen]:
+def steady(api: FakeApiServer, kubeconfig: str, *, watch: bool, minutes: float) -> tuple[Window, subprocess.Popen]:
     before = len(ours(api))
     proc = start(kubeconfig, watch, {})
-    wait_first_pass(api, proc, before, watch)
+    wait_first_pass(api, proc, before, watch=watch)
     first = ours(api)[before:]
     cpu0 = cpu_seconds(proc.pid)
     made = ours(api)
@@ -180,7 +180,7 @@ def stop(proc: subprocess.Popen) -> None:
         proc.kill()
 
 
-def reaction(api: FakeApiServer, node: str, rng: random.Random, lead: float = 5.0) -> float:
+def reaction(api: FakeApiServer, node: str, rng: random.Random, *, lead: float = 5.0) -> float:
     """Make `node` provably down `lead` seconds from now; seconds from that moment to the first write."""
     writes: list[float] = []
 
@@ -188,7 +188,7 @@ def reaction(api: FakeApiServer, node: str, rng: random.Random, lead: float = 5.
         if req.user_agent == USER_AGENT and req.verb == "patch" and req.name == node and not writes:
             writes.append(time.time())
     _claims, _pv, _va = fc.add_volume(api, f"data-down-{node}", namespace="team-00", attached_to=node)
-    api.add(rich_pod(f"db-down-{node}", node, "team-00", rng, claims=[f"data-down-{node}"], terminating=True,
+    api.add(rich_pod(f"db-down-{node}", node, "team-00", rng=rng, claims=[f"data-down-{node}"], terminating=True,
                      ready="False", owner="StatefulSet"))
     api.add(fc.lease(node, 200))
     down = fc.node(node, ready="Unknown", since=60 - lead, images=40, taints=[fc.SHUTDOWN, fc.UNREACHABLE])

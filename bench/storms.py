@@ -48,7 +48,7 @@ FLAP_TAINT = {"key": "example.com/flapping", "effect": "NoSchedule"}
 SHUTDOWN_TAINT = {"key": "node.cloudprovider.kubernetes.io/shutdown", "effect": "NoSchedule"}
 
 
-def flapping(api: FakeApiServer, name: str, done: threading.Event, taint: dict) -> None:
+def flapping(api: FakeApiServer, name: str, done: threading.Event, *, taint: dict) -> None:
     tainted = False
     while not done.wait(FLAP_SECONDS):
         with api.lock:
@@ -58,13 +58,13 @@ def flapping(api: FakeApiServer, name: str, done: threading.Event, taint: dict) 
         api.add(node)
 
 
-def scenario(api: FakeApiServer, kubeconfig: str, minutes: float, settle: float, begin: Callable[[], None],
+def scenario(api: FakeApiServer, kubeconfig: str, *, minutes: float, settle: float, begin: Callable[[], None],
              end: Callable[[], None]) -> tuple[float, float, float]:
     """CPU seconds, requests and MB a minute of a fresh watching process while the scenario runs."""
     before = len(ours(api))
     proc = start(kubeconfig, True, {})
     try:
-        wait_first_pass(api, proc, before, True)
+        wait_first_pass(api, proc, before, watch=True)
         begin()
         time.sleep(settle)
         cpu0, made = cpu_seconds(proc.pid), ours(api)
@@ -100,7 +100,8 @@ def main() -> int:
         def flap(taint: dict) -> Callable[[], None]:
             def begin() -> None:
                 done.clear()
-                threading.Thread(target=flapping, args=(api, "node-00001", done, taint), daemon=True).start()
+                threading.Thread(target=flapping, args=(api, "node-00001", done), kwargs={"taint": taint},
+                                 daemon=True).start()
             return begin
 
         def fault(kind: str) -> Callable[[], None]:
@@ -115,7 +116,8 @@ def main() -> int:
                      ("410 storm", fault("watch-gone"), api.clear_faults)]
         rows = []
         for name, begin, end in [found for found in scenarios if args.only in found[0]]:
-            rows.append((name, scenario(api, kubeconfig, args.minutes, args.settle, begin, end)))
+            rows.append((name, scenario(api, kubeconfig, minutes=args.minutes, settle=args.settle, begin=begin,
+                                        end=end)))
             print(f"{name} done: {rows[-1][1]}", file=sys.stderr, flush=True)
         kubelets.stop.set()
     print(f"\n## Watch storms, {args.nodes:,} nodes, WATCH=true, INTERVAL=15, {args.minutes:g} min per scenario, "

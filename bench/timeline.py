@@ -29,7 +29,7 @@ PROVEN_DOWN = "down"  # planner.types.NodeState.DOWN's value in the "node verdic
 class Timeline:
     """Polls the cluster from power-off (`start`) until `stop`; `phases` maps each phase seen to its seconds."""
 
-    def __init__(self, kubeconfig: Path, namespace: str, pod: str, node: str, pv: str, old_uid: str) -> None:
+    def __init__(self, kubeconfig: Path, namespace: str, pod: str, *, node: str, pv: str, old_uid: str) -> None:
         self.kube = Kube(kubeconfig)
         self.namespace, self.pod, self.node, self.pv, self.old_uid = namespace, pod, node, pv, old_uid
         self.phases: dict[str, float] = {}
