@@ -7,7 +7,7 @@ import time
 
 import pytest
 from helpers import attached, detached
-from test_out_of_service import cluster, oos_taints, stuck  # noqa: F401 - cluster is a fixture
+from test_out_of_service import oos_taints, stuck
 
 from rwo_failover.model import OUT_OF_SERVICE_KEY as OOS_KEY
 from rwo_failover.run.exitcodes import EXIT_OK, EXIT_REFUSED
@@ -17,6 +17,14 @@ from rwo_testkit import fake_cluster as fc
 # lets a kubelet write every annotation on its Node). They are read no more.
 LEGACY = ("rwo-failover.io/out-of-service-added-at", "rwo-failover.io/out-of-service-applied-by",
           "rwo-failover.io/taint-node-uid", "rwo-failover.io/taint-boot-id", "rwo-failover.io/taint-addresses")
+
+
+@pytest.fixture
+def cluster(api):
+    """Four live workers, w0..w3, beside the nodes a test adds: the cluster of tests/test_out_of_service.py."""
+    for i in range(4):
+        fc.live_node(api, f"w{i}")
+    return api
 
 
 def node_patches(requests) -> list:
@@ -111,7 +119,7 @@ def human_taint_with_forged_annotations(api, name: str = "back") -> dict:
     node = fc.node(name, ready="True", since=3600, taints=[fc.our_taint(added)])
     node["metadata"]["uid"] = "5b0c1a52-2f0e-4b56-9a0a-0c9b1d5e7f11"
     node["metadata"]["annotations"].update(dict(zip(LEGACY, (
-        added, "rwo-failover", node["metadata"]["uid"], fc.BOOT_BEFORE, "InternalIP=10.0.0.9"))))
+        added, "rwo-failover", node["metadata"]["uid"], fc.BOOT_BEFORE, "InternalIP=10.0.0.9"), strict=True)))
     created = api.add(node)
     api.add(fc.lease(name, 2))
     return created

@@ -11,7 +11,7 @@ import time
 import urllib.request
 
 import pytest
-from test_out_of_service import cluster, oos_taints, stuck  # noqa: F401 - cluster is a fixture
+from test_out_of_service import oos_taints, stuck
 from test_redfish import SILENT, bmc_file, freed, redfish_pass
 
 from rwo_failover.model import POWER_CYCLED_ANNOTATION
@@ -20,6 +20,14 @@ from rwo_testkit import fake_cluster as fc
 from rwo_testkit.redfish_bmc import PASSWORD, USER, RedfishEmulator
 
 OOS = "node.kubernetes.io/out-of-service"
+
+
+@pytest.fixture
+def cluster(api):
+    """Four live workers, w0..w3, beside the nodes a test adds: the cluster of tests/test_out_of_service.py."""
+    for i in range(4):
+        fc.live_node(api, f"w{i}")
+    return api
 
 
 def record_of(api, node: str) -> dict:
