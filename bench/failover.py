@@ -35,7 +35,6 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Optional
 
 import defaults
 
@@ -51,7 +50,7 @@ LIMIT_SECONDS, DEFAULTS_LIMIT_SECONDS = 150.0, 300.0
 APPROACHES = ("nothing", "out-of-service taint alone", "rwo-failover, direct path",
               "rwo-failover + out-of-service taint", "rwo-failover, continuous mode",
               "rwo-failover + networkfence", "rwo-failover + fence webhook")
-Result = Optional[tuple[float, float]]  # seconds from the shutdown taint, and from power-off
+Result = tuple[float, float] | None  # seconds from the shutdown taint, and from power-off
 
 
 def pass_env(approach: str, fencer: FenceServer) -> dict[str, str]:

@@ -140,9 +140,9 @@ def main() -> int:
     per_minute = found["cpu"] / args.minutes
     print(f"{args.nodes:,} nodes of {size / 1000:.1f} KB, status reports at {args.rate:,.0f} a minute, "
           f"{args.minutes:g} min: {found['events']:,} events received, {found['changes']} that matter to a pass")
-    print(f"{'floor (--floor)' if args.floor else 'reflector'} process CPU: {per_minute:.3f} s/min ({found['user'] / args.minutes:.3f} user, "
-          f"{found['system'] / args.minutes:.3f} system), {found['cpu'] / max(1, found['events']) * 1e3:.3f} ms per "
-          "event (all threads, idle included)")
+    print(f"{'floor (--floor)' if args.floor else 'reflector'} process CPU: {per_minute:.3f} s/min "
+          f"({found['user'] / args.minutes:.3f} user, {found['system'] / args.minutes:.3f} system), "
+          f"{found['cpu'] / max(1, found['events']) * 1e3:.3f} ms per event (all threads, idle included)")
     return 0
 
 

@@ -34,10 +34,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.fake_apiserver import FakeApiServer
+
+ROOT = Path(__file__).resolve().parent.parent
 
 PODS_PER_NODE = 30
 CLAIMS_PER_NODE = 4

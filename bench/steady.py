@@ -30,6 +30,7 @@ Figures are printed, never asserted.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -228,11 +229,11 @@ def main() -> int:
     parser.add_argument("--log", metavar="FILE", help="keep the reconciler's JSON log, at INFO, in FILE (a look at "
                         "what each pass read and when; its own cost is then in the figures)")
     args = parser.parse_args()
-    global LOG
-    LOG = open(args.log, "w") if args.log else None
     print(f"# rwo-failover continuous mode, {time.strftime('%Y-%m-%d')}, {platform.machine()}, {os.cpu_count()} "
           f"cores, Python {platform.python_version()}", flush=True)
-    with FakeApiServer() as api, tempfile.TemporaryDirectory() as tmp:
+    global LOG
+    with FakeApiServer() as api, tempfile.TemporaryDirectory() as tmp, \
+            open(args.log, "w") if args.log else contextlib.nullcontext() as LOG:
         t0 = time.perf_counter()
         load(api, args.nodes, dead_nodes=0)
         pods = len(api.store["pods"])
@@ -261,7 +262,7 @@ def main() -> int:
         print(f"{name:<28}{cpu:>11.2f}{mb:>10.2f}{req:>14.1f}")
     base = rows[0][1]
     for name, figures in rows[1:]:
-        ratios = [b / f if f else float("inf") for b, f in zip(base, figures)]
+        ratios = [b / f if f else float("inf") for b, f in zip(base, figures, strict=True)]
         print(f"polling / {name}: CPU {ratios[0]:.1f}x, bytes {ratios[1]:.1f}x, requests {ratios[2]:.1f}x "
               "(goal: >= 20x each)")
     print(f"\n## 2. Reaction, watching: from provably down (server clock) to the first write, "

@@ -4,12 +4,14 @@ Two witnesses, both on this machine's clock. The cluster side is polled every PO
 own (its own client, the admin's kubeconfig): the node NotReady, its shutdown and out-of-service taints, the
 old pod gone, the attachment on the dead node gone, the replacement scheduled, its volume attached, the
 replacement Running and Ready. rwo-failover's side is read from its JSON pass log afterwards: the first node
-verdict naming the node (its shutdown taint, or with redfish its silent Lease, seen) and the first verdict `down` (proven down). A phase never reached
-stays None. Each figure is the first poll that saw it, so it is late by up to POLL_SECONDS plus a GET.
+verdict naming the node (its shutdown taint, or with redfish its silent Lease, seen) and the first verdict
+`down` (proven down). A phase never reached stays None. Each figure is the first poll that saw it, so it is
+late by up to POLL_SECONDS plus a GET.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import statistics
 import threading
@@ -52,10 +54,8 @@ class Timeline:
     def _run(self) -> None:
         while not self._stop.is_set():
             now = time.monotonic()
-            try:
+            with contextlib.suppress(Exception):
                 self._poll(now)
-            except Exception:
-                pass
             self._stop.wait(POLL_SECONDS)
 
     def _poll(self, now: float) -> None:
