@@ -15,12 +15,12 @@ from rwo_failover.model import OUT_OF_SERVICE_KEY, RECOVERY_LABEL
 from rwo_testkit import fake_cluster as fc
 
 
-def stuck(api, node: str, name: str = "db-0", namespace: str = "default", **pod_args) -> dict:
+def stuck(api, node: str, name: str = "db-0", *, namespace: str = "default", **pod_args) -> dict:
     fc.add_volume(api, f"data-{name}", namespace=namespace, attached_to=node)
     return api.add(fc.pod(name, node, namespace=namespace, claims=[f"data-{name}"], terminating=True, **pod_args))
 
 
-def tainted_node(api, name: str, not_ready_for: float, lease_renewed_ago: float, duration=40) -> None:
+def tainted_node(api, name: str, not_ready_for: float, *, lease_renewed_ago: float, duration=40) -> None:
     api.add(fc.node(name, ready="Unknown", since=not_ready_for, taints=[fc.SHUTDOWN, fc.UNREACHABLE]))
     api.add(fc.lease(name, lease_renewed_ago, duration))
 
