@@ -39,7 +39,7 @@ def test_a_claim_nested_deeper_than_python_goes_is_one_unreadable_claim_not_a_fa
 
     result = run_pass()
 
-    assert result.code == EXIT_OK, [l for l in result.logs if l["level"] != "INFO"][:4]
+    assert result.code == EXIT_OK, [line for line in result.logs if line["level"] != "INFO"][:4]
     assert freed(api)
     # Nobody's pod uses it: it is none of this pass's business, so it is not reported either.
     assert not skips(result, "persistentvolumeclaim")
@@ -56,7 +56,7 @@ def test_a_deep_claim_of_a_stuck_pod_withholds_its_node_only_and_is_reported_unr
 
     result = run_pass()
 
-    assert result.code == EXIT_OK, [l for l in result.logs if l["level"] != "INFO"][:4]
+    assert result.code == EXIT_OK, [line for line in result.logs if line["level"] != "INFO"][:4]
     assert freed(api)
     assert api.get("pods", "web-0", "default") is not None
     # (observe reads claims twice, for pods and for volumes, and logs the skip each time: one object all the same)
@@ -77,7 +77,7 @@ def test_a_deep_pod_on_a_stopped_node_is_skipped_with_a_reason_and_the_rest_free
 
     result = run_pass()
 
-    assert result.code == EXIT_OK, [l for l in result.logs if l["level"] != "INFO"][:4]
+    assert result.code == EXIT_OK, [line for line in result.logs if line["level"] != "INFO"][:4]
     assert freed(api)
     assert api.get("pods", "web-0", "default") is not None  # unreadable: never acted on
     [skip] = skips(result, "pod")
@@ -119,7 +119,7 @@ def test_24_maximum_size_pods_on_a_dead_node_are_freed_a_tenth_of_a_page_at_a_ti
 
     result = run_pass("--page-size", "500", PASS_TIMEOUT_SECONDS="240")
 
-    assert result.code == EXIT_OK, [l for l in result.logs if l["level"] != "INFO"][:4]
+    assert result.code == EXIT_OK, [line for line in result.logs if line["level"] != "INFO"][:4]
     assert freed(api, pods)
     asked = [(int(r.query["limit"]), r.query.get("resourceVersion", "")) for r in result.requests
              if r.verb == "list" and r.resource == "pods"]
@@ -228,7 +228,7 @@ def test_an_answer_that_is_not_utf8_is_a_failed_read_named_as_such_never_a_crash
 
     result = run_pass()
 
-    assert result.code == EXIT_UNAVAILABLE, [l for l in result.logs if l["level"] != "INFO"][:3]
-    errors = [str(l.get("error", "")) for l in result.logs if l["level"] == "ERROR"]
+    assert result.code == EXIT_UNAVAILABLE, [line for line in result.logs if line["level"] != "INFO"][:3]
+    errors = [str(line.get("error", "")) for line in result.logs if line["level"] == "ERROR"]
     assert any("utf-8" in e for e in errors), errors
     assert api.get("pods", "db-0", "default") is not None

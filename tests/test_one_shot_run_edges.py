@@ -126,7 +126,7 @@ def test_a_one_shot_run_at_the_accepted_bound_with_a_slower_first_read(api, kube
     code, logs = one_run(kubeconfig, Sightings(), PASS_TIMEOUT_SECONDS="9", MIN_NOT_READY_SECONDS="6",
                          ONCE_WAIT_SECONDS="30", REQUEST_TIMEOUT_SECONDS="3")
     assert api.get("pods", "db-0", "default") is None, (code, [u["reason"] for u in unfit_lines(logs)], [
-        (l["message"], l.get("error") or l.get("reason")) for l in logs if l["level"] == "ERROR"])
+        (line["message"], line.get("error") or line.get("reason")) for line in logs if line["level"] == "ERROR"])
 
 
 @pytest.mark.parametrize("fenced_wait", ["0", "5"], ids=["fenced-wait-default-0", "fenced-wait-5"])
@@ -151,7 +151,7 @@ def test_a_refusal_names_every_node_with_work_a_new_process_holds_back(api, kube
     [summary] = [line for line in logs if line["message"] == "pass finished"]
     refused = sorted(e["involvedObject"]["name"] for e in api.objects("events") if e["reason"] == "FailoverRefused")
     assert code == 3 and summary["brake"] == "unhealthy-fraction", summary
-    verdicts = [(l["node"], l["state"]) for l in logs if l["message"] == "node verdict"]
+    verdicts = [(line["node"], line["state"]) for line in logs if line["message"] == "node verdict"]
     assert refused == ["s0", "s1", "t0"], (refused, verdicts)
 
 
