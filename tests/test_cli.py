@@ -50,8 +50,8 @@ def test_unreachable_api_server_exits_4_after_bounded_retries(tmp_path, api):
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     path = api.write_kubeconfig(str(tmp_path / "kc"))
-    text = open(path).read().replace(api.url, f"http://127.0.0.1:{port}")
-    open(path, "w").write(text)
+    text = Path(path).read_text().replace(api.url, f"http://127.0.0.1:{port}")
+    Path(path).write_text(text)
 
     code, out, _ = run_main({"KUBECONFIG": path, "API_MAX_ATTEMPTS": "3", "PASS_TIMEOUT_SECONDS": "10"})
 
