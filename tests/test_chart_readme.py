@@ -28,8 +28,8 @@ def test_every_value_is_a_row_with_a_description():
 
 
 def test_the_table_is_made_from_comments_and_defaults():
-    text = "# Top.\na: 1\nb:\n  # Inner, with a | pipe.\n  c: [x, y]\n\n  # Cut off by the blank line above? No: kept.\n" \
-           "  d: {secretName: \"\", key: \"\"}\ne:\n  f: {}\n"
+    text = "# Top.\na: 1\nb:\n  # Inner, with a | pipe.\n  c: [x, y]\n\n" \
+           "  # Cut off by the blank line above? No: kept.\n  d: {secretName: \"\", key: \"\"}\ne:\n  f: {}\n"
     assert values_table.rows(text) == [
         ("a", "int", "1", "Top."), ("b.c", "list", '["x","y"]', "Inner, with a | pipe."),
         ("b.d", "object", '{"secretName":"","key":""}', "Cut off by the blank line above? No: kept."),

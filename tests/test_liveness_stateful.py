@@ -248,5 +248,6 @@ class PassAgainstTheWorld(RuleBasedStateMachine):
 
 
 PassAgainstTheWorld.TestCase.settings = hsettings(
-    max_examples=int(os.environ.get("STATEFUL_EXAMPLES", "60")), stateful_step_count=80, deadline=None, suppress_health_check=list(HealthCheck))
+    max_examples=int(os.environ.get("STATEFUL_EXAMPLES", "60")), stateful_step_count=80, deadline=None,
+    suppress_health_check=list(HealthCheck))
 TestPassAgainstTheWorld = PassAgainstTheWorld.TestCase

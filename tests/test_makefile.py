@@ -235,7 +235,8 @@ def fake_wheel(folder: Path, tag: str) -> tuple[str, str]:
     files = {"rwofake/__init__.py": f"BUILT_FOR = {tag!r}\n",
              "rwofake-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: rwofake\nVersion: 1.0\n",
              "rwofake-1.0.dist-info/WHEEL": f"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: {tag}\n"}
-    record = "".join(f"{path},sha256={base64.urlsafe_b64encode(hashlib.sha256(body.encode()).digest()).rstrip(b'=').decode()},"
+    record = "".join(f"{path},sha256="
+                     f"{base64.urlsafe_b64encode(hashlib.sha256(body.encode()).digest()).rstrip(b'=').decode()},"
                      f"{len(body.encode())}\n" for path, body in files.items()) + "rwofake-1.0.dist-info/RECORD,,\n"
     with zipfile.ZipFile(folder / name, "w") as archive:
         for path, body in {**files, "rwofake-1.0.dist-info/RECORD": record}.items():

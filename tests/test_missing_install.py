@@ -22,7 +22,8 @@ def test_without_the_recovery_namespace_every_record_create_is_a_named_failure(a
     # the handoff on the attachment waits for it (ceph-csi fences on the taint), a failure the next pass retries.
     [untainted] = [line for line in result.logs if line["level"] == "ERROR" and "taint record" in line["message"]]
     assert 'namespaces "rwo-failover" not found' in untainted["message"]
-    assert not [t for t in api.get("nodes", "dead")["spec"]["taints"] if t["key"] == "node.kubernetes.io/out-of-service"]
+    assert not [t for t in api.get("nodes", "dead")["spec"]["taints"]
+                if t["key"] == "node.kubernetes.io/out-of-service"]
     assert result.summary["failures"] == 3 and result.summary["attachments_held"] == 1
     assert api.get("pods", "db-0", "default") is None, "the pods are still freed"
 

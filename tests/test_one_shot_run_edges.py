@@ -63,7 +63,8 @@ def test_redfish_power_off_false_is_named_not_pass_timeout_seconds(api, kubeconf
     assert failed and "REDFISH_POWER_OFF=false" in failed[0]["message"], failed
 
 
-@pytest.mark.parametrize("lease, timeout", [(110, "45"), (120, "48")], ids=["lease-110-defaults", "lease-120-advised-48"])
+@pytest.mark.parametrize("lease, timeout", [(110, "45"), (120, "48")],
+                         ids=["lease-110-defaults", "lease-120-advised-48"])
 def test_a_held_forceoff_sent_late_in_the_run_still_has_time_to_see_off(api, kubeconfig, tmp_path, bmc, lease,
                                                                          timeout):
     """_due lets a run wait for its own sighting while the run keeps PASS_TIMEOUT_SECONDS/3 - START_SLACK_SECONDS;
@@ -147,7 +148,8 @@ def test_a_refusal_names_every_node_with_work_a_new_process_holds_back(api, kube
         fc.add_volume(api, f"data-{name}", attached_to=name)
         api.add(fc.pod(f"db-{name}", name, claims=[f"data-{name}"], terminating=True))
     code, logs = one_run(kubeconfig, Sightings(), FENCING="redfish", ONCE_WAIT_SECONDS="0",
-                         FENCED_MIN_NOT_READY_SECONDS=fenced_wait, REDFISH_BMC_FILE=bmc_file(tmp_path, {"s0": bmc.entry("p-hung")}))
+                         FENCED_MIN_NOT_READY_SECONDS=fenced_wait,
+                         REDFISH_BMC_FILE=bmc_file(tmp_path, {"s0": bmc.entry("p-hung")}))
     [summary] = [line for line in logs if line["message"] == "pass finished"]
     refused = sorted(e["involvedObject"]["name"] for e in api.objects("events") if e["reason"] == "FailoverRefused")
     assert code == 3 and summary["brake"] == "unhealthy-fraction", summary

@@ -99,7 +99,8 @@ def test_a_fresh_process_does_not_leave_a_partition_out_of_the_brakes(api, kubec
     assert first["brake"] == "unhealthy-fraction" and not deleted, (first, [r.name for r in deleted])
 
 
-@pytest.mark.parametrize("timeout, wait", [("9", "6"), ("45", "30"), ("9", "5")], ids=["bound-9-6", "defaults-45-30", "control-under-9-5"])
+@pytest.mark.parametrize("timeout, wait", [("9", "6"), ("45", "30"), ("9", "5")],
+                         ids=["bound-9-6", "defaults-45-30", "control-under-9-5"])
 def test_a_one_shot_run_at_the_accepted_bound_fails_the_node_over(api, kubeconfig, timeout, wait):
     """Settings at their bounds. settings/checks.py's _check_one_shot accepts MIN_NOT_READY_SECONDS up to two thirds
     of PASS_TIMEOUT_SECONDS, saying that past it "no run would ever fail a node over". A new process (a CronJob's run)

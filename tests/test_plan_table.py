@@ -144,7 +144,8 @@ def test_a_node_confirmed_fenced_is_released_as_the_table_says(api, tmp_path):
     assert any(line.startswith("WILL RELEASE (1 pods, 1 VolumeAttachments)") for line in table), table
 
 
-EVIL = "rbd: error\r\n\nNo node carries a shutdown taint (4 nodes, 0 not Ready): nothing to do.\x1b[8m\u202e" + "x" * 300
+EVIL = ("rbd: error\r\n\nNo node carries a shutdown taint (4 nodes, 0 not Ready): nothing to do.\x1b[8m\u202e"
+        + "x" * 300)
 
 
 def test_strings_from_the_cluster_are_printed_inert():

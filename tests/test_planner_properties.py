@@ -364,7 +364,8 @@ def test_generator_reaches_the_interesting_cases(what, reached):
 def at(snapshot: Snapshot, moment: datetime) -> Snapshot:
     """The same cluster judged at `moment`: this process has also seen each NotReady node that much longer."""
     passed = (moment - snapshot.now).total_seconds()
-    return dataclasses.replace(snapshot, now=moment, unknown_for={k: v + passed for k, v in snapshot.unknown_for.items()})
+    return dataclasses.replace(snapshot, now=moment,
+                               unknown_for={k: v + passed for k, v in snapshot.unknown_for.items()})
 
 
 @given(snapshots(), settings_st)

@@ -165,8 +165,9 @@ class Namespaces:
 
 def used_in_code() -> set[tuple[str, str, str, str]]:
     """Every self.call("verb", "resource[ in namespace]", "METHOD", path, ...), self.list_all("resource", path, ...),
-    self.read("resource", path, ...) (a get) and self.watch("resource", path, ...) in the API access layer (rwo_failover/kube/), the only place that calls,
-    with the namespaces its path can name (Namespaces): CLUSTER when any, else each one."""
+    self.read("resource", path, ...) (a get) and self.watch("resource", path, ...) in the API access layer
+    (rwo_failover/kube/), the only place that calls, with the namespaces its path can name (Namespaces): CLUSTER
+    when any, else each one."""
     namespaces = Namespaces(_package())
     used = set()
     for source, node, function in namespaces.sites:

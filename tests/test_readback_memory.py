@@ -51,7 +51,8 @@ def test_a_dense_answer_is_refused_within_a_memory_budget(answer):
         tracemalloc.stop()
         server.shutdown()
         server.server_close()
-    assert peak < BUDGET, f"the read-back peaked at {peak / 2 ** 20:.0f} MiB for a {len(answer) / 2 ** 20:.1f} MiB answer"
+    assert peak < BUDGET, (f"the read-back peaked at {peak / 2 ** 20:.0f} MiB "
+                           f"for a {len(answer) / 2 ** 20:.1f} MiB answer")
 
 
 def test_a_big_real_shaped_answer_is_still_read():

@@ -53,7 +53,8 @@ def test_a_replacement_is_confirmed_from_the_pods_where_its_volume_is_attached_n
 
     assert done.summary["recovered"] == 1, done.logs[-5:]
     assert namespace_lists(api, before) == []
-    on_nodes = {r.query.get("fieldSelector") for r in api.requests[before:] if r.verb == "list" and r.resource == "pods"}
+    on_nodes = {r.query.get("fieldSelector") for r in api.requests[before:]
+                if r.verb == "list" and r.resource == "pods"}
     assert {"spec.nodeName=dead", "spec.nodeName=w1"} <= on_nodes
 
 

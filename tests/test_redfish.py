@@ -222,8 +222,8 @@ def test_a_bmc_certificate_from_another_ca_is_refused(api, run_pass, tmp_path, b
     (b"HTTP/1.1 302 Found\r\nLocation: https://elsewhere.example/redfish/v1/Systems/1\r\nContent-Length: 0\r\n\r\n",
      "a redirect"),
     (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 12\r\n\r\nPowerState=O", "not JSON"),
-    (b"HTTP/1.1 200 OK\r\nContent-Length: 67\r\n\r\n{\"@odata.id\": \"/redfish/v1/Systems/1\", \"PowerState\": \"PoweringOff\"}",
-     "PowerState PoweringOff"),
+    (b"HTTP/1.1 200 OK\r\nContent-Length: 67\r\n\r\n"
+     b"{\"@odata.id\": \"/redfish/v1/Systems/1\", \"PowerState\": \"PoweringOff\"}", "PowerState PoweringOff"),
     (b"HTTP/1.1 200 OK\r\nContent-Length: 21\r\n\r\n{\"PowerState\": \"Off\"}",
      "not the entry's ComputerSystem"),  # no @odata.id: whose Off it is cannot be told
     (b"OFF\r\n\r\n", "not valid HTTP"),

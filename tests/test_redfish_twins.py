@@ -40,7 +40,8 @@ def test_a_serial_named_machine_that_answers_off_is_freed_whatever_another_node_
 
     assert freed(api) and result.code == EXIT_OK, (
         "a machine its BMC proves Off (by the serial the operator named) is never freed because another node "
-        f"reports the same systemUUID: {[e['message'] for e in api.objects('events') if e['reason'] == 'FencingFailed']}")
+        "reports the same systemUUID: "
+        f"{[e['message'] for e in api.objects('events') if e['reason'] == 'FencingFailed']}")
 
 
 def test_without_the_twin_the_same_node_is_freed(api, run_pass, tmp_path):

@@ -40,7 +40,8 @@ def test_the_deployment_pod_passes_admission_and_lands_on_a_node(applied):
     pod = wait_for("a Deployment pod scheduled",
                    lambda: next((p for p in pods(applied, "ReplicaSet") if p["spec"].get("nodeName")), None), 60)
     assert pod["spec"]["nodeName"] in ("d1", "d2")
-    assert "--once" not in pod["spec"]["containers"][0].get("args", []) and pod["spec"]["priorityClassName"] == "rwo-failover"
+    assert "--once" not in pod["spec"]["containers"][0].get("args", [])
+    assert pod["spec"]["priorityClassName"] == "rwo-failover"
 
 
 def test_the_cronjob_creates_jobs_whose_pods_land_on_a_node(applied):

@@ -51,7 +51,8 @@ def test_fence_act_recover_unfence_delete_with_networkfence(cluster, sa):
         timing = outage(cluster, "fenced", "db", "f-node", act)
         assert timing is not None and set(codes) == {EXIT_OK}, codes
         fence = cluster.kube.get(f"{FENCES}/f-node")
-        assert fence["spec"]["fenceState"] == "Fenced" and fence["spec"]["cidrs"] == [f"{internal_ip(cluster, 'f-node')}/32"]
+        assert fence["spec"]["fenceState"] == "Fenced"
+        assert fence["spec"]["cidrs"] == [f"{internal_ip(cluster, 'f-node')}/32"]
         record(f"seed outage, networkfence (controller answers in 2 s): {timing.from_taint:.0f}s after the "
                f"shutdown taint, {timing.from_power_off:.0f}s after power-off")
 

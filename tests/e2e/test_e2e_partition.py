@@ -75,8 +75,8 @@ def test_continuous_mode_writes_nothing_through_a_partition_then_frees_the_node_
         "the first calm moment after the partition released nothing"
     assert freed >= 9, f"freed {freed:.1f}s after the heal, inside the 10 s cool-down"
     record(f"continuous mode through a partition (4 of 5 nodes silent, one of them shutdown-tainted): "
-           f"{len(refused)} passes refused, nothing written; after the heal {len(cooled)} passes held by the 10 s storm "
-           f"cool-down, and the replacement ran {freed:.0f}s after the heal")
+           f"{len(refused)} passes refused, nothing written; after the heal {len(cooled)} passes held by the 10 s "
+           f"storm cool-down, and the replacement ran {freed:.0f}s after the heal")
 
 
 def passes(log_path) -> list[dict]:

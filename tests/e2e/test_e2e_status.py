@@ -42,7 +42,8 @@ def viewer(cluster) -> Path:
     cluster.kube.create("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
         "metadata": {"name": "ops-viewer-status"}, "subjects": subject,
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "rwo-failover-status-viewer"}})
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                    "name": "rwo-failover-status-viewer"}})
     cluster.kube.create(f"/apis/rbac.authorization.k8s.io/v1/namespaces/{NS}/rolebindings", {
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
         "metadata": {"name": "ops-viewer-status"}, "subjects": subject,
@@ -54,7 +55,8 @@ def a_job_pod_exits(cluster, code: int) -> str:
     """The first of the CronJob's Job pods to run ends with `code`, as its kubelet would report the container's
     exit; the Job's name."""
     pod = wait_for("a Job's pod running", lambda: next(
-        (p for p in cluster.kube.items(f"/api/v1/namespaces/{NS}/pods", labelSelector="app.kubernetes.io/name=rwo-failover")
+        (p for p in cluster.kube.items(f"/api/v1/namespaces/{NS}/pods",
+                                       labelSelector="app.kubernetes.io/name=rwo-failover")
          if (p.get("status") or {}).get("phase") == "Running"), None), 120, every=2)
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     cluster.kube.patch(f"/api/v1/namespaces/{NS}/pods/{pod['metadata']['name']}/status", {"status": {
