@@ -113,25 +113,36 @@ class Namespaces:
             positional = [a.arg for a in spec.posonlyargs + spec.args]
             if parameter not in positional + [a.arg for a in spec.kwonlyargs]:
                 continue
-            defaults = dict(zip(positional[len(positional) - len(spec.defaults):], spec.defaults))
-            defaults |= {a.arg: d for a, d in zip(spec.kwonlyargs, spec.kw_defaults) if d is not None}
+            defaults = dict(zip(positional[len(positional) - len(spec.defaults):], spec.defaults, strict=True))
+            defaults |= {a.arg: d for a, d in zip(spec.kwonlyargs, spec.kw_defaults, strict=True) if d is not None}
             bound = 1 if definition.method and positional[:1] in (["self"], ["cls"]) else 0
             position = positional.index(parameter) - bound if parameter in positional else None
             for call, caller in self.calls.get(function, []):
                 if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
                     return self.ANY  # *args or **kwargs: cannot tell
-                given = [k.value for k in call.keywords if k.arg == parameter]
-                if not given and position is not None and position < len(call.args):
-                    given = [call.args[position]]
-                if not given and parameter in defaults:
-                    given, caller = [defaults[parameter]], None
-                if not given:
+                given = self._argument(call, caller, parameter, position=position, defaults=defaults)
+                if given is None:
                     continue  # a call that would fail (a missing argument) makes no request
-                values = self.of_expression(given[0], caller, busy)
+                values = self.of_expression(*given, busy)
                 if values is self.ANY:
                     return self.ANY
                 found |= values
         return found
+
+    @staticmethod
+    def _argument(call: ast.Call, caller: ast.FunctionDef | None, parameter: str, *, position: int | None,
+                  defaults: dict[str, ast.expr]) -> tuple[ast.expr, ast.FunctionDef | None] | None:
+        """What `call` passes as `parameter` (by name, by position, or else its default), and the function to
+        follow it in: the caller, or none for a default, which is evaluated where the function is defined. None
+        when the call passes nothing for it."""
+        given = [k.value for k in call.keywords if k.arg == parameter]
+        if given:
+            return given[0], caller
+        if position is not None and position < len(call.args):
+            return call.args[position], caller
+        if parameter in defaults:
+            return defaults[parameter], None
+        return None
 
     def of_expression(self, expr: ast.expr, function, busy: frozenset) -> set[str] | None:
         if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
@@ -156,7 +167,7 @@ class Namespaces:
             literal = re.search(r"/namespaces/([^/]+)/", path.value)
             return {literal[1]} if literal else self.ANY
         if isinstance(path, ast.JoinedStr):
-            for before, part in zip(path.values, path.values[1:]):
+            for before, part in zip(path.values, path.values[1:], strict=False):
                 if isinstance(before, ast.Constant) and str(before.value).endswith("/namespaces/") and \
                         isinstance(part, ast.FormattedValue):
                     return self.of_expression(part.value, function, frozenset())
