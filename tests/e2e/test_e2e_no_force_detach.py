@@ -44,21 +44,18 @@ def recovered(cluster, namespace: str, app: str, dead: str) -> str | None:
     return None
 
 
-@pytest.mark.timeout(WINDOW_SECONDS + 300)  # the window, and the set-up before it
-def test_only_the_out_of_service_path_frees_a_dead_node_without_force_detach(cluster, sa):
-    kcm = cluster.cp.workdir / "kube-controller-manager.log"
-    nodes = {"tool": "nfd-tool", "bare": "nfd-bare"}
-    cluster.sim.add_node(nodes["tool"])
-    cluster.sim.add_node(nodes["bare"], labels={"rwo-failover.io/opt-out": "true"})
-    for namespace, node in nodes.items():
-        for kind, app in APPS:
-            getattr(cluster, kind)(namespace, app, node_affinity=node, evict_after=EVICT_AFTER)
-    for namespace, node in nodes.items():
-        for _, app in APPS:
-            pod = wait_for(f"{namespace}/{app} running", lambda: cluster.running_app(namespace, app), 90)
-            assert pod["spec"]["nodeName"] == node, f"{namespace}/{app} runs on {pod['spec']['nodeName']}"
-            wait_for(f"{namespace}/{app} attached", lambda: cluster.attached(pv(namespace, app), node), 30)
+def placed(cluster, namespace: str, app: str, *, node: str) -> None:
+    """Waits until the app runs on `node` with its volume attached there."""
+    pod = wait_for(f"{namespace}/{app} running", lambda: cluster.running_app(namespace, app), 90)
+    assert pod["spec"]["nodeName"] == node, f"{namespace}/{app} runs on {pod['spec']['nodeName']}"
+    wait_for(f"{namespace}/{app} attached", lambda: cluster.attached(pv(namespace, app), node), 30)
 
+
+def power_off_and_watch(cluster, sa, nodes: dict[str, str]) -> tuple[dict[str, float], list[int]]:
+    """Both nodes powered off at once and watched for WINDOW_SECONDS: each gets the cloud's shutdown taint at
+    NotReady; once the tool's node has it, a pass runs each round until the tool's apps are freed; the opted-out
+    apps must never recover. When each of the tool's apps was freed (seconds from power-off), and the passes'
+    exit codes."""
     off = time.monotonic()
     for node in nodes.values():
         cluster.sim.power_off(node)
@@ -79,6 +76,23 @@ def test_only_the_out_of_service_path_frees_a_dead_node_without_force_detach(clu
             assert not recovered(cluster, "bare", app, nodes["bare"]), \
                 f"bare/{app} recovered without the tool after {time.monotonic() - off:.0f}s"
         time.sleep(2 if len(freed) < len(APPS) else 10)
+    return freed, codes
+
+
+@pytest.mark.timeout(WINDOW_SECONDS + 300)  # the window, and the set-up before it
+def test_only_the_out_of_service_path_frees_a_dead_node_without_force_detach(cluster, sa):
+    kcm = cluster.cp.workdir / "kube-controller-manager.log"
+    nodes = {"tool": "nfd-tool", "bare": "nfd-bare"}
+    cluster.sim.add_node(nodes["tool"])
+    cluster.sim.add_node(nodes["bare"], labels={"rwo-failover.io/opt-out": "true"})
+    for namespace, node in nodes.items():
+        for kind, app in APPS:
+            getattr(cluster, kind)(namespace, app, node_affinity=node, evict_after=EVICT_AFTER)
+    for namespace, node in nodes.items():
+        for _, app in APPS:
+            placed(cluster, namespace, app, node=node)
+
+    freed, codes = power_off_and_watch(cluster, sa, nodes)
 
     assert set(codes) == {EXIT_OK}, codes
     assert set(freed) == {app for _, app in APPS}, f"freed by rwo-failover: {freed}"
