@@ -330,6 +330,19 @@ def test_our_warning_about_a_live_node_shows_though_the_node_wrote_one_under_its
 
 # --- Forgery 2: a claimed reboot ------------------------------------------------------------------------------
 
+def failed_over(cluster, sa, olds: dict[str, dict]) -> bool:
+    """One pass; then whether each node of `olds` (node: its old pod) has a replacement Running elsewhere with
+    its volume attached there, and no VolumeAttachment is left on any of them."""
+    assert cluster.run_pass(sa).code == EXIT_OK
+    for name in olds:
+        new = cluster.running(name, "db-0", not_on=name, not_uid=olds[name]["metadata"]["uid"])
+        if not (new and cluster.attached(f"pv-{name}-db", new["spec"]["nodeName"])):
+            return False
+    left = [a for a in cluster.kube.items("/apis/storage.k8s.io/v1/volumeattachments")
+            if a["spec"]["nodeName"] in olds]
+    return not left  # the dead nodes' attachments released (undo waits for that too)
+
+
 @pytest.fixture(scope="module")
 def claimed(cluster, sa):
     """Two nodes, each its own kubelet, each running a StatefulSet's pod, go down together; passes fail them over
@@ -353,17 +366,8 @@ def claimed(cluster, sa):
         for name in names:
             wait_for(f"{name} NotReady", lambda n=name: cluster.ready(n) != "True", NODE_MONITOR_GRACE_SECONDS + 30)
             cluster.taint(name, CLOUD_TAINT)  # the cloud: the instance is stopped
-
-        def failed_over() -> bool:
-            assert cluster.run_pass(sa).code == EXIT_OK
-            for name in names:
-                new = cluster.running(name, "db-0", not_on=name, not_uid=olds[name]["metadata"]["uid"])
-                if not (new and cluster.attached(f"pv-{name}-db", new["spec"]["nodeName"])):
-                    return False
-            left = [a for a in cluster.kube.items("/apis/storage.k8s.io/v1/volumeattachments")
-                    if a["spec"]["nodeName"] in names]
-            return not left  # the dead nodes' attachments released (undo waits for that too)
-        wait_for("both replacements Running, their volumes attached elsewhere", failed_over, 180, every=2)
+        wait_for("both replacements Running, their volumes attached elsewhere", lambda: failed_over(cluster, sa, olds),
+                 180, every=2)
         record(f"node identity: two nodes failed over together {time.monotonic() - off:.0f}s after power-off")
         records = {r["node"]: r for r in taint_records(cluster).values()}
         for name in names:
