@@ -96,7 +96,9 @@ def test_a_time_is_utc_whatever_this_process_s_time_zone():
 
 
 def test_the_server_s_stamp_is_the_latest_and_none_without_one():
-    entry = lambda at, sub="": {"manager": "m", "time": at, **({"subresource": sub} if sub else {})}  # noqa: E731
+    def entry(at: str, sub: str = "") -> dict:
+        return {"manager": "m", "time": at, **({"subresource": sub} if sub else {})}
+
     meta = {"managedFields": [entry("2026-01-01T00:00:05Z"), entry("2026-01-01T00:00:09Z", "status"),
                               {"manager": "x"}]}
     assert server_time(meta) == parse_time("2026-01-01T00:00:09Z")

@@ -16,11 +16,15 @@ import time
 
 import pytest
 from conftest import SESSION_LOG, watched
+from test_fence_webhook import webhook_pass
+from test_pause import control
 from test_redfish import bmc_file
 
 from rwo_failover.observe.sightings import Sightings
 from rwo_failover.run.cli import main
 from rwo_testkit import fake_cluster as fc
+from rwo_testkit.fake_apiserver import Response
+from rwo_testkit.fence_server import FenceServer, fenced_yes
 from rwo_testkit.redfish_bmc import RedfishEmulator
 
 DEAD = "dead"
@@ -114,13 +118,6 @@ def test_a_one_shot_run_at_the_accepted_bound_fails_the_node_over(api, kubeconfi
     passes = [line for line in logs if line["message"] == "pass finished"]
     assert api.get("pods", "db-0", "default") is None, (code, len(passes), [
         (line.get("state"), line.get("reason")) for line in logs if line["message"] == "node verdict"])
-
-
-from test_fence_webhook import webhook_pass  # noqa: E402
-from test_pause import control  # noqa: E402
-
-from rwo_testkit.fake_apiserver import Response  # noqa: E402
-from rwo_testkit.fence_server import FenceServer, fenced_yes  # noqa: E402
 
 
 def test_a_pause_set_while_the_fence_webhook_is_retried_stops_the_retry(api, run_pass, tmp_path):
