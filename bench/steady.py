@@ -47,17 +47,17 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TextIO
 
+from rwo_failover import settings as config
+from rwo_failover.kube import USER_AGENT
+from rwo_failover.model import server_time
+from rwo_failover.planner.liveness import STAMP
+from rwo_testkit import fake_cluster as fc
+from rwo_testkit.fake_apiserver import FakeApiServer
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-from scale import load, rich_pod  # noqa: E402
-
-from rwo_failover import settings as config  # noqa: E402
-from rwo_failover.kube import USER_AGENT  # noqa: E402
-from rwo_failover.model import server_time  # noqa: E402
-from rwo_failover.planner.liveness import STAMP  # noqa: E402
-from rwo_testkit import fake_cluster as fc  # noqa: E402
-from rwo_testkit.fake_apiserver import FakeApiServer  # noqa: E402
+from scale import load, rich_pod  # noqa: E402 -- after sys.path.insert
 
 STATUS_REPORT_SECONDS = 300.0  # the kubelet's nodeStatusReportFrequency
 RELIST_SECONDS = float(config.BY_NAME["RELIST_SECONDS"].default)

@@ -35,13 +35,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from rwo_testkit import fake_cluster as fc
+from rwo_testkit.fake_apiserver import FakeApiServer, Fault
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-from steady import Kubelets, cpu_seconds, ours, start, stop, wait_first_pass  # noqa: E402
-
-from rwo_testkit import fake_cluster as fc  # noqa: E402
-from rwo_testkit.fake_apiserver import FakeApiServer, Fault  # noqa: E402
+from steady import Kubelets, cpu_seconds, ours, start, stop, wait_first_pass  # noqa: E402 -- after sys.path.insert
 
 FLAP_SECONDS = 0.15
 FLAP_TAINT = {"key": "example.com/flapping", "effect": "NoSchedule"}

@@ -21,14 +21,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from rwo_testkit import fake_cluster as fc
+from rwo_testkit.fake_apiserver import FakeApiServer
+from rwo_testkit.managed_fields import bulky, hostile_entry
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-from scale import measure, pass_env  # noqa: E402
-
-from rwo_testkit import fake_cluster as fc  # noqa: E402
-from rwo_testkit.fake_apiserver import FakeApiServer  # noqa: E402
-from rwo_testkit.managed_fields import bulky, hostile_entry  # noqa: E402
+from scale import measure, pass_env  # noqa: E402 -- after sys.path.insert
 
 MAX_OBJECT_BYTES = 1_400_000
 
