@@ -128,7 +128,7 @@ class Cron:
     """`reconcile.py --once` at each wall-clock minute, in the background; a pass still running is replaced."""
 
     def __init__(self, env: dict, log: Path) -> None:
-        self.env, self.log = env, open(log, "a")  # noqa: SIM115 - closed by stop()
+        self.env, self.log = env, log
         self.minute, self.process = int(time.time() // 60), None  # type: ignore[var-annotated]
 
     def tick(self) -> None:
@@ -137,9 +137,9 @@ class Cron:
             return
         self.minute = minute
         self.stop()
-        self.log.flush()
-        self.process = subprocess.Popen([sys.executable, str(REPO / "reconcile.py"), "--once"], cwd=REPO,
-                                        env=self.env, stdout=self.log, stderr=self.log)
+        with open(self.log, "a") as out:  # the pass appends through its own copy of the descriptor
+            self.process = subprocess.Popen([sys.executable, str(REPO / "reconcile.py"), "--once"], cwd=REPO,
+                                            env=self.env, stdout=out, stderr=out)
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
