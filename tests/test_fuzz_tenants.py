@@ -167,8 +167,8 @@ def test_tenant_pods_never_move_a_brake_and_real_outages_still_do(server, tmp_pa
     before = len(server.requests)
 
     code = main(["--once"], {"KUBECONFIG": kubeconfig, "LOG_FORMAT": "json", "PASS_TIMEOUT_SECONDS": "20",
-                             "API_MAX_ATTEMPTS": "2", "ONCE_WAIT_SECONDS": "0"}, stdout=out, stderr=err, sleep=lambda _s: None,
-                sightings=watched())
+                             "API_MAX_ATTEMPTS": "2", "ONCE_WAIT_SECONDS": "0"},
+                stdout=out, stderr=err, sleep=lambda _s: None, sightings=watched())
 
     said = out.getvalue() + err.getvalue()
     SESSION_LOG.add(said)

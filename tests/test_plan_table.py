@@ -176,7 +176,8 @@ def test_with_stdout_not_a_terminal_the_table_goes_to_stderr_and_stdout_stays_js
     fc.outage(api)
     out, err = io.StringIO(), io.StringIO()
     code = main(["--once", "--dry-run"], {"KUBECONFIG": api.write_kubeconfig(str(tmp_path / "kc")),
-                                          "LOG_FORMAT": "json", "OUTPUT": "table"}, stdout=out, stderr=err, sightings=watched())
+                                          "LOG_FORMAT": "json", "OUTPUT": "table"},
+                stdout=out, stderr=err, sightings=watched())
     assert code == 0
     json_lines = [json.loads(line) for line in out.getvalue().splitlines()]  # each whole: jq keeps working
     assert json_lines[-1]["message"] == "pass finished"

@@ -81,8 +81,8 @@ def test_a_big_real_shaped_answer_is_still_read():
     server = ThreadingHTTPServer(("127.0.0.1", 0), Gateway)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        carried = read_back(f"http://127.0.0.1:{server.server_address[1]}", "", "", instance="rwo-failover", name=FAILOVER,
-                            bounds=FAILOVER_BUCKETS, timeout=20)
+        carried = read_back(f"http://127.0.0.1:{server.server_address[1]}", "", "", instance="rwo-failover",
+                            name=FAILOVER, bounds=FAILOVER_BUCKETS, timeout=20)
     finally:
         server.shutdown()
         server.server_close()
