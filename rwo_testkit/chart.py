@@ -99,7 +99,7 @@ def lint_all() -> int:
     for values in (None, *MODES.values()):
         report = lint(values)
         bad = [m for m in report["messages"] if m["severity"] >= 2] + report["errors"]  # 2 warning, 3 error
-        print(f"helm lint --strict {values or '(defaults)'}: {'OK' if not bad else bad}")
+        print(f"helm lint --strict {values or '(defaults)'}: {bad or 'OK'}")
         failed |= bool(bad)
     return int(failed)
 

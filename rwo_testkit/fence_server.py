@@ -15,6 +15,7 @@ in front of one, may send.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import ssl
 import tempfile
@@ -24,7 +25,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from socketserver import BaseRequestHandler, StreamRequestHandler
-from typing import Any, Union
+from typing import Any
 
 from .control_plane import make_pki
 
@@ -132,7 +133,7 @@ class Recorder(_Server):
 
 
 # What a RawFenceServer sends: bytes, or a function of the request's JSON body returning them.
-Reply = Union[bytes, Callable[[Any], bytes]]
+Reply = bytes | Callable[[Any], bytes]
 
 
 def http_answer(status: int, body: bytes, *headers: bytes) -> bytes:
@@ -144,10 +145,8 @@ def http_answer(status: int, body: bytes, *headers: bytes) -> bytes:
 def _raw_handler(outer: RawFenceServer) -> type[BaseRequestHandler]:
     class Raw(StreamRequestHandler):
         def handle(self) -> None:
-            try:
+            with contextlib.suppress(OSError, ssl.SSLError, ValueError):  # the client gave up, or sent something odd
                 self._answer()
-            except (OSError, ssl.SSLError, ValueError):  # the client gave up, or sent something odd
-                pass
 
         def _answer(self) -> None:
             headers: dict[str, str] = {}

@@ -7,6 +7,7 @@ are kept, so a test can also check what was sent.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 
@@ -42,10 +43,8 @@ class RawReply:
             with conn:
                 conn.settimeout(5)
                 self.requests.append(self._read_head(conn))
-                try:
+                with contextlib.suppress(OSError):
                     self._send(conn)
-                except OSError:
-                    pass
 
     def _send(self, conn: socket.socket) -> None:
         if not self.trickle:
