@@ -245,9 +245,9 @@ class ControlPlane:
         raise RuntimeError(f"{what} not ready within {timeout:.0f}s; see {self.workdir}/{what}.log")
 
     def _write_kubeconfig(self, path: Path, user: dict) -> Path:
+        cluster = {"server": self.url, "certificate-authority": str(self.workdir / "pki" / "ca.crt")}
         config = {"apiVersion": "v1", "kind": "Config", "current-context": "e2e",
-                  "clusters": [{"name": "e2e", "cluster": {"server": self.url,
-                                                            "certificate-authority": str(self.workdir / "pki" / "ca.crt")}}],
+                  "clusters": [{"name": "e2e", "cluster": cluster}],
                   "users": [{"name": "e2e", "user": user}],
                   "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": "e2e"}}]}
         path.write_text(json.dumps(config))

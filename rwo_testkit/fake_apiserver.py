@@ -3,7 +3,8 @@
 It speaks enough of the real API over HTTP for the official client, and it
 enforces the semantics rwo-failover relies on, so tests fail for real reasons:
 field and label selectors, limit/continue pagination (no resourceVersion with
-continue; a list at resourceVersion "0" is answered whole, as kube-apiserver does), DELETE with gracePeriodSeconds and a UID precondition (409 on a
+continue; a list at resourceVersion "0" is answered whole, as kube-apiserver
+does), DELETE with gracePeriodSeconds and a UID precondition (409 on a
 mismatch), graceful deletion, finalizers, what a create resets and the CSI
 external-attacher's finalizer (fake_lifecycle.py, checked against a real
 kube-apiserver), Event namespace validation, bearer

@@ -1,4 +1,5 @@
-"""`make test`: the fixture tier and the e2e tier at the same time, one pytest process each (docs/testing.md, "CI time").
+"""`make test`: the fixture tier and the e2e tier at the same time, one pytest process each
+(docs/testing.md, "CI time").
 
     python -m rwo_testkit.tiers [pytest arguments for both]
 
