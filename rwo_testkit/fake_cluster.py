@@ -39,7 +39,7 @@ def machine_uuid(name: str) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_DNS, name))
 
 
-def node(name: str, ready: str = "True", since: float = 3600, taints: Sequence[dict] = (),
+def node(name: str, ready: str = "True", since: float = 3600, *, taints: Sequence[dict] = (),
          images: int = 0, clock_offset: float = 0.0, tainted_ago: float | None = None,
          machine: str | None = None) -> dict:
     """A node whose Ready condition became `ready` `since` seconds ago, with its status last written then.
@@ -104,7 +104,7 @@ def internal_ip(name: str) -> str:
     return f"10.{digest[0]}.{digest[1]}.{digest[2] % 254 + 1}"
 
 
-def lease(node_name: str, renewed_ago: float | None, duration: int | None = 40,
+def lease(node_name: str, renewed_ago: float | None, duration: int | None = 40, *,
           clock_offset: float = 0.0) -> dict:
     """A node Lease as the kubelet keeps it, last renewed `renewed_ago` seconds ago by the server's clock.
 
@@ -122,7 +122,7 @@ def lease(node_name: str, renewed_ago: float | None, duration: int | None = 40,
             "spec": spec}
 
 
-def pod(name: str, node_name: str, namespace: str = "default", claims: Iterable[str] = (),
+def pod(name: str, node_name: str, namespace: str = "default", *, claims: Iterable[str] = (),
         ephemeral: Iterable[str] = (), owner: str | None = "StatefulSet", terminating: bool = False,
         phase: str = "Running", ready: str = "False", reason: str | None = None,
         labels: dict | None = None, annotations: dict | None = None, kubelet_ran: bool = True) -> dict:
@@ -162,7 +162,7 @@ def pod(name: str, node_name: str, namespace: str = "default", claims: Iterable[
             "status": status}
 
 
-def claim(name: str, namespace: str = "default", modes: Sequence[str] = ("ReadWriteOnce",),
+def claim(name: str, namespace: str = "default", modes: Sequence[str] = ("ReadWriteOnce",), *,
           volume: str | None = None, annotations: dict | None = None) -> dict:
     return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
             "metadata": {"name": name, "namespace": namespace, "annotations": annotations or {}},
@@ -171,7 +171,7 @@ def claim(name: str, namespace: str = "default", modes: Sequence[str] = ("ReadWr
             "status": {"phase": "Bound", "accessModes": list(modes), "capacity": {"storage": "10Gi"}}}
 
 
-def volume(name: str, claim_name: str, namespace: str = "default", modes: Sequence[str] = ("ReadWriteOnce",),
+def volume(name: str, claim_name: str, namespace: str = "default", *, modes: Sequence[str] = ("ReadWriteOnce",),
            csi: bool = True, claim_uid: str | None = None) -> dict:
     source: dict[str, Any] = ({"csi": {"driver": "ebs.csi.aws.com", "volumeHandle": f"vol-{_hex(name, 17)}"}}
                               if csi else {"nfs": {"server": "nfs.example.com", "path": f"/exports/{name}"}})
@@ -186,7 +186,7 @@ def volume(name: str, claim_name: str, namespace: str = "default", modes: Sequen
 ATTACHED_AGO = 7 * 86400  # attachments are made by default while their node was alive, before any test stops it
 
 
-def attachment(pv_name: str, node_name: str, attached: bool = True,
+def attachment(pv_name: str, node_name: str, attached: bool = True, *,
                created_ago: float | None = ATTACHED_AGO) -> dict:
     """A VolumeAttachment the server created `created_ago` seconds ago (None: when it is added, now)."""
     # The external-attacher puts its finalizer on every attachment it handles: a delete only marks it, until the
@@ -202,15 +202,15 @@ def attachment(pv_name: str, node_name: str, attached: bool = True,
             "status": {"attached": attached}}
 
 
-def add_volume(api: FakeApiServer, claim_name: str, namespace: str = "default",
+def add_volume(api: FakeApiServer, claim_name: str, namespace: str = "default", *,
                modes: Sequence[str] = ("ReadWriteOnce",), attached_to: str | None = None, csi: bool = True,
                annotations: dict | None = None,
                attached_ago: float | None = ATTACHED_AGO) -> tuple[dict, dict, dict | None]:
     """A bound PVC, its PV, and (for CSI volumes on a node) its VolumeAttachment, made `attached_ago` seconds
     ago (None: now)."""
     pv_name = f"pv-{namespace}-{claim_name}"
-    pvc = api.add(claim(claim_name, namespace, modes, pv_name, annotations))
-    pv = api.add(volume(pv_name, claim_name, namespace, modes, csi, claim_uid=pvc["metadata"]["uid"]))
+    pvc = api.add(claim(claim_name, namespace, modes, volume=pv_name, annotations=annotations))
+    pv = api.add(volume(pv_name, claim_name, namespace, modes=modes, csi=csi, claim_uid=pvc["metadata"]["uid"]))
     va = api.add(attachment(pv_name, attached_to, created_ago=attached_ago)) if attached_to and csi else None
     return pvc, pv, va
 
@@ -230,7 +230,7 @@ def rebooted(node_obj: dict, boot_id: str | None = None) -> dict:
     return node_obj
 
 
-def mark_ours(api: FakeApiServer, node_obj: dict, added_at: str = "2026-11-21T10:00:00Z",
+def mark_ours(api: FakeApiServer, node_obj: dict, added_at: str = "2026-11-21T10:00:00Z", *,
               boot_id: str | None = BOOT_BEFORE, uid: str | None = None, bmc_off_at: str = "",
               namespace: str = RECOVERY_NAMESPACE) -> dict:
     """Our record of our taint, as rwo-failover writes it before adding the taint (a ConfigMap in RECOVERY_NAMESPACE,
@@ -269,7 +269,8 @@ def inline_attachment(node_name: str) -> dict:
             "status": {"attached": True}}
 
 
-def dead_node(api: FakeApiServer, name: str, down_for: float = 600, taints: Sequence[dict] = (SHUTDOWN,)) -> dict:
+def dead_node(api: FakeApiServer, name: str, down_for: float = 600, *,
+              taints: Sequence[dict] = (SHUTDOWN,)) -> dict:
     """A node that has been NotReady, with an unrenewed Lease, for `down_for` seconds, and carries a taint."""
     created = api.add(node(name, ready="Unknown", since=down_for, taints=list(taints) + [UNREACHABLE]))
     api.add(lease(name, down_for + 40))
@@ -282,7 +283,7 @@ def live_node(api: FakeApiServer, name: str, taints: Sequence[dict] = ()) -> dic
     return created
 
 
-def outage(api: FakeApiServer, dead: str = "dead", pods: Sequence[str] = ("db-0",), live: int = 3) -> None:
+def outage(api: FakeApiServer, dead: str = "dead", pods: Sequence[str] = ("db-0",), *, live: int = 3) -> None:
     """`live` healthy nodes, and one dead, tainted node holding stuck StatefulSet pods with attached RWO claims."""
     for i in range(live):
         live_node(api, f"w{i}")

@@ -51,7 +51,7 @@ def _snapshot(pod: dict, namespace: str, claim: str, node: str) -> Snapshot:
     claim_obj["metadata"]["uid"] = "c-uid-1"
     pv = fc.volume("pv-1", claim, namespace, claim_uid="c-uid-1")
     pod["metadata"]["uid"] = "p-uid-1"
-    return Snapshot(datetime.now(UTC), (Node.from_json(fc.node(node, "Unknown", 600, [fc.SHUTDOWN])),
+    return Snapshot(datetime.now(UTC), (Node.from_json(fc.node(node, "Unknown", 600, taints=[fc.SHUTDOWN])),
                                                  Node.from_json(fc.node("w1"))),
                     {node: Lease.from_json(fc.lease(node, 640))}, (Pod.from_json(pod),),
                     {f"{namespace}/{claim}": Claim.from_json(claim_obj)},
