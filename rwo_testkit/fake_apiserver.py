@@ -578,7 +578,8 @@ class FakeApiServer:
         meta["creationTimestamp"] = self.now_text()
         meta.pop("generation", None)
         fake_lifecycle.reset_on_create(kind.plural, obj, self.clock())  # a created pod's status is dropped, and so on
-        managed_fields.stamp(None, obj, _manager(req), "", meta["creationTimestamp"], kind.api_version)
+        managed_fields.stamp(None, obj, _manager(req), subresource="", now=meta["creationTimestamp"],
+                             api_version=kind.api_version)
         if req.query.get("dryRun") == "All":  # the real server answers as if created, stamps included
             return self._json(201, obj)
         self._put(kind, obj)
@@ -614,7 +615,8 @@ class FakeApiServer:
             return self._json(200, self._remove(kind, key, new))
         if new.get("spec") != old.get("spec") and kind.plural in fake_lifecycle.GENERATION_KINDS:
             new["metadata"]["generation"] = int(old["metadata"].get("generation") or 1) + 1
-        managed_fields.stamp(old, new, _manager(req), req.subresource, self.now_text(), kind.api_version)
+        managed_fields.stamp(old, new, _manager(req), subresource=req.subresource, now=self.now_text(),
+                             api_version=kind.api_version)
         self._put(kind, new)
         return self._json(200, new)
 
@@ -670,9 +672,9 @@ def _seed_managed_fields(kind: Kind, obj: dict, now: str) -> None:
     """An object seeded without managedFields was, as far as anyone can tell, written just now."""
     meta = obj["metadata"]
     if meta.get("managedFields") is None:
-        managed_fields.stamp(None, obj, "fixture-seed", "", now, kind.api_version)
+        managed_fields.stamp(None, obj, "fixture-seed", subresource="", now=now, api_version=kind.api_version)
         if kind.status_subresource and obj.get("status"):
-            managed_fields.stamp(obj, obj, "fixture-seed", "status", now, kind.api_version)
+            managed_fields.stamp(obj, obj, "fixture-seed", subresource="status", now=now, api_version=kind.api_version)
 
 
 ANNOTATIONS_LIMIT = 256 * 1024  # apimachinery's TotalAnnotationSizeLimitB: keys and values, in bytes

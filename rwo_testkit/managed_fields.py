@@ -26,7 +26,7 @@ def manager_of(user_agent: str, field_manager: str = "") -> str:
     return field_manager or (user_agent.split("/", 1)[0] if user_agent else "unknown")
 
 
-def entry(manager: str, time: str, subresource: str = "", operation: str = "Update",
+def entry(manager: str, time: str, subresource: str = "", *, operation: str = "Update",
           api_version: str = "v1") -> dict:
     found = {"manager": manager, "operation": operation, "apiVersion": api_version, "time": time,
              "fieldsType": "FieldsV1", "fieldsV1": {}}
@@ -45,7 +45,7 @@ def changed(old: dict | None, new: dict) -> bool:
     return old is None or _content(old) != _content(new)
 
 
-def stamp(old: dict | None, new: dict, manager: str, subresource: str, now: str, api_version: str) -> None:
+def stamp(old: dict | None, new: dict, manager: str, *, subresource: str, now: str, api_version: str) -> None:
     """Give `new` the entries of `old`, with this manager's entry (for this subresource) stamped `now`."""
     entries = [dict(e) for e in ((old or {}).get("metadata") or {}).get("managedFields") or ()]
     key = (manager, "Update", subresource)
