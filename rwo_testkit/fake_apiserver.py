@@ -346,7 +346,7 @@ class FakeApiServer:
             key = self._key(kind, namespace, name)
             self._remove(kind, key, _loads(self.store[plural][key]))
 
-    def _update_metadata(self, name: str, change: Callable[[dict], Any], plural: str = "volumeattachments",
+    def _update_metadata(self, name: str, change: Callable[[dict], Any], plural: str = "volumeattachments", *,
                          namespace: str = "", manager: str = "csi-attacher") -> dict | None:
         """A controller's write to an object's metadata, as the API server stores an update (a finalizer removed
         from an object being deleted removes it); None when it is gone after. Not logged as a request."""
@@ -359,7 +359,7 @@ class FakeApiServer:
             new = _loads(raw)
             change(new["metadata"])
             req = Request("PATCH", "", {}, "patch", plural, namespace, name, user_agent=f"{manager}/v0")
-            self._write(kind, req, old, new)
+            self._write(kind, req, old, new=new)
             return self.get(plural, name, namespace)
 
     def deny(self, verb: str, plural: str) -> None:
@@ -497,7 +497,7 @@ class FakeApiServer:
                           or k.startswith(req.namespace + "/"))
         else:
             keys = self._candidate_keys(kind, req)
-        matches = _selector_filter(kind, objects, keys, req)
+        matches = _selector_filter(kind, objects, keys, req=req)
         # As kube-apiserver v1.36.2 (measured): a list at resourceVersion "0" is served whole from its watch cache,
         # whatever the limit; only a list without a resourceVersion is paginated.
         limit = 0 if at_zero else int(req.query.get("limit") or 0)
@@ -521,7 +521,7 @@ class FakeApiServer:
         asked = req.query.get("resourceVersion", "")
         initial: list[bytes] = []
         if asked in ("", "0"):
-            keys = _selector_filter(kind, self.store[kind.plural], self._candidate_keys(kind, req), req)
+            keys = _selector_filter(kind, self.store[kind.plural], self._candidate_keys(kind, req), req=req)
             initial, start = [self.store[kind.plural][k] for k in keys], self.resource_version
         else:
             try:
@@ -596,9 +596,9 @@ class FakeApiServer:
             _check_resource_version(req, obj, wanted)
         merged = _merge_patch(obj, patch)
         merged["metadata"]["uid"] = obj["metadata"]["uid"]
-        return self._write(kind, req, obj, merged)
+        return self._write(kind, req, obj, new=merged)
 
-    def _write(self, kind: Kind, req: Request, old: dict, new: dict) -> Response:
+    def _write(self, kind: Kind, req: Request, old: dict, *, new: dict) -> Response:
         """Store the result of an update or patch as the real server does: a status subresource sees only its
         part; a write that changes nothing is not stored (same resourceVersion, no new managedFields time); a
         spec change is a new generation; the writer's managedFields entry is stamped with the server's time."""
@@ -633,7 +633,7 @@ class FakeApiServer:
             body["metadata"]["namespace"] = req.namespace
         body.setdefault("apiVersion", kind.api_version)
         body.setdefault("kind", kind.kind)
-        return self._write(kind, req, obj, body)
+        return self._write(kind, req, obj, new=body)
 
     def _do_delete(self, req: Request) -> Response:
         kind, key, obj = self._find(req)
@@ -815,7 +815,7 @@ def _loads(raw: bytes) -> Any:
         return json.loads(raw)
 
 
-def _selector_filter(kind: Kind, objects: dict[str, bytes], keys: list[str], req: Request) -> list[str]:
+def _selector_filter(kind: Kind, objects: dict[str, bytes], keys: list[str], *, req: Request) -> list[str]:
     matches = _event_filter(kind, req)
     return keys if matches is None else [key for key in keys if matches(objects[key])]
 
