@@ -650,7 +650,7 @@ class FakeApiServer:
                                              f"ResourceVersion in object meta: {meta['resourceVersion']}")
         # Graceful deletion and finalizers as kube-apiserver has them (fake_lifecycle.delete): a scheduled pod is
         # marked Terminating until now + its grace, a finalizer keeps anything; the answer is the object.
-        stays, changed = fake_lifecycle.delete(kind.plural, obj, options, req.query, self.clock())
+        stays, changed = fake_lifecycle.delete(kind.plural, obj, options, query=req.query, now=self.clock())
         if not stays:
             return self._json(200, self._remove(kind, key, obj))
         if changed:

@@ -94,44 +94,61 @@ def _requested_grace(options: dict, query: dict[str, str]) -> int | None:
     return None
 
 
-def delete(plural: str, obj: dict, options: dict, query: dict[str, str], now: float) -> tuple[bool, bool]:
+def delete(plural: str, obj: dict, options: dict, *, query: dict[str, str], now: float) -> tuple[bool, bool]:
     """A DELETE applied to `obj`, whose metadata it changes in place: (stays, changed). `stays` when finalizers, or a
     graceful deletion a kubelet must finish, keep it; else it is removed now. `changed` when it must be stored."""
     meta = obj["metadata"]
     held = bool(meta.get("finalizers"))
     requested = _requested_grace(options, query)
-    graceful, period = False, 0
     if plural in GRACEFUL_KINDS:
-        current = meta.get("deletionGracePeriodSeconds")
-        if meta.get("deletionTimestamp"):
-            if current not in (None, 0):
-                if requested is None or requested >= current:
-                    return True, False  # a graceful deletion is pending: only a shorter grace changes it
-                moved = _time(meta["deletionTimestamp"]) - current + requested
-                period = requested
-                if moved < now:
-                    moved, period = now, (1 if requested else 0)
-                meta["deletionTimestamp"], meta["deletionGracePeriodSeconds"] = _text(moved), period
-                graceful = True
-        else:
-            spec, phase = obj.get("spec") or {}, (obj.get("status") or {}).get("phase")
-            period = requested if requested is not None else int(spec.get("terminationGracePeriodSeconds",
-                                                                               DEFAULT_GRACE_SECONDS))
-            if not spec.get("nodeName") or phase in TERMINAL_PHASES:
-                period = 0
-            meta["deletionTimestamp"], meta["deletionGracePeriodSeconds"] = _text(now + period), period
-            if int(meta.get("generation") or 0) > 0:
-                meta["generation"] = int(meta["generation"]) + 1
-            graceful = True
-    if not graceful:
-        if not held:
-            return False, False
-        # markAsDeleting: deletionTimestamp now, unless an earlier one is set; no grace.
-        if not meta.get("deletionTimestamp") or _time(meta["deletionTimestamp"]) > now:
-            meta["deletionTimestamp"] = _text(now)
-        meta["deletionGracePeriodSeconds"] = 0
-        return True, True
-    return held or period > 0, True
+        if not meta.get("deletionTimestamp"):
+            period = _begin_graceful_deletion(obj, requested, now)
+            return held or period > 0, True
+        if meta.get("deletionGracePeriodSeconds") not in (None, 0):
+            shortened = _shorten_graceful_deletion(meta, requested, now)
+            if shortened is None:
+                return True, False  # a graceful deletion is pending: only a shorter grace changes it
+            return held or shortened > 0, True
+    if not held:
+        return False, False
+    _mark_as_deleting(meta, now)
+    return True, True
+
+
+def _begin_graceful_deletion(obj: dict, requested: int | None, now: float) -> int:
+    """The first DELETE of a pod: deletionTimestamp is now plus its grace (none when it is unscheduled or finished),
+    generation + 1. The grace."""
+    meta, spec, phase = obj["metadata"], obj.get("spec") or {}, (obj.get("status") or {}).get("phase")
+    period = requested if requested is not None else int(spec.get("terminationGracePeriodSeconds",
+                                                                       DEFAULT_GRACE_SECONDS))
+    if not spec.get("nodeName") or phase in TERMINAL_PHASES:
+        period = 0
+    meta["deletionTimestamp"], meta["deletionGracePeriodSeconds"] = _text(now + period), period
+    if int(meta.get("generation") or 0) > 0:
+        meta["generation"] = int(meta["generation"]) + 1
+    return period
+
+
+def _shorten_graceful_deletion(meta: dict, requested: int | None, now: float) -> int | None:
+    """Another DELETE of a pod being deleted gracefully: a shorter grace moves deletionTimestamp back by the
+    difference, never before now. The new grace; None when the request does not shorten it (nothing changes)."""
+    current = meta.get("deletionGracePeriodSeconds")
+    if requested is None or requested >= current:
+        return None
+    moved = _time(meta["deletionTimestamp"]) - current + requested
+    period = requested
+    if moved < now:
+        moved, period = now, (1 if requested else 0)
+    meta["deletionTimestamp"], meta["deletionGracePeriodSeconds"] = _text(moved), period
+    return period
+
+
+def _mark_as_deleting(meta: dict, now: float) -> None:
+    """markAsDeleting, for an object its finalizers keep: deletionTimestamp now, unless an earlier one is set; no
+    grace."""
+    if not meta.get("deletionTimestamp") or _time(meta["deletionTimestamp"]) > now:
+        meta["deletionTimestamp"] = _text(now)
+    meta["deletionGracePeriodSeconds"] = 0
 
 
 def delete_during_update(old: dict, new: dict) -> bool:
