@@ -133,6 +133,17 @@ class WatchRequest:
     namespace: str = ""  # a namespaced path's: only its objects' changes (a namespace never changes)
 
 
+@dataclass(kw_only=True)
+class _Cursor:
+    """Where one open watch stands: the version it has reached, and the moments that end its waits."""
+    opened: float
+    deadline: float
+    generation: int  # History.cut_generation when it opened
+    behind: float  # "watch-behind": how long each change is held back (0: not at all)
+    position: int
+    next_bookmark: float
+
+
 def stream(history: History, current: Callable[[], int], w: WatchRequest) -> Iterator[bytes]:
     """The events of one watch, until its timeout; raises Cut to end it without the final chunk."""
     opened = time.monotonic()
@@ -146,48 +157,78 @@ def stream(history: History, current: Callable[[], int], w: WatchRequest) -> Ite
     behind = w.fault_delay if w.fault == "watch-behind" else 0.0
     for raw in w.initial:
         yield event("ADDED", raw)
-    position = w.start
-    next_bookmark = _next_bookmark(opened, deadline, w.bookmark_seconds)
+    cursor = _Cursor(opened=opened, deadline=deadline, generation=generation, behind=behind, position=w.start,
+                     next_bookmark=_next_bookmark(opened, deadline, w.bookmark_seconds))
     if w.fault == "watch-lag":
         _hold(history, generation, opened + w.fault_delay)
     while True:
-        with history.changed:
-            while True:
-                if history.closing or history.cut_generation != generation:
-                    raise Cut()
-                if w.fault == "watch-drop" and time.monotonic() >= opened + w.fault_delay:
-                    raise Cut()
-                if history.too_old(w.plural, position):  # fell out of the window while it waited
-                    changes, late = [], True
-                    break
-                now = time.monotonic()
-                changes, late = history.after(w.plural, position, now - behind), False
-                due = w.bookmarks and now >= next_bookmark
-                if changes or due or now >= deadline:
-                    break
-                wake = min(deadline, next_bookmark if w.bookmarks else deadline)
-                if behind:  # a held-back change becomes due by time, not by a notify
-                    wake = min(wake, _next_due(history.after(w.plural, position), behind))
-                if w.fault == "watch-drop":
-                    wake = min(wake, opened + w.fault_delay)
-                history.changed.wait(max(0.01, wake - now))
-            if not late and not changes and due and not history.after(w.plural, position):
-                position = max(position, current())  # every change up to now was seen (none matched)
+        changes, late, due = _next_batch(history, w, cursor, current=current)
         if late:
-            yield expired(position, history.evicted[w.plural] + 1)
+            yield expired(cursor.position, history.evicted[w.plural] + 1)
             return
-        for change in changes:
-            position = change.version
-            if w.namespace and not change.key.startswith(w.namespace + "/"):
-                continue
-            kind = _event_type(change, w.matches)
-            if kind:
-                yield event(kind, change.raw)
+        yield from _events(changes, w, cursor)
         if due and not changes:
-            next_bookmark = _next_bookmark(time.monotonic(), deadline, w.bookmark_seconds)
-            yield bookmark(w.kind, w.api_version, position)
+            cursor.next_bookmark = _next_bookmark(time.monotonic(), deadline, w.bookmark_seconds)
+            yield bookmark(w.kind, w.api_version, cursor.position)
         if time.monotonic() >= deadline:
             return
+
+
+def _next_batch(history: History, w: WatchRequest, cursor: _Cursor, *,
+                current: Callable[[], int]) -> tuple[list[Change], bool, bool]:
+    """What the watch sends next, once there is anything: (changes, late, due). `late`: it fell out of the
+    retained window while it waited. `due`: a bookmark is; on a quiet watch (no change at all since its position)
+    the position first moves up to the current version, since every change up to now was seen (none matched)."""
+    with history.changed:
+        changes, late, due = _await_news(history, w, cursor)
+        if not late and not changes and due and not history.after(w.plural, cursor.position):
+            cursor.position = max(cursor.position, current())
+    return changes, late, due
+
+
+def _await_news(history: History, w: WatchRequest, cursor: _Cursor) -> tuple[list[Change], bool, bool]:
+    """With the store's lock held: wait until there are changes to send, a bookmark is due, the timeout has come
+    or the watch fell out of the retained window; (changes, late, due) as _next_batch."""
+    while True:
+        _check_cut(history, w, cursor)
+        if history.too_old(w.plural, cursor.position):  # fell out of the window while it waited
+            return [], True, False
+        now = time.monotonic()
+        changes = history.after(w.plural, cursor.position, now - cursor.behind)
+        due = w.bookmarks and now >= cursor.next_bookmark
+        if changes or due or now >= cursor.deadline:
+            return changes, False, due
+        history.changed.wait(max(0.01, _wake_at(history, w, cursor) - now))
+
+
+def _check_cut(history: History, w: WatchRequest, cursor: _Cursor) -> None:
+    """Raise Cut when the stream must end without its final chunk: the server closing, cut_all(), "watch-drop"."""
+    if history.closing or history.cut_generation != cursor.generation:
+        raise Cut()
+    if w.fault == "watch-drop" and time.monotonic() >= cursor.opened + w.fault_delay:
+        raise Cut()
+
+
+def _wake_at(history: History, w: WatchRequest, cursor: _Cursor) -> float:
+    """When a waiting watch must look again even if no change notifies it: its timeout, its next bookmark, a
+    held-back change becoming due ("watch-behind"), its drop ("watch-drop")."""
+    wake = min(cursor.deadline, cursor.next_bookmark if w.bookmarks else cursor.deadline)
+    if cursor.behind:  # a held-back change becomes due by time, not by a notify
+        wake = min(wake, _next_due(history.after(w.plural, cursor.position), cursor.behind))
+    if w.fault == "watch-drop":
+        wake = min(wake, cursor.opened + w.fault_delay)
+    return wake
+
+
+def _events(changes: list[Change], w: WatchRequest, cursor: _Cursor) -> Iterator[bytes]:
+    """The events `changes` make for this watch (its namespace, its selectors); its position moves past each."""
+    for change in changes:
+        cursor.position = change.version
+        if w.namespace and not change.key.startswith(w.namespace + "/"):
+            continue
+        kind = _event_type(change, w.matches)
+        if kind:
+            yield event(kind, change.raw)
 
 
 def _next_bookmark(now: float, deadline: float, every: float) -> float:
