@@ -209,7 +209,7 @@ labels = st.dictionaries(st.sampled_from(["app", "rwo-failover.io/opt-out", "sta
 
 
 @st.composite
-def tenant_pod(draw: Callable, name: str, node: str, namespace: str, claim: str) -> dict:
+def tenant_pod(draw: Callable, name: str, node: str, *, namespace: str, claim: str) -> dict:
     """A pod a tenant may create: bound to `node` by spec.nodeName, mounting `claim`, with any ownerReference,
     labels and finalizers, deleted (Terminating) or not."""
     pod = fc.pod(name, node, namespace=namespace, claims=[claim], owner=None,

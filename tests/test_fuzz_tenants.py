@@ -152,7 +152,7 @@ def tenant_cluster(api: FakeApiServer, draw) -> tuple[int, int]:
     fc.add_volume(api, "junk", namespace="tenant")
     targets = [f"stopped-{i}" for i in range(stopped)] + ["dead", "w0"]
     for i, node in enumerate(draw(st.lists(st.sampled_from(targets), max_size=24))):
-        api.add(draw(h.tenant_pod(f"junk-{i}", node, "tenant", "junk")))
+        api.add(draw(h.tenant_pod(f"junk-{i}", node, namespace="tenant", claim="junk")))
     event(f"{stopped} stopped nodes, {extra + 1} real outages, {live} live nodes")
     return live, extra
 
