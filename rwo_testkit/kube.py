@@ -28,7 +28,7 @@ class Kube:
         k8s_config.load_kube_config(config_file=str(kubeconfig), client_configuration=cfg, persist_config=False)
         self.api = k8s.ApiClient(cfg)
 
-    def call(self, method: str, path: str, body: Any = None, query: list | None = None,
+    def call(self, method: str, path: str, body: Any = None, *, query: list | None = None,
              content_type: str = "application/json") -> Any:
         headers = {"Accept": "application/json"}
         if body is not None:
