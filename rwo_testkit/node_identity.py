@@ -7,7 +7,7 @@ write as they judge a real kubelet's. The CSI attacher stays on the control-plan
 `refused` lists what the server refused it: a simulated kubelet that needs more than a real one may do would
 show there.
 
-`answer(kube, method, path, body)` is what the server answers one request: its HTTP status and, when it refuses,
+`answer(kube, method, path, body=...)` is what the server answers one request: its HTTP status and, when it refuses,
 its message (a Status object's `message`), so a test can assert which rule refused it.
 `claim_reboot` is the forgery a stolen kubelet credential allows: a new bootID without a reboot.
 """
@@ -26,7 +26,7 @@ _ADDRESS_BASE = 100
 _instances = 0
 
 
-def answer(kube: Kube, method: str, path: str, body: Any = None, content_type: str = "") -> tuple[int, str]:
+def answer(kube: Kube, method: str, path: str, *, body: Any = None, content_type: str = "") -> tuple[int, str]:
     """The server's answer to one request: its status, and its message when it is not a success ("" when it is).
     A PATCH is a JSON merge patch unless `content_type` says otherwise."""
     headers = {"Accept": "application/json"}

@@ -119,7 +119,7 @@ class TestWhatANodeMayWrite:
         human = {"key": OOS_KEY, "value": OOS_VALUE, "effect": "NoExecute", "timeAdded": now_text()}
         before = cluster.taints(me.name)
         for via in (path, f"{path}/status"):
-            status, why = answer(me.kube, "PATCH", via, {"spec": {"taints": before + [human]}})
+            status, why = answer(me.kube, "PATCH", via, body={"spec": {"taints": before + [human]}})
             assert (status, why) == (403, f'nodes "{me.name}" is forbidden: node "{me.name}" is not allowed to '
                                           "modify taints"), via
         cluster.taint(me.name, human)  # an admin's
@@ -131,7 +131,7 @@ class TestWhatANodeMayWrite:
                      "add another": tainted + [{"key": "example.com/x", "effect": "NoSchedule"}]}
             for what, taints in tries.items():
                 for via in (path, f"{path}/status"):
-                    assert answer(me.kube, "PATCH", via, {"spec": {"taints": taints}})[0] == 403, (what, via)
+                    assert answer(me.kube, "PATCH", via, body={"spec": {"taints": taints}})[0] == 403, (what, via)
             assert [t for t in cluster.taints(me.name) if t["key"] == OOS_KEY] == \
                 [t for t in tainted if t["key"] == OOS_KEY], "the admin's taint, as it was"
         finally:
@@ -149,7 +149,7 @@ class TestWhatANodeMayWrite:
         nor remove."""
         path = f"/api/v1/nodes/{me.name}"
         was = (cluster.node(me.name)["metadata"].get("labels") or {}).get(key)
-        status, why = answer(me.kube, "PATCH", path, {"metadata": {"labels": {key: "set-by-the-node"}}})
+        status, why = answer(me.kube, "PATCH", path, body={"metadata": {"labels": {key: "set-by-the-node"}}})
         try:
             assert kubelet_may_set(key) is allowed
             if allowed:
@@ -159,7 +159,7 @@ class TestWhatANodeMayWrite:
             assert (status, why) == (403, f'nodes "{me.name}" is forbidden: is not allowed to modify labels: {key}')
             cluster.kube.patch(path, {"metadata": {"labels": {key: "set-by-an-admin"}}})
             for value in ("set-by-the-node", None):
-                assert answer(me.kube, "PATCH", path, {"metadata": {"labels": {key: value}}})[0] == 403
+                assert answer(me.kube, "PATCH", path, body={"metadata": {"labels": {key: value}}})[0] == 403
             assert cluster.node(me.name)["metadata"]["labels"][key] == "set-by-an-admin"
         finally:
             cluster.kube.patch(path, {"metadata": {"labels": {key: was}}})
@@ -173,7 +173,7 @@ class TestWhatANodeMayWrite:
                   "rwo-failover.io/taint-boot-id": "an-older-boot", "rwo-failover.io/taint-addresses": "x",
                   "rwo-failover.io/opt-out": "true", "node.alpha.kubernetes.io/ttl": "0",
                   "example.com/anything": "x"}
-        assert answer(me.kube, "PATCH", path, {"metadata": {"annotations": forged}}) == (200, "")
+        assert answer(me.kube, "PATCH", path, body={"metadata": {"annotations": forged}}) == (200, "")
         annotations = cluster.node(me.name)["metadata"]["annotations"]
         assert {k: annotations.get(k) for k in forged} == forged
         cluster.kube.patch(path, {"metadata": {"annotations": dict.fromkeys(forged)}})
@@ -186,7 +186,7 @@ class TestWhatANodeMayWrite:
                       "addresses": [{"type": "InternalIP", "address": "10.99.0.3"}],  # live-a's
                       "conditions": [{"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown",
                                       "message": "Kubelet stopped posting node status."}]}
-            assert answer(me.kube, "PATCH", path, {"status": forged}, STRATEGIC) == (200, "")
+            assert answer(me.kube, "PATCH", path, body={"status": forged}, content_type=STRATEGIC) == (200, "")
             status = cluster.node(me.name)["status"]
             assert status["nodeInfo"]["bootID"] == "claimed-boot"
             assert status["nodeInfo"]["systemUUID"] == forged["nodeInfo"]["systemUUID"]
@@ -199,16 +199,16 @@ class TestWhatANodeMayWrite:
         """Not only at registration: a kubelet may set spec.providerID (passed on to the fence webhook) while
         none is set; the API server's validation keeps it once set."""
         path = f"/api/v1/nodes/{me.name}"
-        assert answer(me.kube, "PATCH", path, {"spec": {"providerID": "sim://id-self"}}) == (200, "")
-        status, why = answer(me.kube, "PATCH", path, {"spec": {"providerID": "sim://another"}})
+        assert answer(me.kube, "PATCH", path, body={"spec": {"providerID": "sim://id-self"}}) == (200, "")
+        status, why = answer(me.kube, "PATCH", path, body={"spec": {"providerID": "sim://another"}})
         assert status == 422 and "providerID" in why, why
         assert cluster.node(me.name)["spec"]["providerID"] == "sim://id-self"
 
     def test_its_own_lease_and_no_other(self, cluster, me):
         leases = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
         renew = {"spec": {"renewTime": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")}}
-        assert answer(me.kube, "PATCH", f"{leases}/{me.name}", renew) == (200, "")
-        assert answer(me.kube, "PATCH", f"{leases}/id-other", renew)[0] == 403
+        assert answer(me.kube, "PATCH", f"{leases}/{me.name}", body=renew) == (200, "")
+        assert answer(me.kube, "PATCH", f"{leases}/id-other", body=renew)[0] == 403
         assert answer(me.kube, "DELETE", f"{leases}/id-other")[0] == 403
 
     def test_nothing_of_another_node(self, cluster, me):
@@ -220,7 +220,7 @@ class TestWhatANodeMayWrite:
                   "taints": (path, {"spec": {"taints": [dict(CLOUD_TAINT)]}}),
                   "status": (f"{path}/status", {"status": {"nodeInfo": {"bootID": "x"}}})}
         for what, (where, body) in writes.items():
-            status, why = answer(me.kube, "PATCH", where, body)
+            status, why = answer(me.kube, "PATCH", where, body=body)
             assert (status, why) == (403, 'nodes "id-other" is forbidden: node "id-self" is not allowed to modify '
                                           'node "id-other"'), what
         assert answer(me.kube, "DELETE", path)[0] == 403
@@ -244,7 +244,7 @@ class TestWhatANodeMayWrite:
                          "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "rwo-failover-control"},
                          "data": {"paused": "true"}})}
             for what, (method, where, body) in calls.items():
-                status, why = answer(me.kube, method, where, body)
+                status, why = answer(me.kube, method, where, body=body)
                 assert status == 403 and f'User "system:node:{me.name}"' in why, (what, why)
             assert cluster.kube.get(f"{base}/{record_name(uid)}")["data"] == {"record": "{}"}
         finally:
@@ -258,8 +258,8 @@ class TestWhatANodeMayWrite:
                  "reason": "ShutdownTaintOnLiveNode", "message": "written by id-self", "count": 1,
                  "source": {"component": "rwo-failover"}, "firstTimestamp": now_text(), "lastTimestamp": now_text()}
         path = "/api/v1/namespaces/default/events"
-        assert answer(me.kube, "POST", path, event) == (201, "")
-        assert answer(me.kube, "PATCH", f"{path}/id-other.forged", {"count": 5}) == (200, "")
+        assert answer(me.kube, "POST", path, body=event) == (201, "")
+        assert answer(me.kube, "PATCH", f"{path}/id-other.forged", body={"count": 5}) == (200, "")
         cluster.kube.delete(f"{path}/id-other.forged")
 
 
@@ -281,7 +281,7 @@ def test_forged_01_provenance_never_makes_a_pass_remove_a_humans_out_of_service_
                   "rwo-failover.io/taint-node-uid": node["metadata"]["uid"],
                   "rwo-failover.io/taint-boot-id": "forger-boot-0",  # an older boot than the one it reports
                   "rwo-failover.io/taint-addresses": f"InternalIP={node['status']['addresses'][0]['address']}"}
-        assert answer(kubelet.kube, "PATCH", "/api/v1/nodes/forger", {"metadata": {"annotations": forged}}) \
+        assert answer(kubelet.kube, "PATCH", "/api/v1/nodes/forger", body={"metadata": {"annotations": forged}}) \
             == (200, "")
         ready_at = datetime.fromisoformat(next(c["lastTransitionTime"] for c in node["status"]["conditions"]
                                                 if c["type"] == "Ready").replace("Z", "+00:00"))
@@ -317,7 +317,7 @@ def test_our_warning_about_a_live_node_shows_though_the_node_wrote_one_under_its
                  "type": "Warning", "reason": reason, "count": 1, "source": {"component": "rwo-failover"},
                  "message": "planned maintenance, nothing to do", "firstTimestamp": now_text(),
                  "lastTimestamp": now_text()}
-        assert answer(kubelet.kube, "POST", "/api/v1/namespaces/default/events", squat) == (201, "")
+        assert answer(kubelet.kube, "POST", "/api/v1/namespaces/default/events", body=squat) == (201, "")
         cluster.taint("squatter", CLOUD_TAINT)  # a human's mistake: the machine runs
         try:
             result = cluster.run_pass(sa)
@@ -408,7 +408,7 @@ def test_a_claimed_reboot_keeps_our_taint_under_undo_operator_until_an_admin_con
     assert warning["type"] == "Warning" and command in warning["message"], warning["message"]
 
     record_path = f"/api/v1/namespaces/{RECORDS}/configmaps/{record_name(ours['nodeUID'])}"
-    status, why = answer(kubelet.kube, "PATCH", record_path, {
+    status, why = answer(kubelet.kube, "PATCH", record_path, body={
         "metadata": {"annotations": {POWER_CYCLED_ANNOTATION: "true"}}})
     assert status == 403 and f'User "system:node:{name}"' in why, (status, why)
     still = cluster.run_pass(sa, **env)
@@ -468,11 +468,11 @@ def test_a_node_cannot_relabel_itself_to_another_machines_bmc_and_its_own_machin
         assert old["spec"]["nodeName"] == "rf-self"
 
         for value in ("bmc-other", None):
-            status, why = answer(kubelet.kube, "PATCH", "/api/v1/nodes/rf-self", {
+            status, why = answer(kubelet.kube, "PATCH", "/api/v1/nodes/rf-self", body={
                 "metadata": {"labels": {BMC_LABEL: value}}})
             assert (status, why) == (403, f'nodes "rf-self" is forbidden: is not allowed to modify labels: {BMC_LABEL}')
         assert cluster.node("rf-self")["metadata"]["labels"][BMC_LABEL] == "bmc-self"
-        assert answer(kubelet.kube, "PATCH", "/api/v1/nodes/rf-self", {
+        assert answer(kubelet.kube, "PATCH", "/api/v1/nodes/rf-self", body={
             "metadata": {"labels": {"bmc.example.com/name": "bmc-other"}}}) == (200, "")
         settings = {"FENCING": "redfish", "REDFISH_BMC_FILE": str(path), "REDFISH_SILENT_SECONDS": "6",
                     "REDFISH_POWER_OFF": "true", "PASS_TIMEOUT_SECONDS": "45"}
@@ -517,14 +517,14 @@ def test_a_kubelet_may_not_delete_its_node_but_registers_it_again_with_taints_of
                                       "timeAdded": "2020-01-01T00:00:00Z"}]
         body = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "reregister", "labels": {
             "kubernetes.io/hostname": "reregister", BMC_LABEL: "bmc-other"}}, "spec": {"taints": chosen}}
-        status, why = answer(kubelet.kube, "POST", "/api/v1/nodes", body)
+        status, why = answer(kubelet.kube, "POST", "/api/v1/nodes", body=body)
         assert (status, why) == (403, 'nodes "reregister" is forbidden: node "reregister" is not allowed to set the '
                                       f"following labels: {BMC_LABEL}")
         del body["metadata"]["labels"][BMC_LABEL]
-        assert answer(kubelet.kube, "POST", "/api/v1/nodes", body) == (201, "")
+        assert answer(kubelet.kube, "POST", "/api/v1/nodes", body=body) == (201, "")
         taints = cluster.taints("reregister")
         assert all(t in taints for t in chosen), taints
         unknown = {"status": {"conditions": [{"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown",
                                               "message": "Kubelet stopped posting node status."}]}}
-        assert answer(kubelet.kube, "PATCH", f"{path}/status", unknown, STRATEGIC) == (200, "")
+        assert answer(kubelet.kube, "PATCH", f"{path}/status", body=unknown, content_type=STRATEGIC) == (200, "")
         assert cluster.ready("reregister") == "Unknown"
