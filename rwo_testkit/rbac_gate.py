@@ -44,7 +44,7 @@ def allowed(found: list[Grant], req: Request) -> bool:
     return False
 
 
-def enforce(api: FakeApiServer, docs: list[dict], namespace: str = "rwo-failover",
+def enforce(api: FakeApiServer, docs: list[dict], namespace: str = "rwo-failover", *,
             account: str = "rwo-failover") -> None:
     found = grants(docs, namespace, account)
 

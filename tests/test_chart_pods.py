@@ -110,7 +110,7 @@ def test_the_rendered_pod_fences_with_the_token_and_ca_of_its_secrets(api, kubec
                    "fence-webhook-ca": {"ca.crt": Path(fencer.ca_file).read_text()}}
         args, env = as_the_kubelet_starts_it(docs, secrets, tmp_path / "pod")
         fc.outage(api)
-        rbac_gate.enforce(api, docs, NS, "rwo-failover")
+        rbac_gate.enforce(api, docs, NS, account="rwo-failover")
         out = io.StringIO()
 
         code = main(args, {**env, "KUBECONFIG": kubeconfig, "LOG_FORMAT": "json", "PASS_TIMEOUT_SECONDS": "20"},
@@ -288,7 +288,7 @@ def test_a_pass_runs_as_the_existing_service_account_under_the_rendered_rbac(api
     docs = chart.render({"serviceAccount": {"create": False, "name": "ops-bot"}}, namespace=NS)
     args, env = as_the_kubelet_starts_it(docs, {}, tmp_path)
     fc.outage(api)
-    rbac_gate.enforce(api, docs, NS, "ops-bot")  # 403 for every call the bindings do not grant ops-bot
+    rbac_gate.enforce(api, docs, NS, account="ops-bot")  # 403 for every call the bindings do not grant ops-bot
     out = io.StringIO()
     code = main(args, {**env, "KUBECONFIG": kubeconfig, "LOG_FORMAT": "json", "PASS_TIMEOUT_SECONDS": "20"}, stdout=out,
                 stderr=io.StringIO(), sleep=lambda s: None, sightings=watched())

@@ -30,7 +30,7 @@ def run_as_rendered(api, kubeconfig: str, values: dict) -> tuple[int, config.Set
     args, env = chart.workload(docs)
     env = {**env, "KUBECONFIG": kubeconfig, "LOG_FORMAT": "json", "PASS_TIMEOUT_SECONDS": "20"}
     fc.outage(api)
-    rbac_gate.enforce(api, docs, NS, "rwo-failover")
+    rbac_gate.enforce(api, docs, NS, account="rwo-failover")
     out = io.StringIO()
     _args, settings = config.load(args, env)
     if settings.leader_election:  # HA: win the Lease as a replica does, then pass as the leader
