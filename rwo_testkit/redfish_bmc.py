@@ -66,7 +66,7 @@ class RedfishEmulator:
     def endpoint(self, name: str) -> str:
         return f"{self.base}/redfish/v1/Systems/{self.ids[name]}"
 
-    def entry(self, name: str, password: str = PASSWORD, ca: bool = True, uuid: str | None = None) -> dict:
+    def entry(self, name: str, password: str = PASSWORD, ca: bool = True, *, uuid: str | None = None) -> dict:
         """A REDFISH_BMC_FILE entry for system `name`: its identity (uuid) is that system's, or `uuid`."""
         found = {"endpoint": self.endpoint(name), "username": USER, "password": password,
                  "uuid": uuid or self.ids[name]}
