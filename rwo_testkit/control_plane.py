@@ -140,7 +140,7 @@ def node_certificate(pki: Path, name: str) -> tuple[Path, Path]:
 class ControlPlane:
     """`with ControlPlane(assets, workdir) as cp:`; `cp.kubeconfig` is an admin kubeconfig."""
 
-    def __init__(self, assets: Assets, workdir: Path, node_monitor_grace: int = NODE_MONITOR_GRACE_SECONDS,
+    def __init__(self, assets: Assets, workdir: Path, node_monitor_grace: int = NODE_MONITOR_GRACE_SECONDS, *,
                  apiserver_args: tuple[str, ...] = (), controller_manager_args: tuple[str, ...] = ()) -> None:
         self.assets, self.workdir = assets, workdir
         self.node_monitor_grace, self.apiserver_args = node_monitor_grace, apiserver_args
@@ -228,7 +228,7 @@ class ControlPlane:
         self._wait(f"{self.url}/readyz", "kube-apiserver")
         return time.monotonic() - began
 
-    def _wait(self, url: str, what: str, secure: bool = True, timeout: float = 90) -> None:
+    def _wait(self, url: str, what: str, secure: bool = True, *, timeout: float = 90) -> None:
         context = ssl.create_default_context(cafile=str(self.workdir / "pki" / "ca.crt")) if secure else None
         request = urllib.request.Request(url, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
         deadline = time.monotonic() + timeout
