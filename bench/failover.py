@@ -88,7 +88,7 @@ def timed_outage(cluster: Cluster, namespace: str, node: str, *, act: Callable[[
                  loop: subprocess.Popen | None, limit: float) -> Result:
     """The outage of `node`, then its cleanup: the loop (if any) stopped, the node removed."""
     try:
-        timing = outage(cluster, namespace, "db", node, act, timeout=limit)
+        timing = outage(cluster, namespace, "db", node=node, act=act, timeout=limit)
     finally:
         if loop:
             loop.terminate()

@@ -48,7 +48,7 @@ class PassResult:
         return next(line for line in self.logs if line.get("message") == "pass finished")
 
 
-def wait_for(what: str, check: Callable[[], T | None], timeout: float, every: float = 0.5) -> T:
+def wait_for(what: str, check: Callable[[], T | None], timeout: float, *, every: float = 0.5) -> T:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         found = check()
@@ -101,7 +101,7 @@ class Cluster:
                                     "tolerationSeconds": evict_after} for key in ("not-ready", "unreachable")]
         return spec
 
-    def statefulset(self, namespace: str, name: str, node_affinity: str | None = None,
+    def statefulset(self, namespace: str, name: str, node_affinity: str | None = None, *,
                     evict_after: int | None = None) -> None:
         """A one-replica StatefulSet with an RWO claim `data-<name>-0`, bound to a pre-made CSI PV."""
         self.namespace(namespace)
@@ -115,7 +115,7 @@ class Cluster:
                          "accessModes": ["ReadWriteOnce"], "storageClassName": STORAGE_CLASS,
                          "resources": {"requests": {"storage": "1Gi"}}}}]}})
 
-    def deployment(self, namespace: str, name: str, node_affinity: str | None = None,
+    def deployment(self, namespace: str, name: str, node_affinity: str | None = None, *,
                    evict_after: int | None = None) -> None:
         """A one-replica Deployment (strategy Recreate) mounting the RWO claim `data-<name>`, bound to a pre-made
         CSI PV. Its replacement is a new pod, with another name."""
@@ -146,7 +146,7 @@ class Cluster:
     def pod(self, namespace: str, name: str) -> dict | None:
         return self.kube.get(f"/api/v1/namespaces/{namespace}/pods/{name}")
 
-    def running(self, namespace: str, name: str, not_on: str = "", not_uid: str = "") -> dict | None:
+    def running(self, namespace: str, name: str, not_on: str = "", *, not_uid: str = "") -> dict | None:
         """The pod, once Running and Ready (on another node and with another UID, when asked)."""
         pod = self.pod(namespace, name)
         if not pod or pod["metadata"].get("deletionTimestamp") or pod["metadata"]["uid"] == not_uid:
@@ -204,7 +204,7 @@ class Timing:
     to: str
 
 
-def outage(cluster: Cluster, namespace: str, name: str, node: str, act: Callable[[], None],
+def outage(cluster: Cluster, namespace: str, name: str, *, node: str, act: Callable[[], None],
            timeout: float = 240) -> Timing | None:
     """Power `node` off; once it is NotReady, add the cloud's shutdown taint, as a cloud provider does for a
     stopped instance; then call `act` every 2 s (a pass, say) until the StatefulSet's replacement is Running

@@ -37,7 +37,7 @@ def test_kubectl_describe_shows_our_events_on_the_node_the_claim_and_the_pod(clu
     old = wait_for(f"{NS}/db-0 running", lambda: cluster.running(NS, "db-0"), 60)
     codes: list[int] = []
 
-    timing = outage(cluster, NS, "db", "victim", lambda: codes.append(cluster.run_pass(sa).code))
+    timing = outage(cluster, NS, "db", node="victim", act=lambda: codes.append(cluster.run_pass(sa).code))
     assert timing is not None and set(codes) == {EXIT_OK}, codes
 
     def recovered() -> bool:

@@ -34,7 +34,8 @@ def test_the_seed_outage_fails_over_and_a_normal_outage_is_never_split_brain(clu
     cluster.statefulset(f"seed-{path}", "db", node_affinity=node)
 
     codes: list[int] = []
-    timing = outage(cluster, f"seed-{path}", "db", node, lambda: codes.append(cluster.run_pass(sa, **env).code))
+    timing = outage(cluster, f"seed-{path}", "db", node=node,
+                    act=lambda: codes.append(cluster.run_pass(sa, **env).code))
 
     assert timing is not None, f"no replacement; pass exit codes {codes}"
     assert set(codes) == {EXIT_OK}, f"a normal outage never exits 3: {codes}"

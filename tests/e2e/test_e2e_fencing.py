@@ -48,7 +48,7 @@ def test_fence_act_recover_unfence_delete_with_networkfence(cluster, sa):
             pod = cluster.pod("fenced", "db-0")
             assert pod is not None and pod["metadata"]["uid"] == uid, "nothing is touched before the fence holds"
     with FenceController(cluster.kubeconfig, delay=2.0):
-        timing = outage(cluster, "fenced", "db", "f-node", act)
+        timing = outage(cluster, "fenced", "db", node="f-node", act=act)
         assert timing is not None and set(codes) == {EXIT_OK}, codes
         fence = cluster.kube.get(f"{FENCES}/f-node")
         assert fence["spec"]["fenceState"] == "Fenced"
@@ -81,7 +81,8 @@ def test_the_fence_webhook_over_verified_tls(cluster, sa, tmp_path):
         env = {"FENCING": "webhook", "FENCE_WEBHOOK_URL": fencer.url, "FENCE_WEBHOOK_CA_FILE": fencer.ca_file,
                "FENCE_WEBHOOK_TOKEN_FILE": str(token)}
         codes: list[int] = []
-        timing = outage(cluster, "hooked", "db", "w-node", lambda: codes.append(cluster.run_pass(sa, **env).code))
+        timing = outage(cluster, "hooked", "db", node="w-node",
+                        act=lambda: codes.append(cluster.run_pass(sa, **env).code))
         assert timing is not None and set(codes) == {EXIT_OK}, codes
         assert fencer.requests and fencer.requests[0]["body"]["node"] == "w-node"
         assert fencer.requests[0]["body"]["addresses"] == [internal_ip(cluster, "w-node")]

@@ -56,7 +56,7 @@ def test_a_grace_shorter_than_the_lease_never_cries_wolf(cluster, sa):
     cluster.statefulset("grace", "db", node_affinity=node)
     codes: list[int] = []
 
-    timing = outage(cluster, "grace", "db", node, lambda: codes.append(cluster.run_pass(sa).code))
+    timing = outage(cluster, "grace", "db", node=node, act=lambda: codes.append(cluster.run_pass(sa).code))
 
     assert timing is not None, f"no replacement; pass exit codes {codes}"
     assert set(codes) == {EXIT_OK}, f"a normal outage never exits 3: {codes}"
@@ -112,7 +112,7 @@ def test_six_stopped_nodes_do_not_block_a_real_outage(cluster, sa):
     cluster.statefulset("stopped", "db", node_affinity=node)
     codes: list[int] = []
 
-    timing = outage(cluster, "stopped", "db", node, lambda: codes.append(cluster.run_pass(sa).code))
+    timing = outage(cluster, "stopped", "db", node=node, act=lambda: codes.append(cluster.run_pass(sa).code))
 
     assert timing is not None, f"no replacement; pass exit codes {codes}"
     assert set(codes) == {EXIT_OK}, codes

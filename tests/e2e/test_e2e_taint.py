@@ -40,7 +40,7 @@ def test_every_attachment_is_released_while_the_node_carries_the_taint(cluster, 
     codes: list[int] = []
     env = {"OUT_OF_SERVICE_TAINT": mode}
 
-    timing = outage(cluster, namespace, "db", node, lambda: codes.append(cluster.run_pass(sa, **env).code))
+    timing = outage(cluster, namespace, "db", node=node, act=lambda: codes.append(cluster.run_pass(sa, **env).code))
 
     assert timing is not None, f"no replacement; pass exit codes {codes}"
     assert set(codes) == {EXIT_OK}, codes
@@ -69,7 +69,7 @@ def test_our_taint_stays_until_the_machine_reboots(cluster, sa):
     cluster.sim.add_node(node)
     cluster.statefulset("boot", "db", node_affinity=node)
     booted = cluster.node(node)["status"]["nodeInfo"]["bootID"]
-    timing = outage(cluster, "boot", "db", node, lambda: cluster.run_pass(sa))
+    timing = outage(cluster, "boot", "db", node=node, act=lambda: cluster.run_pass(sa))
     assert timing is not None
     uid = cluster.node(node)["metadata"]["uid"]
     ours = taint_record(cluster, uid)  # our record, where the node cannot write; nothing of ours on the Node

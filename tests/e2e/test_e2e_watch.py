@@ -84,7 +84,7 @@ def test_the_watching_loop_fails_over_after_the_api_server_restarts_under_it(clu
         # starts once the simulated kubelets have reported Ready again, as after a real control-plane restart.
         wait_for("the nodes Ready again", lambda: all(cluster.ready(n) == "True" for n in ("wr-live", "wr-victim")),
                  120)
-        timing = outage(cluster, "watch-restart", "db", "wr-victim", lambda: None, timeout=180)
+        timing = outage(cluster, "watch-restart", "db", node="wr-victim", act=lambda: None, timeout=180)
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=60)
