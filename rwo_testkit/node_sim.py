@@ -59,7 +59,7 @@ def now_text(micro: bool = False, offset: float = 0.0) -> str:
 
 
 class SimNode:
-    def __init__(self, name: str, address: str, lease_seconds: int, clock_offset: float = 0.0) -> None:
+    def __init__(self, name: str, address: str, lease_seconds: int, *, clock_offset: float = 0.0) -> None:
         self.name, self.address = name, address
         self.lease_seconds, self.clock_offset = lease_seconds, clock_offset
         self.powered = True
@@ -124,7 +124,8 @@ class NodeSimulator(Background):
             "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": STORAGE_CLASS},
             "provisioner": DRIVER, "volumeBindingMode": "Immediate", "reclaimPolicy": "Retain"})
 
-    def add_volume(self, name: str, namespace: str, claim: str, modes: tuple[str, ...] = ("ReadWriteOnce",)) -> dict:
+    def add_volume(self, name: str, namespace: str, claim: str, *,
+                   modes: tuple[str, ...] = ("ReadWriteOnce",)) -> dict:
         """A CSI PV of our driver, pre-bound to the claim a StatefulSet (or a test) will create."""
         return self.kube.apply("/api/v1/persistentvolumes", {
             "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name},
@@ -133,7 +134,7 @@ class NodeSimulator(Background):
                      "claimRef": {"namespace": namespace, "name": claim},
                      "csi": {"driver": DRIVER, "volumeHandle": f"handle-{name}"}}})
 
-    def add_node(self, name: str, labels: dict | None = None, lease_seconds: int | None = None,
+    def add_node(self, name: str, labels: dict | None = None, lease_seconds: int | None = None, *,
                  clock_offset: float = 0.0) -> None:
         self._added += 1  # never reused, so no two nodes ever share an address
         address = f"10.99.{self._added // 250}.{self._added % 250 + 2}"
@@ -143,7 +144,7 @@ class NodeSimulator(Background):
                                                   **(labels or {})},
                          "annotations": {"volumes.kubernetes.io/controller-managed-attach-detach": "true"}},
             "spec": {}})
-        node = SimNode(name, address, lease_seconds or self.lease_seconds, clock_offset)
+        node = SimNode(name, address, lease_seconds or self.lease_seconds, clock_offset=clock_offset)
         self._renew_lease(node)
         self._post_status(node)
         with self.lock:
@@ -199,7 +200,7 @@ class NodeSimulator(Background):
         attached = self._attached_volumes(node)
         in_use = sorted(node.in_use)
         for pod in self.kube.items("/api/v1/pods", fieldSelector=f"spec.nodeName={node.name}"):
-            self._sync_pod(node, pod, attached, in_use)
+            self._sync_pod(node, pod, attached, in_use=in_use)
         if in_use != sorted(node.in_use) or now - node.last_status >= STATUS_EVERY_SECONDS:
             node.in_use = in_use
             self._post_status(node)
@@ -251,7 +252,7 @@ class NodeSimulator(Background):
             found.append(f"{csi['driver']}^{csi['volumeHandle']}")
         return found
 
-    def _sync_pod(self, node: SimNode, pod: dict, attached: set[str], in_use: list[str]) -> None:
+    def _sync_pod(self, node: SimNode, pod: dict, attached: set[str], *, in_use: list[str]) -> None:
         meta = pod["metadata"]
         path = f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}"
         if meta.get("deletionTimestamp"):
@@ -320,7 +321,7 @@ class FenceController(Background):
     conditions and no observedGeneration; `conditions=True` adds a condition that carries it, as a controller
     that does would.)"""
 
-    def __init__(self, kubeconfig: Path, delay: float = 2.0, tick: float = 0.25, conditions: bool = False) -> None:
+    def __init__(self, kubeconfig: Path, delay: float = 2.0, tick: float = 0.25, *, conditions: bool = False) -> None:
         self.kube, self.delay, self.period, self.conditions = Kube(kubeconfig), delay, tick, conditions
         self.first_seen: dict[tuple[str, int], float] = {}
         self.answered: set[tuple[str, int]] = set()
