@@ -129,7 +129,7 @@ class Cron:
 
     def __init__(self, env: dict, log: Path) -> None:
         self.env, self.log = env, log
-        self.minute, self.process = int(time.time() // 60), None  # type: ignore[var-annotated]
+        self.minute, self.process = int(time.time() // 60), None  # type: ignore[var-annotated]  # a Popen once a pass starts
 
     def tick(self) -> None:
         minute = int(time.time() // 60)
@@ -271,7 +271,7 @@ def table(results: dict[str, list[Run]], limit: float) -> None:
     for approach, found in results.items():
         done = [r.done for r in found]
         if all(d is not None for d in done) and done:
-            power = f"{statistics.median(done):.0f} s"  # type: ignore[type-var]
+            power = f"{statistics.median(done):.0f} s"  # type: ignore[type-var]  # none is None: checked above
             tainted = [r.done - r.tainted for r in found if r.tainted is not None and r.done is not None]
             taint = f"{statistics.median(tainted):.0f} s" if tainted else "no taint"
         else:

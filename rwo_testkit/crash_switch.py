@@ -32,13 +32,13 @@ def observe_then_crash(real: Callable[..., Any]) -> Callable[..., Any]:
     def observe(*args: Any, **kwargs: Any) -> Any:
         real(*args, **kwargs)
         raise RuntimeError(MESSAGE)
-    observe.crash_switch = True  # type: ignore[attr-defined]
+    observe.crash_switch = True  # type: ignore[attr-defined]  # a mark of ours on the module
     return observe
 
 
 def _patch(module: ModuleType) -> None:
     if not getattr(module.observe, "crash_switch", False):
-        module.observe = observe_then_crash(module.observe)  # type: ignore[attr-defined]
+        module.observe = observe_then_crash(module.observe)  # type: ignore[attr-defined]  # each module that imported observe
 
 
 class _Finder(importlib.abc.MetaPathFinder):
@@ -55,7 +55,7 @@ class _Finder(importlib.abc.MetaPathFinder):
         def exec_module(module: ModuleType) -> None:
             execute(module)
             _patch(module)
-        spec.loader.exec_module = exec_module  # type: ignore[method-assign]
+        spec.loader.exec_module = exec_module  # type: ignore[method-assign]  # the loader of this one module only
         return spec
 
 

@@ -491,7 +491,7 @@ def test_the_stop_signal_handler_takes_no_lock():
     blocker_has_locks, release = threading.Event(), threading.Event()
 
     def hold_every_lock():
-        with logging._lock, handler[0].lock:  # type: ignore[attr-defined]
+        with logging._lock, handler[0].lock:  # type: ignore[attr-defined]  # logging's private module lock
             blocker_has_locks.set()
             release.wait(5)
     blocker = threading.Thread(target=hold_every_lock)

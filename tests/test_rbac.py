@@ -86,7 +86,7 @@ class Namespaces:
     def _walk(self, path: Path, node: ast.AST, function, in_class) -> None:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                child.method = in_class is not None  # type: ignore[attr-defined]
+                child.method = in_class is not None  # type: ignore[attr-defined]  # a mark of ours on ast's node
                 self.defs.setdefault(child.name, []).append(child)
                 self._walk(path, child, child, None)
                 continue

@@ -466,7 +466,7 @@ def test_a_fence_answering_triggers_a_pass_at_once(api, kubeconfig):
     fc.outage(api)
     proc = loop(kubeconfig, FENCING="networkfence", NETWORK_FENCE_CLASS="sim", FENCED_MIN_NOT_READY_SECONDS="10")
     try:
-        fence = wait_until("our NetworkFence", lambda: api.objects("networkfences"), timeout=20)[0]  # type: ignore
+        fence = wait_until("our NetworkFence", lambda: api.objects("networkfences"), timeout=20)[0]  # type: ignore[index]  # wait_until returns what the lambda gave
         time.sleep(1)
         fence["status"] = {"result": "Succeeded", "message": "fencing operation successful", "conditions": [
             {"type": "Fenced", "status": "True", "observedGeneration": fence["metadata"]["generation"]}]}

@@ -134,7 +134,7 @@ def decode_page(body: bytes, shape: type, keep: Callable[[Any], bool] | None = N
     read alone or from the token stream is kept, and judged by the caller as before. With a `memo`, the items
     come back converted by it (Memo)."""
     try:
-        page = decoder(Page[shape]).decode(body)  # type: ignore[valid-type]
+        page = decoder(Page[shape]).decode(body)  # type: ignore[valid-type]  # a type chosen at run time
         build = msgspec.to_builtins if memo is None else memo.of
         items = [build(item) for item in page.items or () if keep is None or keep(item)]
     except msgspec.ValidationError:

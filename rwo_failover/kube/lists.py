@@ -144,7 +144,7 @@ class Lister(Transport):
                 raise ApiError(f"watch {what}: not found (is its API installed?)", 404)
             # Kept on the watcher, so another thread can cut a read that waits for the next event; a watch
             # cancelled while it was opening is cut at once (watch.Reflector._interrupt).
-            watcher.response = response  # type: ignore[attr-defined]
+            watcher.response = response  # type: ignore[attr-defined]  # ours, on kubernetes' Watch
             if getattr(watcher, "cancelled", False):
                 response.release_conn()
                 raise urllib3.exceptions.ProtocolError("the watch was cancelled while it opened")

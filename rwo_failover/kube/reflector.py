@@ -283,6 +283,6 @@ class Reflector(Generic[T]):
         the open hangs), so the read is cut too."""
         watcher = self._watcher
         if watcher is not None:
-            watcher.cancelled = True  # type: ignore[attr-defined]
+            watcher.cancelled = True  # type: ignore[attr-defined]  # ours, on kubernetes' Watch
             watcher.stop()  # type: ignore[no-untyped-call]  # kubernetes' Watch.stop is unannotated
             cut(getattr(watcher, "response", None))

@@ -131,7 +131,7 @@ class Transport:
              stream: Literal[True], attempts: int | None = None, decode: None = None,
              max_bytes: int | None = None) -> urllib3.BaseHTTPResponse | None: ...
 
-    def call(self, verb: str, what: str, method: str, path: str, *,  # noqa: PLR0917 - tests/test_rbac.py reads the path as each call's 4th positional argument
+    def call(self, verb: str, what: str, method: str, path: str, *,  # noqa: PLR0917 - verb, what, method, path read as a request line; tests/test_rbac.py reads the path there
              query: list[tuple[str, Any]] | None = None, body: Json | None = None,
              content_type: str = "application/json", stream: bool = False, attempts: int | None = None,
              decode: Callable[[bytes], Any] | None = None, max_bytes: int | None = None) -> Any:
@@ -231,7 +231,7 @@ class Transport:
             left = ends - self.clock()
             if left <= 0:
                 parts.clear()  # as below: never kept alive by the exception
-                raise urllib3.exceptions.ReadTimeoutError(None, "", PAST_DEADLINE)  # type: ignore[arg-type]
+                raise urllib3.exceptions.ReadTimeoutError(None, "", PAST_DEADLINE)  # type: ignore[arg-type]  # no pool here: urllib3 types it ConnectionPool
             if sock is not None:
                 sock.settimeout(max(0.05, min(per_read, left)))
             chunk = raw.read1(BODY_READ_BYTES)
