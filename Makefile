@@ -10,7 +10,7 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check
 OFFLINE := --no-index --find-links $(WHEELHOUSE) --require-hashes
 export WHEELHOUSE
 
-.PHONY: demo dry-run run test quick lint-imports e2e mutants crash-check clean rebuild-venv
+.PHONY: demo dry-run run test quick lint lint-imports e2e mutants crash-check clean rebuild-venv
 
 # A .venv made by another interpreter (an older Python, or one that was upgraded or removed since) is rebuilt
 # from scratch: pip would otherwise fail inside it in ways that do not name the cause.
@@ -67,12 +67,15 @@ run: $(VENV)/.runtime  ## one real pass against the cluster in KUBECONFIG
 lint-imports: $(VENV)/.dev  ## the layer contracts in pyproject.toml
 	$(BIN)/lint-imports
 
-test: $(VENV)/.dev  ## the layer contracts, then the whole test suite: both tiers side by side (rwo_testkit/tiers.py)
+lint: $(VENV)/.dev  ## ruff over the whole tree, mypy strict over rwo_failover, the layer contracts (pyproject.toml)
+	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(BIN)/lint-imports
+
+test: lint  ## the linters, then the whole test suite: both tiers side by side (rwo_testkit/tiers.py)
 	$(BIN)/python -m rwo_testkit.tiers
 
-quick: $(VENV)/.dev  ## the inner loop: the layer contracts, then the fixture tier without the slow tests
-	$(BIN)/lint-imports
+quick: lint  ## the inner loop: the linters, then the fixture tier without the slow tests
 	$(BIN)/python -m pytest -q -m "not slow" --ignore=tests/e2e
 
 e2e: $(VENV)/.dev  ## only the end-to-end tier: a real control plane (see tests/e2e and docs/design.md)
