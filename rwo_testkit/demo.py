@@ -33,6 +33,12 @@ from .fake_apiserver import FakeApiServer
 DEAD = "worker-3"
 
 
+def _flush_logs() -> None:
+    """The log lines so far, before the table that follows them."""
+    for handler in logging.getLogger(logs.LOGGER).handlers:
+        handler.flush()
+
+
 def seed(api: FakeApiServer) -> None:
     for name in ("worker-0", "worker-1", "worker-2"):
         fc.live_node(api, name)
@@ -95,12 +101,12 @@ def run_demo(settings: Settings, out: IO[str]) -> int:
             step = dataclasses.replace(demo_settings, dry_run=dry_run)
 
             def table(plan, step=step) -> None:  # the table a person gets on a terminal (OUTPUT=auto)
-                logging.getLogger(logs.LOGGER).handlers[0].flush()
+                _flush_logs()
                 out.write("\n" + plan_table.render(plan, step.dry_run) + "\n")
                 out.flush()
             code = run_pass(Api(load_api_client(step), step), step, show=table if dry_run else None,
                             sightings=sightings)
-            logging.getLogger(logs.LOGGER).handlers[0].flush()
+            _flush_logs()
         # As on a real cluster, the CSI attacher then detaches each released volume: its finalizer held the deleted
         # VolumeAttachment until now.
         api.attacher.detach()

@@ -1,7 +1,8 @@
 """Every log line a test session produces, in one place, so one test can grep them all for planted secrets.
 
-In-process lines come from a filter on the rwo_failover logger (filters survive `logs.setup`, which swaps
-the handlers at each run) and from a handler on the root logger (the kubernetes client, urllib3, tenacity).
+In-process lines come from a handler on the rwo_failover logger, the parent of every module's logger
+(`logs.setup` replaces only its own handler at each run, so this one stays), and from a handler on the root
+logger (the kubernetes client, urllib3, tenacity).
 Output of the processes tests start (reconcile.py in a subprocess, the e2e tier) is added with `add`.
 `SESSION` is the session's sink (tests/conftest.py installs it); `plant` registers a secret that no line of
 it may contain (tests/test_secrets.py checks, last).
@@ -32,16 +33,15 @@ def render(record: logging.LogRecord) -> str:
     return " ".join(p for p in parts if p)
 
 
-class LogSink(logging.Filter):
+class LogSink(logging.Handler):
     def __init__(self) -> None:
-        super().__init__()
+        super().__init__(logging.DEBUG)
         self.lines: list[str] = []
         self._lock = threading.Lock()
         self._handler = _RootHandler(self)
 
-    def filter(self, record: logging.LogRecord) -> bool:
+    def emit(self, record: logging.LogRecord) -> None:
         self._keep(render(record))
-        return True  # never drops a record: it only looks
 
     def add(self, text: str) -> None:
         """Output of a process a test started."""
@@ -54,7 +54,7 @@ class LogSink(logging.Filter):
             self.lines.append(line)
 
     def install(self) -> None:
-        logging.getLogger(LOGGER).addFilter(self)
+        logging.getLogger(LOGGER).addHandler(self)
         logging.getLogger().addHandler(self._handler)
 
 
@@ -64,7 +64,7 @@ class _RootHandler(logging.Handler):
         self.sink = sink
 
     def emit(self, record: logging.LogRecord) -> None:
-        if record.name != LOGGER:  # ours are seen by the filter already
+        if record.name.split(".")[0] != LOGGER:  # ours reach the sink on LOGGER already (before setup, here too)
             self.sink._keep(render(record))
 
 

@@ -29,7 +29,7 @@ from .recovery import RecoveryMetrics, RecoveryTracker
 from .taint_records import TaintRecords
 from .writer import Guard, Result, Writer
 
-log = logging.getLogger("rwo_failover")
+log = logging.getLogger(__name__)
 # What lifts our taint from a node that came back, by UNDO's proof of a power cycle (planner/undo.py).
 UNDO_HOW = {"bootid": "Reboot the machine (a new bootID lets rwo-failover remove its taint)",
             "operator": "Power-cycle the machine, then confirm it as said above (UNDO=operator)",

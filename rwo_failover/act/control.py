@@ -22,7 +22,7 @@ from ..planner import StormMark
 from ..settings import Settings
 from .writer import Guard, Result, Writer
 
-log = logging.getLogger("rwo_failover")
+log = logging.getLogger(__name__)
 
 
 class PauseCheck:

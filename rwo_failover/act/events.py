@@ -15,7 +15,7 @@ from ..kube import ApiError
 from ..model import BadObject, Json, int_at, obj_at, text_at, time_at
 from .writer import Result, Writer
 
-log = logging.getLogger("rwo_failover")
+log = logging.getLogger(__name__)
 COMPONENT = "rwo-failover"
 NODE_EVENT_NAMESPACE = "default"  # where kubelet and the node controller put Node events
 

@@ -29,7 +29,7 @@ from ..model import Json
 from ..settings import Settings, TokenError, read_bearer_token
 from ..settings.urls import without_userinfo
 
-log = logging.getLogger("rwo_failover")
+log = logging.getLogger(__name__)
 MAX_ANSWER_BYTES = 65536
 PAST_DEADLINE = "no complete answer before the pass deadline (PASS_TIMEOUT_SECONDS)"
 

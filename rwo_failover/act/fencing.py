@@ -40,7 +40,7 @@ from .outcome import Outcome
 from .power import KEEP_FOR_ACTING, PowerWitness
 from .writer import Result, Writer
 
-log = logging.getLogger("rwo_failover")
+log = logging.getLogger(__name__)
 NETWORK_FENCE_API = "csiaddons.openshift.io/v1alpha1"
 # The node, its Lease and its raw JSON, read now; None once the failure to read them is recorded.
 ReadLive = Callable[[str, str], tuple[Node, Lease | None, Json] | None]

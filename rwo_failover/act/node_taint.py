@@ -13,7 +13,7 @@ from typing import Any
 from ..model import OUT_OF_SERVICE_KEY, OUT_OF_SERVICE_VALUE, BadObject, Json, Taint, obj_at, text_at
 from .writer import Result, Writer
 
-log = logging.getLogger("rwo_failover")
+log = logging.getLogger(__name__)
 OUT_OF_SERVICE = {"key": OUT_OF_SERVICE_KEY, "value": OUT_OF_SERVICE_VALUE, "effect": "NoExecute"}
 PATCH_ATTEMPTS = 5  # read-modify-write rounds before giving up on a node that keeps changing under us
 

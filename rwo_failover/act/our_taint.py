@@ -20,7 +20,7 @@ from .recheck import Rechecker
 from .taint_records import TaintRecords
 from .writer import Writer
 
-log = logging.getLogger("rwo_failover")
+log = logging.getLogger(__name__)
 
 
 class OurTaint:

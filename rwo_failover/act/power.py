@@ -16,7 +16,7 @@ from .events import EventRecorder
 from .outcome import Outcome
 from .writer import Result, Writer
 
-log = logging.getLogger("rwo_failover")
+log = logging.getLogger(__name__)
 # A wait for an answer (a NetworkFence's, a BMC's Off after ForceOff) stops once only this share of the pass
 # deadline is left for acting: fencing then costs seconds, never a CronJob interval.
 KEEP_FOR_ACTING = 1 / 3

@@ -19,7 +19,7 @@ from .outcome import Outcome
 from .taint_records import TaintRecords
 from .writer import Writer
 
-log = logging.getLogger("rwo_failover")
+log = logging.getLogger(__name__)
 Live = tuple[Node, Lease | None, Json]
 
 

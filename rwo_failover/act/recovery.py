@@ -24,7 +24,7 @@ from ..planner.types import PodAction
 from .events import EventRecorder
 from .writer import Result, Writer
 
-log = logging.getLogger("rwo_failover")
+log = logging.getLogger(__name__)
 
 
 class RecoveryMetrics(Protocol):

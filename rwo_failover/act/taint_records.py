@@ -14,7 +14,7 @@ from ..kube import Api, ApiError
 from ..model import POWER_CYCLED_ANNOTATION, BadObject, Json, Node, TaintRecord, record_name
 from .writer import Result, Writer
 
-log = logging.getLogger("rwo_failover")
+log = logging.getLogger(__name__)
 
 
 def _record(obj: Json) -> TaintRecord | None:

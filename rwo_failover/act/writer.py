@@ -18,7 +18,7 @@ from ..kube import Api, ApiError, Forbidden, Unavailable, WriteStopped
 from ..model import BadObject, Json, obj_at, text_at, texts_at
 from .outcome import Outcome
 
-log = logging.getLogger("rwo_failover")
+log = logging.getLogger(__name__)
 # Why no write may start now (a stop signal, leadership lost); None while writes may go on.
 Guard = Callable[[], str | None]
 

@@ -21,7 +21,7 @@ from .reflector import Reflector
 from .source import Source
 from .sources import CONTROL, FENCES, NODES, RECOVERY_RECORDS, TAINT_RECORDS
 
-log = logging.getLogger("rwo_failover")
+log = logging.getLogger(__name__)
 PROBES_PER_GRACE = 2  # at the default WATCH_STALE_SECONDS (90), a list of one node every 45 s: 1.3 requests a minute
 
 

@@ -29,7 +29,7 @@ from ..model import BadObject, Json, int_at, obj_at, text_at
 from .api import Api
 from .errors import ApiError
 
-log = logging.getLogger("rwo_failover")
+log = logging.getLogger(__name__)
 
 
 class LeaderElector:

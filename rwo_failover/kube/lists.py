@@ -15,7 +15,7 @@ from .decode import BadPage, Memo, decode_object, decode_page
 from .errors import AnswerTooLarge, ApiError
 from .transport import Transport
 
-log = logging.getLogger("rwo_failover")
+log = logging.getLogger(__name__)
 MAX_LIST_RESTARTS = 3
 # A page longer than this is left unread and asked again with a tenth of the limit: pods of 1.4 MB each (under
 # the API server's 1.5 MiB object limit) would otherwise make a 500-pod page 700 MB (docs/performance.md).

@@ -20,7 +20,7 @@ from .errors import ApiError
 from .reflector import Reflector
 from .sources import pods_on
 
-log = logging.getLogger("rwo_failover")
+log = logging.getLogger(__name__)
 MAX_WATCHED_NODES = 50  # a thread and a stream each; beyond it, a pod change waits for INTERVAL (said once)
 
 

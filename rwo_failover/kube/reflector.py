@@ -40,7 +40,7 @@ from .progress import Progress, at_or_past
 from .source import Source, cut
 from .watch_failure import watch_failure
 
-log = logging.getLogger("rwo_failover")
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 

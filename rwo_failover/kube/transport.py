@@ -47,7 +47,7 @@ from .errors import (
     message_of,
 )
 
-log = logging.getLogger("rwo_failover")
+log = logging.getLogger(__name__)
 MAX_RETRY_AFTER_SECONDS = 30.0
 BODY_READ_BYTES = 1 << 16
 MIN_ATTEMPT_SECONDS = 0.05

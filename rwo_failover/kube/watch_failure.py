@@ -10,7 +10,7 @@ from kubernetes.client.exceptions import ApiException
 
 from .errors import ApiError
 
-log = logging.getLogger("rwo_failover")
+log = logging.getLogger(__name__)
 
 
 def watch_failure(err: Exception, relist: str, *, stale_seconds: float, resource: str) -> tuple[str, str, str]:

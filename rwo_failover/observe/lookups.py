@@ -14,7 +14,7 @@ from ..model import Attachment, Claim, Json, Pod, Reader, Volume, is_name
 from ..planner.recovery import Record
 from ..settings import Settings
 
-log = logging.getLogger("rwo_failover")
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 Key = str | tuple[str, ...]  # a cluster-scoped object's name, or a namespaced one's (namespace, name)
 

@@ -42,7 +42,7 @@ from .control import read_control
 from .lookups import due_namespaces, gets_before_list, read_claims, read_volumes, recovery_pods, server_version
 from .sightings import Sightings
 
-log = logging.getLogger("rwo_failover")
+log = logging.getLogger(__name__)
 
 
 def check_server_clock(api: Api) -> None:

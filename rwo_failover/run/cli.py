@@ -32,7 +32,7 @@ from .once import run_once
 from .preflight import check_install
 from .runner import run_pass
 
-log = logging.getLogger(logs.LOGGER)
+log = logging.getLogger(__name__)
 
 
 HANDOFF_OFF = "out-of-service handoff off: storage that fences a node only while it carries the taint is not fenced"

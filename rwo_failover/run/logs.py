@@ -8,7 +8,7 @@ from typing import IO
 
 from pythonjsonlogger.json import JsonFormatter
 
-LOGGER = "rwo_failover"
+LOGGER = "rwo_failover"  # the parent of every module's logger (logging.getLogger(__name__)): setup configures it
 _STANDARD = set(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
 
 
@@ -30,14 +30,20 @@ class UtcJsonFormatter(JsonFormatter):
         return stamp.replace("+00:00", "Z")
 
 
+class _Lines(logging.StreamHandler[IO[str]]):
+    """The handler setup installs: the one it replaces when it runs again (for each run in one process)."""
+
+
 def setup(log_format: str, level: str, stream: IO[str]) -> logging.Logger:
+    """Every module's lines (their loggers are children of LOGGER) to `stream`, at `level`, and nowhere else. A
+    handler someone else added to LOGGER stays: only setup's own is replaced."""
     use_text = log_format == "text" or (log_format == "auto" and stream.isatty())
-    handler = logging.StreamHandler(stream)
+    handler = _Lines(stream)
     handler.setFormatter(TextFormatter() if use_text else UtcJsonFormatter(
         "%(asctime)s %(levelname)s %(message)s",
         rename_fields={"asctime": "time", "levelname": "level"}, timestamp=False))
     logger = logging.getLogger(LOGGER)
-    logger.handlers[:] = [handler]
+    logger.handlers[:] = [h for h in logger.handlers if not isinstance(h, _Lines)] + [handler]
     logger.setLevel(level)
     logger.propagate = False
     return logger

@@ -18,12 +18,11 @@ from types import FrameType
 from ..kube import WatchedCluster
 from ..kube.leader import LeaderElector
 from ..settings import Settings
-from . import logs
 from .exitcodes import EXIT_CONFIG, EXIT_FAILED, EXIT_OK
 from .health import HealthServer, Liveness
 from .metrics import Metrics
 
-log = logging.getLogger(logs.LOGGER)
+log = logging.getLogger(__name__)
 MAX_CRASHES_IN_A_ROW = 5  # then exit 1, so Kubernetes restarts the process: something is persistently wrong
 SLEEP_SLICE_SECONDS = 0.1  # how soon a stop request is noticed between passes
 DEBOUNCE_SECONDS = 0.2  # a burst of changes is one pass: wait until they pause this long...

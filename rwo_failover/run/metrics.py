@@ -26,7 +26,7 @@ from ..settings.urls import without_userinfo
 from .exitcodes import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, NAMES, PAUSED, chosen_pause
 from .pushed import Carried, NotCarried, Refuse, read_back
 
-log = logging.getLogger("rwo_failover")
+log = logging.getLogger(__name__)
 P = "rwo_failover_"
 SPLIT_BRAIN = "split-brain"  # the refusals' reason for a node tainted for shutdown that still heartbeats
 FAILOVER_BUCKETS = (15, 30, 45, 60, 90, 120, 180, 300, 600, 1200, 3600)

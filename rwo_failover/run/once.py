@@ -26,13 +26,12 @@ from ..kube import Api, ServerClockUnknown
 from ..observe.sightings import Sightings
 from ..planner import NodeState, Plan
 from ..settings import Settings
-from . import logs
 from .exitcodes import EXIT_FAILED, EXIT_OK, EXIT_REFUSED
 from .metrics import Metrics
 from .quiet_wait import wait_for_taint
 from .runner import run_pass
 
-log = logging.getLogger(logs.LOGGER)
+log = logging.getLogger(__name__)
 MAX_PASSES = 3  # a first pass and two waits at most: a run never turns into a loop
 MIN_QUIET_SECONDS = 2.0  # a shorter watch of quiet nodes is not worth listing the Leases for
 QUIET_SLACK_SECONDS = 2.0  # the second pass itself, and the truncated second of the proof's stamp

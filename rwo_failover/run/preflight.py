@@ -12,9 +12,8 @@ from typing import Any
 from ..kube import Api, ApiError
 from ..kube.api import ELECTION_LEASES, NETWORK_FENCES, RECOVERY_RECORDS
 from ..settings import Settings
-from . import logs
 
-log = logging.getLogger(logs.LOGGER)
+log = logging.getLogger(__name__)
 OFF = "off: what the settings need does not exist"
 _PROBE = {"name": "rwo-failover-preflight", "labels": {"rwo-failover.io/preflight": "dry-run"}}
 

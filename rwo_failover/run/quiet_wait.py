@@ -21,9 +21,8 @@ from ..kube import Api, ApiError, Forbidden, ServerClockUnknown
 from ..observe.quiet import Now, quiet_node_now, quiet_nodes
 from ..planner import Plan
 from ..settings import Settings
-from . import logs
 
-log = logging.getLogger(logs.LOGGER)
+log = logging.getLogger(__name__)
 POLL_SECONDS = 1.0
 STOP_CHECK_SECONDS = 0.2
 

@@ -19,14 +19,13 @@ from ..model import Cached, Node, Snapshot, Unreadable
 from ..observe import observe, observe_again
 from ..observe.sightings import Sightings
 from ..settings import Settings
-from . import logs
 from .exitcodes import EXIT_FAILED, EXIT_FORBIDDEN, EXIT_OK, EXIT_REFUSED, EXIT_UNAVAILABLE, chosen_pause
 from .metrics import Metrics
 
 # The cache's nodes as of a consistent read made now, or None when it has not caught up (kube/cache.py).
 NodesNow = Callable[[Api], tuple[Node | Unreadable, ...] | None]
 
-log = logging.getLogger(logs.LOGGER)
+log = logging.getLogger(__name__)
 
 
 def run_pass(api: Api, settings: Settings, metrics: Metrics | None = None, *, guard: Guard | None = None,
