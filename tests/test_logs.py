@@ -10,9 +10,9 @@ import logging
 import pkgutil
 import re
 
-import rwo_failover
 from conftest import ROOT, SESSION_LOG
 
+import rwo_failover
 from rwo_failover.run import logs
 
 
