@@ -16,6 +16,7 @@ from datetime import datetime
 
 from ..kube import Api
 from ..model import Unreadable, bounded_list
+from ..model.event_reasons import Reason
 from ..observe.sightings import Sightings
 from ..planner import AttachmentAction, NodePlan, NodeState, NodeVerdict, Plan, PodAction, RefusalKind
 from ..settings import Settings
@@ -70,7 +71,7 @@ class Actor:
             self.outcome.split_brain.append(verdict.node)
             log.error("refusing node: tainted for shutdown but alive", extra={"node": verdict.node,
                       "taint": verdict.taint, "reason": verdict.reason})
-            self.events.repeated(verdict.node, self.node_uids.get(verdict.node, ""), "ShutdownTaintOnLiveNode",
+            self.events.repeated(verdict.node, self.node_uids.get(verdict.node, ""), Reason.ShutdownTaintOnLiveNode,
                                  message=f"{verdict.reason}; rwo-failover will not touch this node. "
                                  f"Check the taint {verdict.taint}.")
 
@@ -78,7 +79,7 @@ class Actor:
         """A node that cannot be judged on the server's clock (no stamp, clocks that disagree) is never failed
         over: one Warning on it says why, however many passes see it, where a human looks first."""
         for verdict in (v for v in plan.verdicts if v.unjudged):
-            self.events.repeated(verdict.node, self.node_uids.get(verdict.node, ""), "NodeNotJudged",
+            self.events.repeated(verdict.node, self.node_uids.get(verdict.node, ""), Reason.NodeNotJudged,
                                  message=f"{verdict.unjudged}; rwo-failover will not act on this node until it can be "
                                  "judged")
 
@@ -94,7 +95,7 @@ class Actor:
             if node_plan.blocked and node_plan.verdict.node not in why:
                 why[node_plan.verdict.node] = [node_plan.blocked]
         for node, reasons in sorted(why.items()):
-            self.events.repeated(node, self.node_uids.get(node, ""), "UnreadableObject",
+            self.events.repeated(node, self.node_uids.get(node, ""), Reason.UnreadableObject,
                                  message=f"{'; '.join(reasons)}; rwo-failover will not act on this node because of it")
 
     def warn_ignored(self, plan: Plan) -> None:
@@ -106,7 +107,7 @@ class Actor:
         listed = bounded_list([what for _, what in plan.ignored])
         log.warning("not counted by the brakes: tied to their proven-down nodes by nothing a tenant cannot write",
                     extra={"count": len(plan.ignored), "objects": listed})
-        self.events.repeated(node, self.node_uids.get(node, ""), "NotCountedByBrakes",
+        self.events.repeated(node, self.node_uids.get(node, ""), Reason.NotCountedByBrakes,
                              message=f"{len(plan.ignored)} tenant objects on proven-down nodes are not counted toward "
                              "MAX_NODES_PER_PASS or MAX_UNHEALTHY_FRACTION: nothing from before their node went "
                              "down (a VolumeAttachment made while it was alive, a pod its kubelet ran) "
@@ -124,7 +125,7 @@ class Actor:
         busy += [v for v in plan.verdicts if v.state is NodeState.NOT_YET and v.sighting_pending
                  and v.node not in named]
         cooling = plan.refusal is not None and plan.refusal.kind is RefusalKind.STORM_COOLDOWN
-        reason = "StormCooldown" if cooling else "FailoverRefused"
+        reason = Reason.StormCooldown if cooling else Reason.FailoverRefused
         for verdict in busy[: self.settings.max_nodes_per_pass]:
             self.events.repeated(verdict.node, self.node_uids.get(verdict.node, ""), reason,
                                  message=f"{plan.refusal}; nothing was deleted")
@@ -139,7 +140,7 @@ class Actor:
         for record in plan.stale_records:
             self.taint.drop(record)
         for name, why in plan.taint_kept:  # comes back every pass until a human acts: one Warning, bumped
-            self.events.repeated(name, self.node_uids.get(name, ""), "OutOfServiceTaintKept",
+            self.events.repeated(name, self.node_uids.get(name, ""), Reason.OutOfServiceTaintKept,
                                  message=f"{why}; rwo-failover will not remove it. {UNDO_HOW[self.settings.undo]}, or "
                                  "remove the taint by hand once nothing there can still write to the volumes it "
                                  "released (docs/fencing.md)")
@@ -171,10 +172,11 @@ class Actor:
                     self._tainted_live(node_plan, a, would) and self._release(node_plan, a)]
         uid = self.node_uids.get(name, "")
         if held:  # comes back every pass until a human acts: one Warning, bumped, never an Event per pass
-            self.events.repeated(name, uid, "PodsHeldByFinalizers", message=f"{'; '.join(held)}; their volumes stay "
-                                 "attached until the finalizers are removed")
+            self.events.repeated(name, uid, Reason.PodsHeldByFinalizers,
+                                 message=f"{'; '.join(held)}; their volumes stay attached until the finalizers are "
+                                 "removed")
         if gone or released:  # only what happened: a pass that released nothing says nothing here
-            self.events.node(name, uid, "Normal", reason="RWOVolumesReleased",
+            self.events.node(name, uid, "Normal", reason=Reason.RWOVolumesReleased,
                              message=f"node proven down ({verdict.reason}, taint {verdict.taint}); force-deleted "
                              f"{', '.join(sorted(gone)) or 'no pods'}; deleted "
                              f"{', '.join(a.name for a in released) or 'no VolumeAttachments'}")
@@ -214,7 +216,7 @@ class Actor:
         if result not in (Result.DONE, Result.GONE):
             return False
         log.info("force-deleted pod" if result is Result.DONE else "pod already gone", extra=fields)
-        self.events.pod(action.namespace, action.name, action.uid, reason="ForceDeletedFromDeadNode",
+        self.events.pod(action.namespace, action.name, action.uid, reason=Reason.ForceDeletedFromDeadNode,
                         message=f"{action.reason}; force-deleted by rwo-failover to release {', '.join(action.claims)}")
         return True
 
@@ -243,7 +245,7 @@ class Actor:
             return False
         log.info("deleted VolumeAttachment" if result is Result.DONE else "VolumeAttachment already gone",
                  extra=fields)
-        self.events.claim(action.claim, action.claim_uid, "VolumeReleasedFromDeadNode",
+        self.events.claim(action.claim, action.claim_uid, Reason.VolumeReleasedFromDeadNode,
                           message=f"deleted VolumeAttachment {action.name} of PV {action.volume} on dead node "
                           f"{action.node}")
         return True

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..kube import ApiError
 from ..model import BadObject, Json, int_at, obj_at, text_at, time_at
+from ..model.event_reasons import Reason
 from .writer import Result, Writer
 
 log = logging.getLogger(__name__)
@@ -118,7 +119,7 @@ class EventRecorder:
     def stamp(self) -> str:
         return self.now().strftime("%Y-%m-%dT%H:%M:%SZ")
 
-    def repeated(self, node: str, uid: str, reason: str, *, message: str) -> None:
+    def repeated(self, node: str, uid: str, reason: Reason, *, message: str) -> None:
         """A Warning that would otherwise come every pass (split-brain, a refusal): one Event per node and
         reason, whose count and lastTimestamp are bumped at most every REPEAT_EVERY_SECONDS, as the kubelet's
         event recorder aggregates repeats. Its name is deterministic; when an Event that is not ours holds it,
@@ -156,17 +157,18 @@ class EventRecorder:
 
     # Every Event names its object's uid: `kubectl describe` finds Events by involvedObject kind, name,
     # namespace and uid, so one without the uid would never be shown where operators look first.
-    def node(self, node: str, uid: str, event_type: str, *, reason: str, message: str) -> None:
+    def node(self, node: str, uid: str, event_type: str, *, reason: Reason, message: str) -> None:
         self.writer.create_event(NODE_EVENT_NAMESPACE, build_event(
             NODE_EVENT_NAMESPACE, "Node", node, uid=uid, event_type=event_type, reason=reason, message=message,
             stamp=self.stamp(), instance=self.instance, cluster_scoped=True))
 
-    def pod(self, namespace: str, name: str, uid: str, *, reason: str, message: str) -> None:
+    def pod(self, namespace: str, name: str, uid: str, *, reason: Reason, message: str) -> None:
         self.writer.create_event(namespace, build_event(
             namespace, "Pod", name, uid=uid, event_type="Normal", reason=reason, message=message, stamp=self.stamp(),
             instance=self.instance))
 
-    def claim(self, claim_key: str, uid: str, reason: str, *, message: str, event_type: str = "Normal") -> None:
+    def claim(self, claim_key: str, uid: str, reason: Reason, *, message: str,
+              event_type: str = "Normal") -> None:
         namespace, _, name = claim_key.partition("/")
         self.writer.create_event(namespace, build_event(
             namespace, "PersistentVolumeClaim", name, uid=uid, event_type=event_type, reason=reason, message=message,

@@ -30,6 +30,7 @@ from ..model import (
     bounded_list,
     fence_asked,
 )
+from ..model.event_reasons import Reason
 from ..planner import unfence_step
 from ..planner.fencing import DELETE, FAILED, PENDING, RECREATE, REQUEST, UNFENCE, cidrs, judge_fence
 from ..planner.types import NodePlan
@@ -77,7 +78,7 @@ class Fencer:
     def _refuse(self, node: Node, why: str) -> None:
         """Fencing not confirmed: a failure of the pass, and one Warning however many passes see it."""
         self.writer.fail(f"fencing of node {node.name} not confirmed: {why}; nothing on it was touched")
-        self.events.repeated(node.name, node.uid, "FencingFailed",
+        self.events.repeated(node.name, node.uid, Reason.FencingFailed,
                              message=f"{why}; rwo-failover touched nothing on this node")
 
     def _webhook(self, node_plan: NodePlan, node: Node) -> bool:
@@ -91,7 +92,7 @@ class Fencer:
             log.info("fence webhook confirmed the node fenced", extra={"node": node.name})
             return True
         if result is Result.FAILED:
-            self.events.repeated(node.name, node.uid, "FencingFailed",
+            self.events.repeated(node.name, node.uid, Reason.FencingFailed,
                                  message=f"fence webhook did not confirm: {why}; rwo-failover touched nothing on this "
                                  "node")
         return False
@@ -126,7 +127,7 @@ class Fencer:
             return False
         log.info("asked for fencing; nothing on the node is touched until the NetworkFence answers Succeeded",
                  extra={"node": node.name, "cidrs": bounded_list(wanted)})
-        self.events.node(node.name, node.uid, "Normal", reason="FencingRequested",
+        self.events.node(node.name, node.uid, "Normal", reason=Reason.FencingRequested,
                          message=f"created NetworkFence {node.name} for {bounded_list(wanted)}")
         return self._await_answer(node, "asked; no answer yet")
 
@@ -222,7 +223,7 @@ class Fencer:
             if result is not Result.CONFLICT:
                 if planned == DELETE and result in (Result.DONE, Result.GONE):
                     self.outcome.unfenced.append(name)
-                    self.events.node(name, judged[0].uid, "Normal", reason="NodeUnfenced",
+                    self.events.node(name, judged[0].uid, "Normal", reason=Reason.NodeUnfenced,
                                      message=f"NetworkFence {name} answered Unfenced; deleted it")
                     return True
                 if result is Result.DONE:
@@ -234,7 +235,7 @@ class Fencer:
     def leave_in_place(self, name: str, uid: str, why: str) -> None:
         """A fence of ours the node is back from, that is not ours to lift for it: one Warning for a human,
         bumped, however many passes see it (the plan's skip line says it each pass, and the metric counts it)."""
-        self.events.repeated(name, uid, "FenceLeftInPlace", message=why)
+        self.events.repeated(name, uid, Reason.FenceLeftInPlace, message=why)
 
     def _judge_unfence(self, name: str, planned: str) -> tuple[Node, Fence] | None:
         """The node and the fence read now, when the rule still calls for `planned` on them."""

@@ -9,6 +9,7 @@ from datetime import datetime
 
 from ..kube import Api, ApiError
 from ..model import BadObject, Json, Node, TaintRecord
+from ..model.event_reasons import Reason
 from ..planner import NodePlan, lift_blocker, shutdown_taint
 from ..planner.undo import UNDO_BMC
 from ..settings import Settings
@@ -57,7 +58,7 @@ class OurTaint:
         if added:
             self.outcome.taints_added.append(name)
             log.info("added the out-of-service taint", extra={"node": name})
-            self.events.node(name, self.node_uids.get(name, ""), "Normal", reason="OutOfServiceTaintAdded",
+            self.events.node(name, self.node_uids.get(name, ""), "Normal", reason=Reason.OutOfServiceTaintAdded,
                              message="node proven down; added node.kubernetes.io/out-of-service=nodeshutdown:NoExecute "
                              "so Kubernetes force-detaches its volumes; rwo-failover removes it once the node is back "
                              "after a reboot")
@@ -96,7 +97,7 @@ class OurTaint:
             self.records.remove(record)
             self.outcome.taints_removed.append(name)
             log.info("removed our out-of-service taint from a recovered node", extra={"node": name})
-            self.events.node(name, self.node_uids.get(name, ""), "Normal", reason="OutOfServiceTaintRemoved",
+            self.events.node(name, self.node_uids.get(name, ""), "Normal", reason=Reason.OutOfServiceTaintRemoved,
                              message=f"node rebooted ({boots}) and Ready for {self.settings.recovery_seconds}s or more "
                              "with a fresh Lease; "
                              f"removed the node.kubernetes.io/out-of-service taint rwo-failover added at {added_at}")

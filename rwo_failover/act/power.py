@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from ..kube import Api
 from ..model import Node
+from ..model.event_reasons import Reason
 from ..planner.fencing import bmc_key
 from ..settings import Bmc, BmcMapError, Settings, bmc_for
 from . import redfish
@@ -91,7 +92,7 @@ class PowerWitness:
         self.outcome.powered_off.append(node.name)
         log.warning("powered off through its BMC (Redfish ForceOff): its Lease went silent and the BMC answered "
                     f"PowerState {state}", extra={"node": node.name})
-        self.events.node(node.name, node.uid, "Warning", reason="NodePoweredOff",
+        self.events.node(node.name, node.uid, "Warning", reason=Reason.NodePoweredOff,
                          message=f"powered off through its BMC (Redfish ForceOff): its Lease went silent and the BMC "
                          f"answered PowerState {state}")
         budget = min(self.settings.redfish_off_wait_seconds,

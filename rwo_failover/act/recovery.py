@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Protocol
 
 from ..model import RECOVERY_LABEL, parse_time
+from ..model.event_reasons import Reason
 from ..planner.recovery import Record, Verdict
 from ..planner.types import PodAction
 from .events import EventRecorder
@@ -77,7 +78,7 @@ class RecoveryTracker:
             log.warning("recovery record does not hold up; removing it without a word to the claim",
                         extra={"record": name, "reason": verdict.detail})
         elif verdict.state == "recovered" and claim is not None:
-            self.events.claim(claim.key, claim.uid, "RWOVolumeRecovered",
+            self.events.claim(claim.key, claim.uid, Reason.RWOVolumeRecovered,
                               message=f"replacement {verdict.detail} Running and Ready with the volume attached "
                               f"{verdict.failover_seconds:.0f}s after its node went NotReady, of which "
                               f"{verdict.waited_on_us_seconds:.0f}s until rwo-failover freed the volume")
@@ -86,7 +87,7 @@ class RecoveryTracker:
             log.info("recovery confirmed", extra={"claim": claim.key, "failover_seconds": verdict.failover_seconds,
                                                   "waited_on_us_seconds": verdict.waited_on_us_seconds})
         elif verdict.state == "not-recovered" and claim is not None:
-            self.events.claim(claim.key, claim.uid, "RWOVolumeNotRecovered",
+            self.events.claim(claim.key, claim.uid, Reason.RWOVolumeNotRecovered,
                               message=f"no recovery confirmed within RECOVERY_TIMEOUT_SECONDS: {verdict.detail}",
                               event_type="Warning")
             if self.metrics:
