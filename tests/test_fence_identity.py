@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from test_fencing import DEAD_CIDR, fence_of, networkfence, set_result, untouched
 
-from rwo_failover.model import Fence
+from rwo_failover.model import OUT_OF_SERVICE_KEY, Fence
 from rwo_failover.model.names import FENCE_ADDRESSES_ANNOTATION, FENCE_BOOT_ID_ANNOTATION, FENCE_NODE_UID_ANNOTATION
 from rwo_failover.planner.types import Plan
 from rwo_failover.run.exitcodes import EXIT_FAILED, EXIT_OK
@@ -364,3 +364,40 @@ def test_fences_left_in_place_are_a_gauge_by_cause_with_no_node_label():
     metrics.record_pass(Plan((), (), ()), None, EXIT_OK, seconds=1.0)
     [family] = [f for f in metrics.registry.collect() if f.name == "rwo_failover_fences_left_in_place"]
     assert {s.value for s in family.samples} == {0}, "a fence lifted by hand is gone from the next pass's figure"
+
+
+# --- two outages through one standing fence ------------------------------------------------------------------
+
+def _as_now(api, *, ready: str, since: float, taints: list, lease_ago: float) -> None:
+    """The node "dead" as it reports itself now: its uid and bootID kept, `ready` for `since` seconds."""
+    current = api.get("nodes", "dead")
+    node = fc.node("dead", ready=ready, since=since, taints=taints)
+    node["metadata"]["uid"] = current["metadata"]["uid"]
+    api.add(fc.rebooted(node, current["status"]["nodeInfo"]["bootID"]))
+    api.add(fc.lease("dead", lease_ago))
+
+
+def test_a_fence_stays_until_the_machine_reboots_after_the_last_release_through_it(cluster, run_pass):
+    """The node comes back rebooted, dies again before its fence is lifted, and a pod that ran there meanwhile is
+    released through the standing fence. Back from that second outage without a reboot, the fence stays: the
+    machine recorded on it is the machine at the last release."""
+    fenced(cluster, run_pass)
+    back(cluster)  # rebooted (a new bootID); no pass runs before it dies again
+    ours = [t for t in cluster.get("nodes", "dead")["spec"]["taints"] if t["key"] == OUT_OF_SERVICE_KEY]
+    fc.add_volume(cluster, "data-db-1", attached_to="dead")
+    cluster.add(fc.pod("db-1", "dead", claims=["data-db-1"], terminating=True))
+    _as_now(cluster, ready="Unknown", since=600, taints=[fc.SHUTDOWN, fc.UNREACHABLE, *ours], lease_ago=640)
+
+    second = networkfence(run_pass)
+
+    assert second.summary["pods_deleted"] == 1 and second.summary["attachments_deleted"] == 1
+    assert fence_of(cluster)["metadata"]["annotations"][FENCE_BOOT_ID_ANNOTATION] == \
+        cluster.get("nodes", "dead")["status"]["nodeInfo"]["bootID"], "the machine at the release"
+    _as_now(cluster, ready="True", since=300, taints=ours, lease_ago=2)  # back without a reboot
+    cluster.requests.clear()
+
+    result = networkfence(run_pass)
+
+    assert result.code == EXIT_OK and fence_of(cluster)["spec"]["fenceState"] == "Fenced"
+    assert not writes(cluster, "delete") and not [r for r in writes(cluster, "patch") if "Unfenced" in str(r.body)]
+    left_in_place(cluster, result, "without rebooting")

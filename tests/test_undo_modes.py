@@ -204,3 +204,45 @@ def test_bootid_lifts_our_taint_on_the_node_s_own_word_the_documented_limit(clus
     back(cluster, "n1", "2b2b2b2b-2b2b-4b2b-8b2b-2b2b2b2b2b2b")  # claimed, no power cycle
     time.sleep(2.1)
     assert run_pass(RECOVERY_SECONDS="1").summary["taints_removed"] == 1
+
+
+# --- two outages under one standing taint ---------------------------------------------------------------------
+
+def dies_under_our_taint(api, name: str) -> None:
+    """As dies(), with our out-of-service taint of the earlier outage still on the node."""
+    ours = oos_taints(api, name)
+    dies(api, name)
+    dead = api.get("nodes", name)
+    dead["spec"]["taints"] = dead["spec"]["taints"] + ours
+    api.add(dead)
+
+
+@pytest.mark.parametrize("undo", ["bootid", "operator"])
+def test_our_taint_stays_until_the_machine_reboots_after_the_last_release_through_it(cluster, run_pass, undo):
+    """The node comes back rebooted (B2), dies again before undo lifts our taint, and a pod that ran there meanwhile
+    is released through it. The record must name the machine as it was at that second release: back without a
+    reboot (still B2), or with the operator's word given for the first outage, the taint stays."""
+    b2 = "2b2b2b2b-2b2b-4b2b-8b2b-2b2b2b2b2b2b"
+    fc.dead_node(cluster, "n1")
+    stuck(cluster, "n1")
+    assert run_pass(UNDO=undo).summary["taints_added"] == 1
+    back(cluster, "n1", b2)  # outage 1 over, rebooted; no pass lifts our taint before the node dies again
+    if undo == "operator":
+        acknowledge(cluster, "n1")  # the operator's word, for outage 1
+    stuck(cluster, "n1", "db-1")  # a pod that tolerated our taint ran there meanwhile
+    dies_under_our_taint(cluster, "n1")
+
+    second = run_pass(UNDO=undo)
+
+    assert second.summary["taints_added"] == 0, "our taint of outage 1 still stands"
+    assert second.summary["pods_deleted"] == 1 and second.summary["attachments_deleted"] == 1, "outage 2 released"
+    assert json.loads(record_of(cluster, "n1")["data"]["record"])["bootID"] == b2, "the machine at the release"
+    back(cluster, "n1", b2)  # back from outage 2 without a reboot
+    time.sleep(2.1)
+
+    result = run_pass(UNDO=undo, RECOVERY_SECONDS="1")
+
+    assert result.code == EXIT_OK and result.summary["taints_removed"] == 0
+    assert len(oos_taints(cluster, "n1")) == 1
+    [kept] = [e for e in cluster.objects("events") if e["reason"] == "OutOfServiceTaintKept"]
+    assert "n1" in kept["involvedObject"]["name"]

@@ -165,6 +165,8 @@ class Actor:
         if node_plan.add_taint and (live := self.live.confirm_down(node_plan)) is not None:
             # First, so the attach-detach controller force-detaches the moment each pod is gone.
             would = self.taint.add(node_plan, live[1], off_at) and self.settings.dry_run
+        elif not self.taint.refresh(node_plan, off_at):
+            return  # our taint of an earlier outage, whose record cannot be made to name this machine: no release
         held: list[str] = []
         gone = {p.key for p in node_plan.pods if self.live.confirm_down(node_plan) and
                 self._delete_pod(node_plan, p, held)}

@@ -21,16 +21,19 @@ from ..kube import Api, ApiError
 from ..model import (
     FENCE_ASKED_ANNOTATION,
     FENCE_LABEL,
+    POWER_CYCLED_ANNOTATION,
     BadObject,
     Fence,
     Json,
     Lease,
     Machine,
     Node,
+    boot_id_note,
     bounded_list,
     fence_asked,
 )
 from ..model.event_reasons import Reason
+from ..model.names import FENCE_BOOT_ID_ANNOTATION
 from ..planner import unfence_step
 from ..planner.fencing import DELETE, FAILED, PENDING, RECREATE, REQUEST, UNFENCE, cidrs, judge_fence
 from ..planner.types import NodePlan
@@ -165,10 +168,25 @@ class Fencer:
         if found is not None:
             step, why = judge_fence(node, found, wanted)
             if step is None:
-                return True
+                return self._at_this_release(node, found)
         if why:
             self._refuse(node, why)
         return False
+
+    def _at_this_release(self, node: Node, fence: Fence) -> bool:
+        """A fence of an earlier outage still stands and this pass releases through it: the machine recorded on it
+        becomes the machine as it is now (its bootID), so the fence is lifted only after a reboot since this
+        release, and an operator's word given before it does not carry over. True once it says so."""
+        boot = boot_id_note(node.boot_id)
+        if fence.machine is None or (fence.machine.boot_id == boot and not fence.acknowledged):
+            return True
+        patch = {"metadata": {"resourceVersion": fence.version,
+                              "annotations": {FENCE_BOOT_ID_ANNOTATION: boot, POWER_CYCLED_ANNOTATION: None}}}
+        result = self.writer.patch_networkfence(node.name, patch, "record the machine at this release")
+        if result is Result.CONFLICT:
+            self.writer.fail(f"NetworkFence {node.name} changed since it was read; nothing on the node is released "
+                             "in this pass")
+        return result in (Result.DONE, Result.WOULD)
 
     def _await_answer(self, node: Node, why: str) -> bool:
         """Wait within this pass for our fence's answer, reading it live and judging it by the plan's rule, so a

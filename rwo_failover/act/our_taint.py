@@ -64,6 +64,18 @@ class OurTaint:
                              "after a reboot")
         return added or self.settings.dry_run
 
+    def refresh(self, node_plan: NodePlan, off_at: str) -> bool:
+        """Before a release through our taint of an earlier outage: its record names the machine as read now
+        (TaintRecords.refresh). True when nothing stands in the way of the release (no taint of ours: nothing to
+        refresh)."""
+        live = self.live.confirm_down(node_plan)
+        if live is None:
+            return False
+        node, raw = live
+        if node.our_taint is None or not node.taint_record.name:
+            return True
+        return self.records.refresh(node.taint_record, raw, off_at)
+
     def remove(self, name: str) -> None:
         """Take our out-of-service taint off a node that is back after a reboot, and only ours, for the Node object
         we added it to; then our record of it."""

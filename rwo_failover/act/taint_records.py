@@ -84,6 +84,24 @@ class TaintRecords:
             return Result.FAILED
         return result
 
+    def refresh(self, record: TaintRecord, raw_node: Json, bmc_off_at: str) -> bool:
+        """Our taint stands from an earlier outage and this pass releases through it: the record must name the
+        machine as it is at this release (its bootID and addresses now; with FENCING=redfish, this pass's Off), so
+        undo waits for a reboot after the last release, never after the first. An operator's word on the record
+        was given before this release and does not carry over. True once it names the machine as it is now."""
+        current = TaintRecord.of(raw_node, record.added_at, bmc_off_at or record.bmc_off_at)
+        if current.same_content(record) and not record.acknowledged:
+            return True
+        patch = {"metadata": {"resourceVersion": record.version, "annotations": {POWER_CYCLED_ANNOTATION: None}},
+                 "data": current.data()}
+        result = self.writer.record(f"refreshing taint record {self.namespace}/{record.name} for this release",
+                                    "would record the machine as it is at this release", record.name,
+                                    call=lambda: self.api.patch_taint_record(self.namespace, record.name, patch))
+        if result is Result.CONFLICT:
+            self.writer.fail(f"refreshing the taint record {record.name}: it changed since it was read; nothing on "
+                             f"node {record.node} is released in this pass")
+        return result in (Result.DONE, Result.WOULD)
+
     def _delete(self, record: TaintRecord) -> Result:
         """Preconditioned on the record judged: CONFLICT when it was written again since."""
         return self.writer.record(f"deleting taint record {self.namespace}/{record.name}",
