@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from rwo_failover.run.exitcodes import EXIT_OK, EXIT_UNAVAILABLE
 from rwo_testkit import fake_cluster as fc
 from rwo_testkit.fake_apiserver import ApiStatus
@@ -47,6 +49,17 @@ def test_the_operator_s_own_words_name_who_and_why(api, run_pass):
     result = run_pass()
     assert result.code == EXIT_OK and writes(api) == []
     assert "by alice (INC-1234)" in result.summary["paused"] and "storage maintenance" in result.summary["paused"]
+
+
+@pytest.mark.parametrize("words", [{"reason": "failing safe: drill"}, {"pausedBy": "failing safe team"}])
+def test_an_operator_s_pause_is_chosen_whatever_its_words_say(api, run_pass, words):
+    """The exit code and the paused gauge come from what kind of pause it is, never from the text an operator
+    wrote (words our own fail-safe message also uses)."""
+    fc.outage(api)
+    control(api, {"paused": "true", **words})
+    result = run_pass()
+    assert result.code == EXIT_OK and writes(api) == []
+    assert "failing safe" in result.summary["paused"]
 
 
 def test_paused_false_or_no_control_object_changes_nothing(api, run_pass):

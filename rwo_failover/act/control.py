@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from ..kube import Api
 from ..model import CONTROL_NAME
-from ..model.control import CALM_SINCE, TRIPPED_AT
+from ..model.control import CALM_SINCE, NOT_PAUSED, TRIPPED_AT, Pause, unreadable_switch
 from ..observe.control import read_control
 from ..planner import StormMark
 from ..settings import Settings
@@ -30,15 +30,15 @@ class PauseCheck:
     once before the first write, and `watched` (continuous mode's copy of the control object) before each."""
 
     def __init__(self, api: Api, settings: Settings, inner: Guard | None = None, *,
-                 watched: Callable[[], str] | None = None) -> None:
+                 watched: Callable[[], Pause] | None = None) -> None:
         self.api, self.settings, self.inner, self.watched = api, settings, inner, watched
-        self.found = ""  # why writes stopped for the pause switch; sticky for the rest of the pass
+        self.found = NOT_PAUSED  # why writes stopped for the pause switch; sticky for the rest of the pass
         self._read = False
 
     def __call__(self) -> str | None:
         why = self.inner() if self.inner else None
         if why or self.found:
-            return why or self.found
+            return why or str(self.found)
         if not self._read:
             self._read = True
             control, error = read_control(self.api, self.settings)
@@ -46,27 +46,28 @@ class PauseCheck:
         if not self.found and self.watched:
             self.found = self.watched()
         if self.found:
-            log.error("paused before a write: nothing more is written this pass", extra={"pause": self.found})
-        return self.found or None
+            log.error("paused before a write: nothing more is written this pass", extra={"pause": str(self.found)})
+        return str(self.found) or None
 
     def live(self) -> str | None:
         """Before each destructive write: `inner`'s reason, or the pause switch read live now (in every mode: the
         watched copy may lag, and a pass may have waited seconds since its first write for a BMC or a fence)."""
         why = self.inner() if self.inner else None
         if why or self.found:
-            return why or self.found
+            return why or str(self.found)
         control, error = read_control(self.api, self.settings)
         self.found = _reason(error, control.describe() if control and control.paused else None)
         if self.found:
             log.error("paused before a destructive write: nothing more is written this pass",
-                      extra={"pause": self.found})
-        return self.found or None
+                      extra={"pause": str(self.found)})
+        return str(self.found) or None
 
 
-def _reason(error: str, paused_by: str | None) -> str:
+def _reason(error: str, paused_by: str | None) -> Pause:
     if error:
-        return f"{error}; failing safe: nothing is written until it can be read"
-    return "" if paused_by is None else f"paused{' ' + paused_by if paused_by else ''} (read again before a write)"
+        return unreadable_switch(error)
+    return NOT_PAUSED if paused_by is None else \
+        Pause(f"paused{' ' + paused_by if paused_by else ''} (read again before a write)")
 
 
 STORM_ATTEMPTS = 3  # a trip's write that loses a race is read again and retried: lost, the storm is forgotten

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from ..model import CONTROL_NAME, Cached, Control, Node, Unreadable
+from ..model.control import NOT_PAUSED, Pause, unreadable_switch
 from ..settings import Settings
 from .api import Api
 from .errors import ApiError
@@ -101,15 +102,15 @@ class WatchedCluster:
                       tuple(i for items in found.values() for i in items if isinstance(i, Unreadable)),
                       control, control_error, readable["taint records"])
 
-    def paused(self) -> str:
-        """The watched pause switch, for the write guard: why no write may start, or ""."""
+    def paused(self) -> Pause:
+        """The watched pause switch, for the write guard: why no write may start, or NOT_PAUSED."""
         control, error = _control(list(self.reflectors[CONTROL.name].items.values()), self.settings)
         if error:
-            return f"{error}; failing safe: nothing is written until it can be read"
+            return unreadable_switch(error)
         if control is None or not control.paused:
-            return ""
+            return NOT_PAUSED
         said = control.describe()
-        return f"paused{' ' + said if said else ''} (seen by the watch)"
+        return Pause(f"paused{' ' + said if said else ''} (seen by the watch)")
 
     def nodes_now(self, api: Api) -> tuple[Node | Unreadable, ...] | None:
         """The nodes as of a consistent read made now, from the cache: the collection's latest version (a

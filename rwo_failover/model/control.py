@@ -13,6 +13,35 @@ MAX_TEXT = 200  # what an operator's note may add to a log line
 
 
 @dataclass(frozen=True)
+class Pause:
+    """Why a pass writes nothing: an operator's pause (data.paused=true), or, `fail_safe`, a switch that cannot be
+    read. What it is decides the exit code; `reason` only says it, in an operator's words as much as ours."""
+
+    reason: str = ""
+    fail_safe: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(self.reason)
+
+    def __str__(self) -> str:
+        return self.reason
+
+    @property
+    def chosen(self) -> bool:
+        """An operator's pause: no failure (exit 0)."""
+        return bool(self.reason) and not self.fail_safe
+
+
+NOT_PAUSED = Pause()
+FAILING_SAFE = "failing safe: nothing is written until it can be read"
+
+
+def unreadable_switch(error: str) -> Pause:
+    """The pause of a control object that cannot be read: nothing is written until it can be."""
+    return Pause(f"{error}; {FAILING_SAFE}", fail_safe=True)
+
+
+@dataclass(frozen=True)
 class Control:
     paused: bool = False
     paused_by: str = ""  # data.pausedBy, else the field manager that last wrote data.paused (kubectl-patch, ...)

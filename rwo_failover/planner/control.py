@@ -13,21 +13,22 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from ..model import CONTROL_NAME, Snapshot
-from ..model.control import CALM_SINCE, TRIPPED_AT
+from ..model.control import CALM_SINCE, NOT_PAUSED, TRIPPED_AT, Pause, unreadable_switch
 from ..settings import Settings
 from .types import Refusal, RefusalKind, StormMark
 
 
-def pause_reason(snapshot: Snapshot, settings: Settings) -> str:
-    """Why this pass may write nothing: the switch is on, or the control object cannot be read; "" otherwise."""
+def pause_reason(snapshot: Snapshot, settings: Settings) -> Pause:
+    """Why this pass may write nothing: the switch is on, or the control object cannot be read; NOT_PAUSED
+    otherwise."""
     where = f"ConfigMap {settings.recovery_namespace}/{CONTROL_NAME}"
     if snapshot.control_error:
-        return f"{snapshot.control_error}; failing safe: nothing is written until it can be read"
+        return unreadable_switch(snapshot.control_error)
     control = snapshot.control
     if control is not None and control.paused:
         said = control.describe()
-        return f"paused{' ' + said if said else ''}: data.paused=true in {where}"
-    return ""
+        return Pause(f"paused{' ' + said if said else ''}: data.paused=true in {where}")
+    return NOT_PAUSED
 
 
 def storm(snapshot: Snapshot, settings: Settings,

@@ -8,6 +8,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from ..model import TaintRecord
+from ..model.control import NOT_PAUSED, Pause
 
 if TYPE_CHECKING:  # recovery.py imports this module (through liveness.py): the Verdict type is for the checker only
     from .recovery import Verdict
@@ -174,7 +175,7 @@ class Plan:
     wake_at: datetime | None = None
     deferred: tuple[str, ...] = ()  # pods left for later passes by MAX_PODS_PER_PASS (planner/caps.py)
     judged_at: datetime | None = None  # the server's now the verdicts were judged at (the snapshot's)
-    paused: str = ""  # why this pass writes nothing (the pause switch, an unreadable control object): control.py
+    paused: Pause = NOT_PAUSED  # why this pass writes nothing (the switch, an unreadable control object): control.py
     storm_mark: StormMark | None = None  # a storm moment for act to record (control.py)
     ignored: tuple[tuple[str, str], ...] = ()  # (node, object) the brakes did not count (planner/evidence.py)
     # Down (or down but for this process's own sighting) with nothing counted to release: the unhealthy-fraction

@@ -25,12 +25,3 @@ PAUSED = "paused"  # rwo_failover_passes_total's result for a paused pass (exit 
 # ends the Job at once, Count retries it up to backoffLimit. The manifests' rules are checked against this.
 FAIL_JOB = (EXIT_CONFIG, EXIT_REFUSED, EXIT_FORBIDDEN)
 COUNT = (EXIT_FAILED, EXIT_UNAVAILABLE, EXIT_CRASH)
-
-# The words that end a pause the control ConfigMap's being unreadable caused (planner/control.py,
-# act/control.py, kube/cache.py): no operator chose it, so it is no pause for the exit code or the metrics.
-UNREADABLE_SWITCH = "failing safe"
-
-
-def chosen_pause(paused: str) -> bool:
-    """True for a pause an operator set (data.paused=true), False for none or an unreadable switch."""
-    return bool(paused) and UNREADABLE_SWITCH not in paused

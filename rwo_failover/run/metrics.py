@@ -20,10 +20,11 @@ from prometheus_client.registry import Collector
 
 from ..act.outcome import Outcome
 from ..kube.deadline_http import deadline_handlers
+from ..model.control import NOT_PAUSED, Pause
 from ..planner.fencing import HELD_REASONS
 from ..planner.types import NodeState, Plan, RefusalKind
 from ..settings.urls import without_userinfo
-from .exitcodes import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, NAMES, PAUSED, chosen_pause
+from .exitcodes import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, NAMES, PAUSED
 from .pushed import Carried, NotCarried, Refuse, read_back
 
 log = logging.getLogger(__name__)
@@ -151,12 +152,12 @@ class Metrics:
         self.requests.labels(verb, what.split(" ")[0], code).inc()
 
     def record_pass(self, plan: Plan | None, outcome: Outcome | None, code: int, *, seconds: float,
-                    paused: str = "") -> None:
+                    paused: Pause = NOT_PAUSED) -> None:
         now = time.time()
-        chosen = chosen_pause(paused)  # an operator's; an unreadable switch is a failure (exit 4), not a pause
+        chosen = paused.chosen  # an operator's; an unreadable switch is a failure (exit 4), not a pause
         if plan is not None:  # a pass that could not read the cluster knows nothing of the switch
             self.paused.set(1 if chosen else 0)
-            self.pause_reason = paused
+            self.pause_reason = str(paused)
         self.passes.labels(PAUSED if chosen and code == EXIT_OK else NAMES.get(code, str(code))).inc()
         self.duration.observe(seconds)
         self.last_pass.set(now)

@@ -16,10 +16,11 @@ from ..act.writer import Guard
 from ..kube import Api, ApiError, Forbidden
 from ..kube.clock import ServerClockUnknown
 from ..model import Cached, Node, Snapshot, Unreadable
+from ..model.control import NOT_PAUSED, Pause
 from ..observe import observe, observe_again
 from ..observe.sightings import Sightings
 from ..settings import Settings
-from .exitcodes import EXIT_FAILED, EXIT_FORBIDDEN, EXIT_OK, EXIT_REFUSED, EXIT_UNAVAILABLE, chosen_pause
+from .exitcodes import EXIT_FAILED, EXIT_FORBIDDEN, EXIT_OK, EXIT_REFUSED, EXIT_UNAVAILABLE
 from .metrics import Metrics
 
 # The cache's nodes as of a consistent read made now, or None when it has not caught up (kube/cache.py).
@@ -30,7 +31,7 @@ log = logging.getLogger(__name__)
 
 def run_pass(api: Api, settings: Settings, metrics: Metrics | None = None, *, guard: Guard | None = None,
              show: Callable[[planner.Plan], None] | None = None,
-             cache: Callable[[Api], Cached] | None = None, watched_pause: Callable[[], str] | None = None,
+             cache: Callable[[Api], Cached] | None = None, watched_pause: Callable[[], Pause] | None = None,
              nodes_now: NodesNow | None = None,
              sightings: Sightings | None = None, done: Callable[[Outcome], None] | None = None) -> int:
     """Observe, decide, act; log one summary line; return the exit code.
@@ -61,7 +62,7 @@ def run_pass(api: Api, settings: Settings, metrics: Metrics | None = None, *, gu
         show(plan)
     pause = PauseCheck(api, settings, guard, watched=watched_pause)
     if plan.paused:
-        log.warning("paused: this pass observes and plans, and writes nothing", extra={"pause": plan.paused})
+        log.warning("paused: this pass observes and plans, and writes nothing", extra={"pause": str(plan.paused)})
     acting = dataclasses.replace(settings, dry_run=True) if plan.paused else settings
     actor = Actor(api, acting, now, sightings=sightings, metrics=metrics, guard=pause,
                   node_uids={n.name: n.uid for n in snapshot.nodes},
@@ -113,7 +114,7 @@ def decide(api: Api, settings: Settings, now: Callable[[], datetime], *, sightin
     return live, live_plan
 
 
-def paused_code(paused: str, outcome: Outcome) -> int:
+def paused_code(paused: Pause, outcome: Outcome) -> int:
     """A paused pass (issue 36): an operator's pause is no failure, 0, so a CronJob's Job succeeds and no stock
     KubeJobFailed alert pages anyone for what was chosen (the summary's `paused` and rwo_failover_paused say it);
     a write of this pass that failed or was denied before the pause was seen is still 1 or 5. A switch that
@@ -122,7 +123,7 @@ def paused_code(paused: str, outcome: Outcome) -> int:
         return EXIT_FORBIDDEN
     if outcome.failures:
         return EXIT_FAILED
-    return EXIT_OK if chosen_pause(paused) else EXIT_UNAVAILABLE
+    return EXIT_OK if paused.chosen else EXIT_UNAVAILABLE
 
 
 def exit_code(plan: planner.Plan, outcome: Outcome) -> int:
@@ -145,13 +146,14 @@ def _log_plan(plan: planner.Plan) -> None:
 
 
 def _summary(settings: Settings, plan: planner.Plan | None, outcome: Outcome | None, *, code: int,
-             started: float, api: Api, metrics: Metrics | None, guard: Guard | None, paused: str = "") -> None:
+             started: float, api: Api, metrics: Metrics | None, guard: Guard | None,
+             paused: Pause = NOT_PAUSED) -> None:
     seconds = time.monotonic() - started
     if metrics:
         metrics.record_pass(plan, outcome, code, seconds=seconds, paused=paused)
     fields: dict[str, object] = {"dry_run": settings.dry_run, "exit_code": code,
                                  "duration_seconds": round(seconds, 3), "api_attempts": api.attempts,
-                                 "stopped_by": (guard() if guard else None) or "", "paused": paused}
+                                 "stopped_by": (guard() if guard else None) or "", "paused": str(paused)}
     if plan is not None:
         states = [v.state for v in plan.verdicts]
         fields.update(nodes=plan.total_nodes, nodes_not_ready=plan.not_ready, tainted=len(states),
