@@ -139,3 +139,23 @@ def test_the_moments_are_the_api_server_s_never_the_job_s(api, kubeconfig):
     calm(api)
     assert skewed_pass(kubeconfig, 3600).code == EXIT_REFUSED
     assert abs(seconds_ago(data(api)["stormCalmSince"])) < 5
+
+
+def test_a_storm_during_a_fail_safe_pause_is_remembered_as_during_a_chosen_one(api, run_pass):
+    """A switch that cannot be read (data.paused neither true nor false) pauses, failing safe; a brake that trips
+    meanwhile is still written down, so the first calm pass after the switch is fixed keeps the cool-down."""
+    storm(api)
+    api.add({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": NAME, "namespace": NAMESPACE},
+             "data": {"paused": "yes"}})
+    paused = run_pass()
+    assert paused.code != EXIT_OK and "failing safe" in paused.summary["paused"]
+    assert "stormTrippedAt" in data(api), "the storm is remembered"
+    fixed = api.get("configmaps", NAME, NAMESPACE)
+    fixed["data"]["paused"] = "false"
+    api.add(fixed)
+    calm(api)
+
+    result = run_pass()
+
+    assert result.code == EXIT_REFUSED and result.summary["brake"] == "storm-cooldown"
+    assert api.get("pods", "db-0", "default") is not None, "no volume released at the first calm moment"

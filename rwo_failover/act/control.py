@@ -84,7 +84,7 @@ def record_storm(writer: Writer, settings: Settings, mark: StormMark) -> Result:
         if result is not Result.CONFLICT or mark.key != TRIPPED_AT:
             break
         control, error = read_control(writer.api, settings)
-        if error:
+        if error and control is None:  # nothing to read its version from: the next pass decides again
             break
         if control is not None and control.tripped_at is not None and control.calm_since is None:
             return Result.DONE  # someone else (another replica's pass) recorded this storm

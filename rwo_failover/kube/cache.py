@@ -150,4 +150,5 @@ def _control(items: Sequence[Control | Unreadable], settings: Settings) -> tuple
     bad = [i for i in items if isinstance(i, Unreadable)]
     if bad:
         return None, f"{where} cannot be read: {bad[0].reason}"
-    return cast(Control | None, items[0] if items else None), ""  # every Unreadable was returned above
+    control = cast(Control | None, items[0] if items else None)  # every Unreadable was returned above
+    return control, f"{where} cannot be read: {control.switch_error}" if control and control.switch_error else ""

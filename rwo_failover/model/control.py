@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from .fields import BadObject, Json, items_at, obj_at, parse_time, strings_at, text_at, time_at
+from .fields import Json, items_at, obj_at, parse_time, strings_at, text_at, time_at
 
 PAUSED, PAUSED_BY, REASON = "paused", "pausedBy", "reason"
 TRIPPED_AT, CALM_SINCE = "stormTrippedAt", "stormCalmSince"
@@ -50,17 +50,21 @@ class Control:
     tripped_at: datetime | None = None  # a brake last tripped (a pass wrote it, server time)
     calm_since: datetime | None = None  # the first pass after it that no brake refused
     resource_version: str = ""
+    # data.paused neither true nor false: the switch cannot be read, and a pass fails safe (writes nothing), while
+    # the storm's memory and the version on it still are, so a storm meanwhile is written down all the same
+    switch_error: str = ""
 
     @classmethod
     def from_json(cls, obj: Json) -> Control:
-        """BadObject when data.paused is neither true nor false, or a time is not one: the caller fails safe."""
+        """BadObject when a time is not one (the caller fails safe); a switch neither true nor false is
+        `switch_error`."""
         meta, data = obj_at(obj, "metadata"), strings_at(obj, "data")
         flag = data.get(PAUSED, "false").strip().lower()
-        if flag not in ("true", "false"):
-            raise BadObject(f"data.{PAUSED} is {flag[:40]!r}, neither true nor false")
+        unreadable = "" if flag in ("true", "false") else f"data.{PAUSED} is {flag[:40]!r}, neither true nor false"
         by, at = _writer_of(meta, PAUSED)
         return cls(flag == "true", data.get(PAUSED_BY, "")[:MAX_TEXT] or by, at, data.get(REASON, "")[:MAX_TEXT],
-                   time_at(data, TRIPPED_AT), time_at(data, CALM_SINCE), text_at(meta, "resourceVersion"))
+                   time_at(data, TRIPPED_AT), time_at(data, CALM_SINCE), text_at(meta, "resourceVersion"),
+                   unreadable)
 
     def describe(self) -> str:
         """Who paused, when and why, as far as the object says."""

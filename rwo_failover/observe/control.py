@@ -15,7 +15,8 @@ from ..settings import Settings
 
 
 def read_control(api: Api, settings: Settings) -> tuple[Control | None, str]:
-    """(the control object or None, why it cannot be read or ""); a consistent read, never the watch cache's."""
+    """(the control object or None, why it cannot be read or ""); a consistent read, never the watch cache's. A
+    switch that cannot be read comes with the object: its storm memory and version can still be read and written."""
     where = f"ConfigMap {settings.recovery_namespace}/{CONTROL_NAME}"
     try:
         found = api.list_control(settings.recovery_namespace, CONTROL_NAME, lambda raw: raw, consistent=True)
@@ -31,6 +32,7 @@ def control_of(found: Sequence[object], where: str) -> tuple[Control | None, str
     try:
         if len(found) > 1 or not isinstance(found[0], dict):
             raise BadObject("the list by its name did not give one object")
-        return Control.from_json(found[0]), ""
+        control = Control.from_json(found[0])
     except BadObject as err:
         return None, f"{where} cannot be read: {str(err)[:300]}"
+    return control, f"{where} cannot be read: {control.switch_error}" if control.switch_error else ""
