@@ -236,3 +236,35 @@ def test_a_kubelet_posting_ready_true_is_not_powered_off_whatever_its_lease_says
                          REDFISH_BMC_FILE=bmc_file(tmp_path, {"rt-live": bmc.entry("rt-live")}))
     powered = [e["message"] for e in api.objects("events") if e["reason"] == "NodePoweredOff"]
     assert not powered and api.get("pods", "db-0", "default") is not None, (code, powered)
+
+
+def test_a_run_that_freed_a_pod_then_could_not_read_says_both_and_never_nothing_changed(api, kubeconfig):
+    """The run's exit code is the most severe of its passes': pass 1 frees db-0, pass 2 (for a node due moments
+    later) cannot read the cluster. "Nothing was changed" (4) would be false: the run exits 1, changed and not
+    finished, and says so."""
+    from rwo_testkit.fake_apiserver import Fault
+
+    fc.outage(api, live=6)
+    fc.dead_node(api, "late", down_for=1)  # NotReady for 1 s: due once MIN_NOT_READY_SECONDS have passed
+    fc.add_volume(api, "data-db-9", attached_to="late")
+    api.add(fc.pod("db-9", "late", claims=["data-db-9"], terminating=True))
+
+    def unreadable_after_the_first_pass(req) -> None:
+        # pass 1 ends within moments of its last release; pass 2 comes about 2 s later, for "late"
+        if req.verb == "delete" and req.resource == "volumeattachments" and not timers:
+            timers.append(threading.Timer(1.0, api.faults.append, [Fault("status", verb="list", status=503)]))
+            timers[0].start()
+        return None
+    timers: list[threading.Timer] = []
+    api.hooks.append(unreadable_after_the_first_pass)
+    from conftest import watched
+
+    code, logs = one_run(kubeconfig, watched(), MIN_NOT_READY_SECONDS="3", ONCE_WAIT_SECONDS="30",
+                         API_MAX_ATTEMPTS="1", PASS_TIMEOUT_SECONDS="20")
+
+    passes = [line for line in logs if line["message"] == "pass finished"]
+    assert [p["exit_code"] for p in passes] == [0, 4], passes
+    assert api.get("pods", "db-0", "default") is None, "pass 1 freed db-0"
+    assert code == 1
+    [said] = [line for line in logs if line["message"].startswith("this run changed the cluster")]
+    assert said["exit_codes"] == [0, 4]

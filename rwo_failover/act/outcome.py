@@ -27,3 +27,11 @@ class Outcome:
     taints_added: list[str] = field(default_factory=list)
     taints_removed: list[str] = field(default_factory=list)
     events: int = 0
+
+    @property
+    def changed(self) -> bool:
+        """Whether this pass changed the cluster in a way that frees or fences something (what a later pass's
+        "nothing was changed" must not hide): a pod or attachment deleted, a taint or fence written, a machine
+        powered off."""
+        return bool(self.pods_deleted or self.attachments_deleted or self.taints_added or self.taints_removed
+                    or self.fenced or self.unfenced or self.powered_off)

@@ -26,7 +26,7 @@ from ..kube import Api, ServerClockUnknown
 from ..observe.sightings import Sightings
 from ..planner import NodeState, Plan
 from ..settings import Settings
-from .exitcodes import EXIT_FAILED, EXIT_OK, EXIT_REFUSED
+from .exitcodes import EXIT_CRASH, EXIT_FAILED, EXIT_FORBIDDEN, EXIT_OK, EXIT_REFUSED, EXIT_UNAVAILABLE
 from .metrics import Metrics
 from .quiet_wait import wait_for_taint
 from .runner import run_pass
@@ -48,10 +48,35 @@ STOP_CHECK_SECONDS = 0.2  # how soon a stop signal ends the wait
 
 def run_once(new_api: Callable[[], Api], settings: Settings, metrics: Metrics, *, guard: Guard,
              show: Callable[[Plan], None] | None = None, sightings: Sightings | None = None) -> int:
-    """One pass, then at most MAX_PASSES - 1 more, each after waiting for a node due to be proven down; the last
-    pass's exit code. Every pass shares the first one's deadline, and one memory of what the run has seen (a node
-    first seen Ready=Unknown by the first pass is proven down by the second, MIN_NOT_READY_SECONDS later)."""
-    sightings = sightings or Sightings()
+    """One pass, then at most MAX_PASSES - 1 more, each after waiting for a node due to be proven down; the run's
+    exit code is the most severe of its passes' (run_code). Every pass shares the first one's deadline, and one
+    memory of what the run has seen (a node first seen Ready=Unknown by the first pass is proven down by the
+    second, MIN_NOT_READY_SECONDS later)."""
+    passes: list[tuple[int, bool]] = []  # each pass's exit code, and whether it changed the cluster
+    code = _passes(new_api, settings, metrics, guard=guard, show=show, sightings=sightings or Sightings(),
+                   record=passes.append)
+    codes = [passed for passed, _ in passes[:-1]] + [code]  # the last: what the run made of it (an unfit wait: 1)
+    return run_code(codes, changed=any(wrote for _, wrote in passes))
+
+
+def run_code(codes: list[int], *, changed: bool) -> int:
+    """The run's exit code from its passes' (in order): the most urgent of them (docs/settings.md: 5, then 3, then
+    1, then 4); a pass that could not read the cluster (4, "nothing was changed") after one that changed it is 1,
+    changed and not finished, which the log says."""
+    for urgent in (EXIT_FORBIDDEN, EXIT_CRASH, EXIT_REFUSED, EXIT_FAILED):
+        if urgent in codes:
+            return urgent
+    if EXIT_UNAVAILABLE in codes and changed:
+        log.error("this run changed the cluster, then a later pass could not read it: not finished",
+                  extra={"exit_codes": codes})
+        return EXIT_FAILED
+    return codes[-1]
+
+
+def _passes(new_api: Callable[[], Api], settings: Settings, metrics: Metrics, *, guard: Guard,
+            show: Callable[[Plan], None] | None, sightings: Sightings,
+            record: Callable[[tuple[int, bool]], None]) -> int:
+    """The passes of one run; `record` is told each pass's exit code and whether it changed the cluster."""
     api = new_api()
     for number in range(1, MAX_PASSES + 1):
         plans: list[Plan] = []
@@ -59,6 +84,7 @@ def run_once(new_api: Callable[[], Api], settings: Settings, metrics: Metrics, *
         outcomes: list[Outcome] = []
         code = run_pass(api, settings, metrics=metrics, guard=guard, show=_keep(plans, shown, show),
                         sightings=sightings, done=outcomes.append)
+        record((code, any(o.changed for o in outcomes)))
         if not _may_wait(code, plans) or number == MAX_PASSES or guard() is not None:
             return code
         due, unfit = _due(plans, outcomes, api, settings=settings, first=number == 1,
