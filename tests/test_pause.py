@@ -62,6 +62,36 @@ def test_an_operator_s_pause_is_chosen_whatever_its_words_say(api, run_pass, wor
     assert "failing safe" in result.summary["paused"]
 
 
+def test_each_requester_s_pause_holds_until_that_requester_lifts_it(api, run_pass):
+    """One pause request per requester (data.pause.<requester>: its reason), as NodeHealthCheck keeps them: a
+    pass is paused while any stands, says every one, and one team lifting its own leaves the other's in force."""
+    fc.outage(api)
+    control(api, {"pause.storage-team": "array firmware upgrade", "pause.db-team": "INC-42 restore"})
+    both = run_pass()
+    assert both.code == EXIT_OK and writes(api) == []
+    assert "storage-team" in both.summary["paused"] and "INC-42 restore" in both.summary["paused"]
+    found = api.get("configmaps", NAME, NAMESPACE)
+    del found["data"]["pause.storage-team"]  # the storage team is done
+    api.add(found)
+
+    one = run_pass()
+
+    assert one.code == EXIT_OK and writes(api) == [] and api.get("pods", "db-0", "default") is not None
+    assert "db-team" in one.summary["paused"] and "storage-team" not in one.summary["paused"]
+    found = api.get("configmaps", NAME, NAMESPACE)
+    del found["data"]["pause.db-team"]
+    api.add(found)
+    assert run_pass().summary["paused"] == "" and api.get("pods", "db-0", "default") is None
+
+
+def test_a_pause_request_with_a_name_no_requester_has_fails_safe(api, run_pass):
+    fc.outage(api)
+    control(api, {"pause.": "who?"})
+    result = run_pass()
+    assert result.code == EXIT_UNAVAILABLE and writes(api) == []
+    assert "pause." in result.summary["paused"] and "failing safe" in result.summary["paused"]
+
+
 def test_paused_false_or_no_control_object_changes_nothing(api, run_pass):
     fc.outage(api)
     control(api, {"paused": "false"})

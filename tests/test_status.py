@@ -62,7 +62,8 @@ def test_json_for_scripts_says_the_same(api, kubeconfig, run_pass):
     assert code == EXIT_OK
     assert_read_only(requests)
     found = json.loads(out)
-    assert found["pause"] == {"paused": False, "by": "", "since": "", "reason": "", "error": ""}
+    assert found["pause"] == {"paused": False, "switch": False, "by": "", "since": "", "reason": "", "error": "",
+                              "requests": []}
     assert found["storm"]["state"] == "none"
     assert [(n["node"], n["verdict"]) for n in found["nodes"]] == [("dead", "down")]
     assert [(h["kind"], h["node"]) for h in found["held"]] == [("out-of-service taint", "dead")]
@@ -265,3 +266,12 @@ def test_two_installs_in_one_namespace_are_named_and_one_is_chosen_by_release(ap
     found = json.loads(text)
     assert found["settings"].startswith(f"the settings of CronJob {NAMESPACE}/team-b"), found["settings"]
     assert found["would_release"]["pods"] == 1
+
+
+def test_every_pause_request_is_shown_with_its_requester(api, kubeconfig):
+    control(api, {"pause.storage-team": "array firmware upgrade", "pause.db-team": "INC-42 restore"})
+    code, text, requests = status(api, kubeconfig)
+    assert code == EXIT_OK
+    assert_read_only(requests)
+    assert "PAUSED by db-team" in text and "(INC-42 restore)" in text and "until data.pause.db-team is removed" in text
+    assert "PAUSED by storage-team" in text and "Not paused." not in text

@@ -61,8 +61,8 @@ CONTROL = Source(
     lambda api, s, fresh, convert: api.list_control(s.recovery_namespace, CONTROL_NAME, convert, consistent=fresh),
     lambda api, s, version, timeout, w: api.watch_control(s.recovery_namespace, CONTROL_NAME, version,
                                                           timeout_seconds=timeout, watcher=w),
-    Control.from_json, lambda c, _s: (c.paused, c.paused_by, c.reason, c.switch_error), shapes.Control,
-    absent=(False, "", "", ""))
+    Control.from_json, lambda c, _s: (c.paused, c.paused_by, c.reason, c.switch_error, c.requests),
+    shapes.Control, absent=(False, "", "", "", ()))
 
 
 def pod_signature(pod: Pod, _settings: Settings) -> Hashable:

@@ -8,6 +8,8 @@ from datetime import datetime
 from .fields import Json, items_at, obj_at, parse_time, strings_at, text_at, time_at
 
 PAUSED, PAUSED_BY, REASON = "paused", "pausedBy", "reason"
+REQUEST_PREFIX = "pause."  # data.pause.<requester>: that requester's pause, its value the reason (NHC's pauseRequests)
+SHOWN_REQUESTS = 10  # how many requests a log line names; the rest are counted
 TRIPPED_AT, CALM_SINCE = "stormTrippedAt", "stormCalmSince"
 MAX_TEXT = 200  # what an operator's note may add to a log line
 
@@ -42,8 +44,21 @@ def unreadable_switch(error: str) -> Pause:
 
 
 @dataclass(frozen=True)
+class PauseRequest:
+    """One requester's pause: data.pause.<requester>, whose value is the reason; lifted by removing the key."""
+
+    requester: str
+    reason: str = ""
+    at: datetime | None = None  # when the key was last written: the API server's stamp
+
+    def describe(self) -> str:
+        return " ".join(p for p in (self.requester, f"at {self.at.isoformat()}" if self.at else "",
+                                    f"({self.reason})" if self.reason else "") if p)
+
+
+@dataclass(frozen=True)
 class Control:
-    paused: bool = False
+    paused: bool = False  # data.paused=true, or any pause request: nothing is written while either stands
     paused_by: str = ""  # data.pausedBy, else the field manager that last wrote data.paused (kubectl-patch, ...)
     paused_at: datetime | None = None  # when data.paused was last written: the API server's stamp
     reason: str = ""
@@ -53,6 +68,8 @@ class Control:
     # data.paused neither true nor false: the switch cannot be read, and a pass fails safe (writes nothing), while
     # the storm's memory and the version on it still are, so a storm meanwhile is written down all the same
     switch_error: str = ""
+    requests: tuple[PauseRequest, ...] = ()  # by requester, sorted
+    switch_on: bool = False  # data.paused=true itself (the single switch, beside the requests)
 
     @classmethod
     def from_json(cls, obj: Json) -> Control:
@@ -61,16 +78,27 @@ class Control:
         meta, data = obj_at(obj, "metadata"), strings_at(obj, "data")
         flag = data.get(PAUSED, "false").strip().lower()
         unreadable = "" if flag in ("true", "false") else f"data.{PAUSED} is {flag[:40]!r}, neither true nor false"
+        requests = tuple(sorted((PauseRequest(key[len(REQUEST_PREFIX):][:MAX_TEXT], value[:MAX_TEXT],
+                                              _writer_of(meta, key)[1])
+                                 for key, value in data.items() if key.startswith(REQUEST_PREFIX)),
+                                key=lambda r: r.requester))
+        if not unreadable and any(not r.requester for r in requests):
+            unreadable = f"data.{REQUEST_PREFIX} names no requester: say whose pause it is (data.pause.<name>)"
         by, at = _writer_of(meta, PAUSED)
-        return cls(flag == "true", data.get(PAUSED_BY, "")[:MAX_TEXT] or by, at, data.get(REASON, "")[:MAX_TEXT],
-                   time_at(data, TRIPPED_AT), time_at(data, CALM_SINCE), text_at(meta, "resourceVersion"),
-                   unreadable)
+        on = flag == "true"
+        return cls(on or bool(requests), data.get(PAUSED_BY, "")[:MAX_TEXT] or by if on else "", at if on else None,
+                   data.get(REASON, "")[:MAX_TEXT] if on else "", time_at(data, TRIPPED_AT),
+                   time_at(data, CALM_SINCE), text_at(meta, "resourceVersion"), unreadable, requests, on)
 
     def describe(self) -> str:
-        """Who paused, when and why, as far as the object says."""
+        """Who paused, when and why, as far as the object says: the switch, then each request."""
         parts = [f"by {self.paused_by}" if self.paused_by else "",
                  f"at {self.paused_at.isoformat()}" if self.paused_at else "",
                  f"({self.reason})" if self.reason else ""]
+        if self.requests:
+            named = "; ".join(r.describe() for r in self.requests[:SHOWN_REQUESTS])
+            more = len(self.requests) - SHOWN_REQUESTS
+            parts.append(f"requested by {named}{f'; and {more} more' if more > 0 else ''}")
         return " ".join(p for p in parts if p)
 
 

@@ -27,7 +27,8 @@ def pause_reason(snapshot: Snapshot, settings: Settings) -> Pause:
     control = snapshot.control
     if control is not None and control.paused:
         said = control.describe()
-        return Pause(f"paused{' ' + said if said else ''}: data.paused=true in {where}")
+        switch = "data.paused=true" if control.switch_on else "pause requests"
+        return Pause(f"paused{' ' + said if said else ''}: {switch} in {where}")
     return NOT_PAUSED
 
 

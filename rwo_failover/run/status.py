@@ -192,9 +192,12 @@ def _install_settings(local: Settings, install: dict[str, Any], namespace: str,
 
 def _pause(snapshot: Snapshot) -> dict[str, Any]:
     control = snapshot.control
-    return {"paused": bool(control and control.paused), "by": control.paused_by if control else "",
+    return {"paused": bool(control and control.paused), "switch": bool(control and control.switch_on),
+            "by": control.paused_by if control else "",
             "since": _iso(control.paused_at) if control and control.paused_at else "",
-            "reason": control.reason if control else "", "error": snapshot.control_error}
+            "reason": control.reason if control else "", "error": snapshot.control_error,
+            "requests": [{"requester": r.requester, "since": _iso(r.at) if r.at else "", "reason": r.reason}
+                         for r in (control.requests if control else ())]}
 
 
 def _storm(snapshot: Snapshot, settings: Settings) -> dict[str, Any]:

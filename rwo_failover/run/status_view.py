@@ -30,16 +30,29 @@ def _age(seconds: int) -> str:
     return f"{hours}h{minute:02d}m" if hours else f"{minute}m{second:02d}s"
 
 
+def _pause_lines(pause: dict[str, Any], where: str) -> list[str]:
+    """The switch, then each requester's pause: nothing is written while any stands."""
+    lines = []
+    if pause["switch"]:
+        said = " ".join(p for p in (f"by {pause['by']}" if pause["by"] else "",
+                                    f"since {pause['since']}" if pause["since"] else "",
+                                    f"({pause['reason']})" if pause["reason"] else "") if p)
+        lines.append(f"PAUSED {inert(said)}: no pass writes anything until data.paused is \"false\" in ConfigMap "
+                     f"{where}")
+    for request in pause["requests"]:
+        said = " ".join(p for p in (f"since {request['since']}" if request["since"] else "",
+                                    f"({request['reason']})" if request["reason"] else "") if p)
+        lines.append(f"PAUSED by {inert(request['requester'])} {inert(said)}: until data.pause."
+                     f"{inert(request['requester'])} is removed from ConfigMap {where}")
+    return lines
+
+
 def _controls(found: dict[str, Any]) -> list[str]:
     pause, storm = found["pause"], found["storm"]
     if pause["error"]:
         lines = [f"PAUSED (fail safe): the control ConfigMap cannot be read: {inert(pause['error'])}"]
     elif pause["paused"]:
-        said = " ".join(p for p in (f"by {pause['by']}" if pause["by"] else "",
-                                    f"since {pause['since']}" if pause["since"] else "",
-                                    f"({pause['reason']})" if pause["reason"] else "") if p)
-        lines = [f"PAUSED {inert(said)}: no pass writes anything until data.paused is \"false\" in ConfigMap "
-                 f"{inert(found['namespace'])}/rwo-failover-control"]
+        lines = _pause_lines(pause, f"{inert(found['namespace'])}/rwo-failover-control")
     else:
         lines = ["Not paused."]
     if storm["state"] == "storm":
