@@ -268,3 +268,30 @@ def test_a_run_that_freed_a_pod_then_could_not_read_says_both_and_never_nothing_
     assert code == 1
     [said] = [line for line in logs if line["message"].startswith("this run changed the cluster")]
     assert said["exit_codes"] == [0, 4]
+
+
+def test_a_dry_run_that_then_cannot_read_changed_nothing(api, kubeconfig):
+    """What a dry run would have fenced (a webhook's answer it never asks for) is no change: a later pass that
+    cannot read the cluster leaves the run at 4, nothing was changed."""
+    from rwo_testkit.fake_apiserver import Fault
+
+    fc.outage(api, live=6)
+    fc.dead_node(api, "late", down_for=1)
+    fc.add_volume(api, "data-db-9", attached_to="late")
+    api.add(fc.pod("db-9", "late", claims=["data-db-9"], terminating=True))
+    timers: list[threading.Timer] = []
+
+    def unreadable_soon(req) -> None:
+        if req.verb == "list" and req.resource == "pods" and not timers:
+            timers.append(threading.Timer(1.2, api.faults.append, [Fault("status", verb="list", status=503)]))
+            timers[0].start()
+        return None
+    api.hooks.append(unreadable_soon)
+    from conftest import watched
+
+    code, logs = one_run(kubeconfig, watched(), MIN_NOT_READY_SECONDS="3", FENCED_MIN_NOT_READY_SECONDS="3",
+                         ONCE_WAIT_SECONDS="30", API_MAX_ATTEMPTS="1", PASS_TIMEOUT_SECONDS="20", DRY_RUN="true",
+                         FENCING="webhook", FENCE_WEBHOOK_URL="https://fencer.example/fence")
+
+    assert [p["exit_code"] for p in logs if p["message"] == "pass finished"] == [0, 4]
+    assert api.mutations() == [] and code == 4

@@ -30,8 +30,9 @@ class Outcome:
 
     @property
     def changed(self) -> bool:
-        """Whether this pass changed the cluster in a way that frees or fences something (what a later pass's
-        "nothing was changed" must not hide): a pod or attachment deleted, a taint or fence written, a machine
-        powered off."""
+        """Whether a write of this pass landed that frees or fences something (what a later pass's "nothing was
+        changed" must not hide): a pod or attachment deleted, our taint added or removed, a fence lifted, a machine
+        powered off. Only what landed counts: `fenced` also names what a dry run would have fenced, and a BMC
+        that answered Off by itself."""
         return bool(self.pods_deleted or self.attachments_deleted or self.taints_added or self.taints_removed
-                    or self.fenced or self.unfenced or self.powered_off)
+                    or self.unfenced or self.powered_off)
