@@ -275,3 +275,18 @@ def test_every_pause_request_is_shown_with_its_requester(api, kubeconfig):
     assert_read_only(requests)
     assert "PAUSED by db-team" in text and "(INC-42 restore)" in text and "until data.pause.db-team is removed" in text
     assert "PAUSED by storage-team" in text and "Not paused." not in text
+
+
+def test_one_release_installed_as_both_a_cronjob_and_a_deployment_is_named_as_such(api, kubeconfig):
+    """--release cannot choose between two workloads of one release (a CronJob left behind when it moved to HA
+    mode): status says both run, and that one must go."""
+    from rwo_testkit import chart
+
+    install(api)
+    [deployment] = [d for d in chart.render({"mode": "ha"}, namespace=NAMESPACE) if d["kind"] == "Deployment"]
+    api.add(deployment)
+    for argv in ([], ["--release", "rwo-failover"]):
+        err = io.StringIO()
+        code = main(["status", "-n", NAMESPACE, *argv], {"KUBECONFIG": kubeconfig}, stdout=io.StringIO(), stderr=err)
+        assert code == EXIT_CONFIG
+        assert "release rwo-failover runs as both" in err.getvalue() and "delete the one" in err.getvalue()

@@ -30,8 +30,13 @@ INSTANCE = "app.kubernetes.io/instance"
 class SeveralInstalls(Exception):
     """More than one install in the namespace, and none chosen: which one status reports is the operator's call."""
 
-    def __init__(self, namespace: str, names: list[str]) -> None:
-        super().__init__(f"{len(names)} installs in {namespace} ({', '.join(names)}): choose one with --release")
+    def __init__(self, namespace: str, names: list[str], *, releases: set[str]) -> None:
+        if len(releases) == 1:  # one release, both modes: a CronJob left behind when it moved to HA mode, say
+            advice = (f"release {next(iter(releases))} runs as both; both pass and write, each on its own: delete "
+                      "the one it no longer runs")
+        else:
+            advice = "choose one with --release"
+        super().__init__(f"{len(names)} installs in {namespace} ({', '.join(names)}): {advice}")
         self.names = names
 
 
@@ -49,7 +54,8 @@ def find_install(api: Api, namespace: str, *, release: str | None = None) -> dic
                     "note": f"cannot list {kind}s in {namespace}: {err}"}
         found += [(kind, item) for item in (listed or {}).get("items") or () if _of_release(item, release)]
     if len(found) > 1:
-        raise SeveralInstalls(namespace, sorted(f"{kind} {_release_of(item)}" for kind, item in found))
+        raise SeveralInstalls(namespace, sorted(f"{kind} {_release_of(item)}" for kind, item in found),
+                              releases={_release_of(item) for _, item in found})
     if not found:
         which = f" of release {release}" if release else ""
         return {"kind": "", "name": "", "env": {}, "object": None,
