@@ -401,3 +401,26 @@ def test_a_fence_stays_until_the_machine_reboots_after_the_last_release_through_
     assert result.code == EXIT_OK and fence_of(cluster)["spec"]["fenceState"] == "Fenced"
     assert not writes(cluster, "delete") and not [r for r in writes(cluster, "patch") if "Unfenced" in str(r.body)]
     left_in_place(cluster, result, "without rebooting")
+
+
+def test_a_release_kubernetes_makes_under_our_standing_fence_is_one_undo_waits_for_a_reboot_after(cluster,
+                                                                                                 run_pass):
+    """As above, but the second release is Kubernetes' own (PodGC and the attacher, through our standing taint):
+    our pass has nothing left to release, and the fence must still name the machine as it is now."""
+    fenced(cluster, run_pass)
+    back(cluster)
+    ours = [t for t in cluster.get("nodes", "dead")["spec"]["taints"] if t["key"] == OUT_OF_SERVICE_KEY]
+    _as_now(cluster, ready="Unknown", since=600, taints=[fc.SHUTDOWN, fc.UNREACHABLE, *ours], lease_ago=640)
+
+    second = networkfence(run_pass)
+
+    assert second.code == EXIT_OK and second.summary["pods_deleted"] == 0
+    assert fence_of(cluster)["metadata"]["annotations"][FENCE_BOOT_ID_ANNOTATION] == \
+        cluster.get("nodes", "dead")["status"]["nodeInfo"]["bootID"], "the machine as it is now it is down again"
+    _as_now(cluster, ready="True", since=300, taints=ours, lease_ago=2)
+    cluster.requests.clear()
+
+    result = networkfence(run_pass)
+
+    assert result.code == EXIT_OK and fence_of(cluster)["spec"]["fenceState"] == "Fenced"
+    assert not writes(cluster, "delete") and not [r for r in writes(cluster, "patch") if "Unfenced" in str(r.body)]

@@ -246,3 +246,51 @@ def test_our_taint_stays_until_the_machine_reboots_after_the_last_release_throug
     assert len(oos_taints(cluster, "n1")) == 1
     [kept] = [e for e in cluster.objects("events") if e["reason"] == "OutOfServiceTaintKept"]
     assert "n1" in kept["involvedObject"]["name"]
+
+
+def kubernetes_releases(api, pod: str, claim: str) -> None:
+    """What our standing taint makes Kubernetes do with no pass of ours: PodGC force-deletes a terminating pod on a
+    NotReady node that carries the out-of-service taint, and the attacher's VolumeAttachment goes with it."""
+    api.delete_object("pods", pod, "default")
+    for attachment in api.objects("volumeattachments"):
+        if attachment["spec"]["source"]["persistentVolumeName"] == f"pv-default-{claim}":
+            api.remove("volumeattachments", attachment["metadata"]["name"])
+
+
+@pytest.mark.parametrize("undo", ["bootid", "operator"])
+@pytest.mark.parametrize("paused", [False, True], ids=["acting", "paused"])
+def test_a_release_kubernetes_makes_through_our_taint_is_one_undo_waits_for_a_reboot_after(cluster, run_pass, undo,
+                                                                                          paused):
+    """As above, but the second release is Kubernetes' own, through our standing taint, before (or while paused)
+    our pass has anything left to release: the record must still name the machine as it is now that the node is
+    down again, and the operator's word for the first outage must not carry over."""
+    b2 = "2b2b2b2b-2b2b-4b2b-8b2b-2b2b2b2b2b2b"
+    fc.dead_node(cluster, "n1")
+    stuck(cluster, "n1")
+    assert run_pass(UNDO=undo).summary["taints_added"] == 1
+    back(cluster, "n1", b2)
+    if undo == "operator":
+        acknowledge(cluster, "n1")
+    stuck(cluster, "n1", "db-1")
+    dies_under_our_taint(cluster, "n1")
+    kubernetes_releases(cluster, "db-1", "data-db-1")
+    if paused:
+        from test_pause import control
+        control(cluster, {"paused": "true", "pausedBy": "erin"})
+
+    second = run_pass(UNDO=undo)
+
+    assert second.code == EXIT_OK and second.summary["pods_deleted"] == 0
+    found = record_of(cluster, "n1")
+    assert json.loads(found["data"]["record"])["bootID"] == b2, "the machine as it is now it is down again"
+    assert POWER_CYCLED_ANNOTATION not in (found["metadata"].get("annotations") or {})
+    if paused:
+        found = cluster.get("configmaps", "rwo-failover-control", "rwo-failover")
+        found["data"]["paused"] = "false"
+        cluster.add(found)
+    back(cluster, "n1", b2)  # back without a reboot
+    time.sleep(2.1)
+
+    result = run_pass(UNDO=undo, RECOVERY_SECONDS="1")
+
+    assert result.code == EXIT_OK and result.summary["taints_removed"] == 0 and len(oos_taints(cluster, "n1")) == 1

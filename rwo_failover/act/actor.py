@@ -113,6 +113,15 @@ class Actor:
                              "down (a VolumeAttachment made while it was alive, a pod its kubelet ran) "
                              f"ties them to it, and any tenant can make such objects: {listed}")
 
+    def remember(self, plan: Plan) -> None:
+        """What the pass remembers whatever else it may do (paused, refused): our record of each standing taint on
+        a node not Ready names the machine as it is now (planner.taint.machines_now)."""
+        records = TaintRecords(self.api, self.memory, self.settings.recovery_namespace)
+        for record in plan.rerecord:
+            records.rewrite(record)
+        for name, boot, version in plan.refence:
+            self.fencer.record_machine(self.memory, name, boot=boot, version=version)
+
     def record_refusal(self, plan: Plan) -> None:
         # One Event per down node that has work, capped, so a mass outage does not become an Event storm;
         # with the unhealthy-fraction brake no node was planned, so every down node is named (capped), and every

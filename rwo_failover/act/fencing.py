@@ -173,6 +173,18 @@ class Fencer:
             self._refuse(node, why)
         return False
 
+    @staticmethod
+    def record_machine(writer: Writer, name: str, *, boot: str, version: str) -> Result:
+        """Our fence names the machine as it is now (planner.taint.fences_now), without an earlier operator's word;
+        preconditioned on the version the plan read. Through `writer`: the pass's memory, as our taint's record."""
+        patch = {"metadata": {"resourceVersion": version,
+                              "annotations": {FENCE_BOOT_ID_ANNOTATION: boot, POWER_CYCLED_ANNOTATION: None}}}
+        result = writer.patch_networkfence(name, patch, "record the machine under our fence")
+        if result is Result.CONFLICT:
+            log.warning("NetworkFence changed since it was read; the next pass records the machine",
+                        extra={"node": name})
+        return result
+
     def _at_this_release(self, node: Node, fence: Fence) -> bool:
         """A fence of an earlier outage still stands and this pass releases through it: the machine recorded on it
         becomes the machine as it is now (its bootID), so the fence is lifted only after a reboot since this

@@ -84,6 +84,19 @@ class TaintRecords:
             return Result.FAILED
         return result
 
+    def rewrite(self, record: TaintRecord) -> Result:
+        """Write `record` over the one it was read as (its version the precondition), without an operator's word:
+        the plan's record of a standing taint on a node not Ready now (planner.taint.machines_now)."""
+        patch = {"metadata": {"resourceVersion": record.version, "annotations": {POWER_CYCLED_ANNOTATION: None}},
+                 "data": record.data()}
+        result = self.writer.record(f"recording the machine under our taint {self.namespace}/{record.name}",
+                                    "would record the machine under our taint", record.name,
+                                    call=lambda: self.api.patch_taint_record(self.namespace, record.name, patch))
+        if result is Result.CONFLICT:
+            log.warning("taint record changed since it was read; the next pass records the machine",
+                        extra={"record": record.name})
+        return result
+
     def refresh(self, record: TaintRecord, raw_node: Json, bmc_off_at: str) -> bool:
         """Our taint stands from an earlier outage and this pass releases through it: the record must name the
         machine as it is at this release (its bootID and addresses now; with FENCING=redfish, this pass's Off), so

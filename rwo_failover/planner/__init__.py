@@ -42,7 +42,9 @@ from .pods import exclusive_claims, pod_exclusion, select_pods, stuck_states
 from .recovery import Verdict, controller_ref, judge_all
 from .redfish import WITNESS, silent_brake
 from .taint import (
+    fences_now,
     lift_blocker,
+    machines_now,
     recovered,
     recovered_at,
     taint_blocker,
@@ -79,6 +81,8 @@ class _Totals(TypedDict):
     total_nodes: int
     untaint: tuple[str, ...]
     stale_records: tuple[TaintRecord, ...]
+    rerecord: tuple[TaintRecord, ...]
+    refence: tuple[tuple[str, str, str], ...]
     taint_kept: tuple[tuple[str, str], ...]
     unfence: tuple[tuple[str, str], ...]
     recovery: tuple[Verdict, ...]
@@ -176,7 +180,9 @@ def plan(snapshot: Snapshot, settings: Settings) -> Plan:
     recovery = judge_all(snapshot, settings)
     skips += [Skip("recovery record", v.entry.name, v.detail) for v in recovery if v.state == "unreadable"]
     totals: _Totals = {"not_ready": not_ready_count(snapshot), "total_nodes": len(snapshot.nodes), "untaint": untainted,
-              "stale_records": stale, "taint_kept": kept, "unfence": unfence, "recovery": recovery,
+              "stale_records": stale, "rerecord": machines_now(snapshot), "refence": fences_now(snapshot),
+              "taint_kept": kept, "unfence": unfence,
+              "recovery": recovery,
               "fences_held": fences_held,
               "wake_at": wake_at(verdicts, snapshot, settings, recovery=recovery), "ignored": ignored(node_plans, idle),
               "left_out": idle}

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 
-from ..model import POWER_CYCLED_ANNOTATION, Lease, Node, Pod, Snapshot, TaintRecord, record_name
+from ..model import POWER_CYCLED_ANNOTATION, Lease, Node, Pod, Snapshot, TaintRecord, boot_id_note, record_name
 from ..settings import Settings
 from .liveness import age, lease_fresh, ready_since
 from .pods import protection
@@ -128,6 +129,39 @@ def untaint(verdicts: Sequence[NodeVerdict], snapshot: Snapshot, settings: Setti
         else:
             ready.append(verdict.node)
     return tuple(ready), stale_records(snapshot), tuple(kept), skips
+
+
+def machines_now(snapshot: Snapshot) -> tuple[TaintRecord, ...]:
+    """Our records to write again because a node under our standing taint is not Ready: while it is, Kubernetes
+    releases through the taint by itself (PodGC force-deletes its terminating pods, the attach-detach controller
+    detaches), with or without a pass of ours. Each names the machine as the node reports it now, without an
+    operator's word given before: undo then waits for a reboot after this outage, never only after the first.
+    Only the records whose machine or word changed, as read here (each write is preconditioned on its version)."""
+    found = []
+    for node in snapshot.nodes:
+        record = node.taint_record
+        if node.our_taint is None or not record.name or node.ready == "True":
+            continue
+        boot = boot_id_note(node.boot_id)
+        if record.boot_id != boot or record.acknowledged:
+            found.append(replace(record, boot_id=boot, acknowledged=False))
+    return tuple(sorted(found, key=lambda r: r.name))
+
+
+def fences_now(snapshot: Snapshot) -> tuple[tuple[str, str, str], ...]:
+    """(node, its bootID as recorded, the fence's resourceVersion) for each NetworkFence of ours that still
+    stands on a node not Ready, recorded for another boot, or with an operator's word given before: as our
+    taint's record (machines_now), its machine is the node as it is now."""
+    found = []
+    for node in snapshot.nodes:
+        fence = snapshot.fences.get(node.name)
+        if fence is None or not fence.ours or fence.machine is None or fence.state != "Fenced" or \
+                node.ready == "True" or fence.machine.uid != node.uid:
+            continue
+        boot = boot_id_note(node.boot_id)
+        if fence.machine.boot_id != boot or fence.acknowledged:
+            found.append((node.name, boot, fence.version))
+    return tuple(sorted(found))
 
 
 def stale_records(snapshot: Snapshot) -> tuple[TaintRecord, ...]:

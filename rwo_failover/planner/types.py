@@ -164,6 +164,10 @@ class Plan:
     untaint: tuple[str, ...] = ()  # recovered nodes whose out-of-service taint (ours) comes off
     # Our taint records (ConfigMap names) whose taint is gone (a human removed it, the Node object is gone)
     stale_records: tuple[TaintRecord, ...] = ()
+    # our records of standing taints to write again, for nodes not Ready under them (taint.machines_now): memory,
+    # written in a paused or refused pass too, never in a dry run
+    rerecord: tuple[TaintRecord, ...] = ()
+    refence: tuple[tuple[str, str, str], ...] = ()  # the same for our standing fences: (node, bootID, version)
     # Recovering nodes whose out-of-service taint stays until a human acts (not ours, or not rebooted), and why
     taint_kept: tuple[tuple[str, str], ...] = ()
     unfence: tuple[tuple[str, str], ...] = ()  # (node, fencing.UNFENCE or DELETE) for nodes back for good
@@ -192,7 +196,8 @@ class Plan:
         """Whether acting on this plan, were no brake in the way, writes anything but an Event: a fence, a taint,
         a pod or an attachment delete, an undo, a recovery record settled, a storm moment remembered. A pass judged
         from the watch cache re-reads live before any of these (run/runner.py)."""
-        return bool(self.busy_nodes or self.untaint or self.stale_records or self.unfence or
+        return bool(self.busy_nodes or self.untaint or self.stale_records or self.rerecord or self.refence or
+                    self.unfence or
                     self.storm_mark is not None or any(getattr(v, "state", "") in SETTLING for v in self.recovery))
 
     @property

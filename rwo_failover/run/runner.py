@@ -71,6 +71,7 @@ def run_pass(api: Api, settings: Settings, metrics: Metrics | None = None, *, gu
     actor.warn_unjudged(plan)
     actor.warn_split_brain(plan.split_brain)
     actor.warn_ignored(plan)
+    actor.remember(plan)
     try:
         outcome = actor.execute(plan)
     except planner.UnsafePlan as err:
