@@ -373,6 +373,55 @@ def test_a_node_that_came_back_after_the_pod_deletes_keeps_its_attachments(clust
     assert result.code == EXIT_REFUSED
 
 
+def test_a_lease_written_after_the_plan_read_it_keeps_the_attachments_whatever_its_stamps(cluster, run_pass):
+    """The live re-check compares the Lease with the version the plan read: written since, it is a kubelet
+    still writing, even when what it wrote proves nothing by its stamps (the same renewTime and write time as
+    the stale Lease the plan judged). The node carries a shutdown taint: the re-check's tainted-node rule."""
+    fc.dead_node(cluster, "dead")  # NotReady 600 s, its Lease last renewed 640 s ago
+    stuck(cluster, "dead")
+
+    def rewrite_lease_after_delete(req):
+        if req.verb == "delete" and req.resource == "pods":
+            cluster.add(fc.lease("dead", 640))  # another resourceVersion, the same stale stamps
+        return None
+    cluster.hooks.append(rewrite_lease_after_delete)
+
+    result = run_pass(OUT_OF_SERVICE_TAINT="never")
+
+    assert deletes(cluster, "pods") and deletes(cluster, "volumeattachments") == []
+    [line] = result.lines("node no longer proven down on live re-check; nothing more is written on it")
+    assert line["node"] == "dead" and line["state"] == "split-brain"
+    assert "its Lease changed while this pass watched it" in line["reason"]
+    assert result.code == EXIT_REFUSED
+
+
+def test_a_lease_written_after_the_plan_read_it_is_recovery_when_only_our_taint_is_left(cluster, run_pass):
+    """As above, for a node whose shutdown taint went after we added ours (the cloud's instance runs again):
+    the re-check's rule for a node with only our taint compares the Lease with the version the plan read too,
+    and says the node is recovering, not that it is still down with nothing more to do."""
+    fc.dead_node(cluster, "dead")
+    stuck(cluster, "dead")
+    tainted = []
+
+    def back_after_our_taint(req):
+        if req.verb == "patch" and req.resource == "nodes" and req.name == "dead":
+            tainted.append(req)
+        elif tainted and len(tainted) == 1 and req.verb == "get" and req.resource == "nodes" and req.name == "dead":
+            tainted.append(req)
+            node = cluster.get("nodes", "dead")
+            node["spec"]["taints"] = [t for t in node["spec"]["taints"] if t["key"] != fc.SHUTDOWN["key"]]
+            cluster.add(node)
+            cluster.add(fc.lease("dead", 640))  # another resourceVersion, the same stale stamps
+        return None
+    cluster.hooks.append(back_after_our_taint)
+
+    result = run_pass(OUT_OF_SERVICE_TAINT="always")
+
+    assert oos_taints(cluster, "dead") and deletes(cluster, "pods") == []
+    [line] = result.lines("node no longer proven down on live re-check; nothing more is written on it")
+    assert line["node"] == "dead" and line["state"] == "recovering"
+
+
 # --- 9. Lists, retries and the deadline tell the truth --------------------------------------------------
 
 def test_an_expired_continue_token_does_not_duplicate_nodes(api, run_pass):
