@@ -44,7 +44,7 @@ def _g(module: str, *tests: str, lead: bool = False) -> Group:
 PASSES = ("tests/test_judgment.py", "tests/test_safety.py", "tests/test_scenarios.py")
 GROUPS = {
     "planner.nodes": _g("rwo_failover/planner/nodes.py", "tests/test_brake_edges.py", "tests/test_node_opt_out.py",
-                        *PASSES),
+                        "tests/test_redfish_planner.py", *PASSES),
     "planner.evidence": _g("rwo_failover/planner/evidence.py", "tests/test_brake_edges.py",
                            "tests/test_attacher_finalizer.py", "tests/test_tenant_data.py", "tests/test_liveness.py",
                            *PASSES),
