@@ -422,6 +422,29 @@ def test_a_lease_written_after_the_plan_read_it_is_recovery_when_only_our_taint_
     assert line["node"] == "dead" and line["state"] == "recovering"
 
 
+def test_a_status_write_after_the_plan_leaves_the_re_check_with_the_notready_time_the_plan_saw(cluster, run_pass):
+    """The attach-detach controller writes the node's status (volumesAttached) once a pod is gone: the node is
+    still Unknown, silent and shutdown-tainted, and the re-check before the attachment deletes judges it with the
+    NotReady time the plan read, not the new status write's."""
+    fc.dead_node(cluster, "dead")
+    stuck(cluster, "dead")
+
+    def controller_writes_status(req):
+        if req.verb == "delete" and req.resource == "pods":
+            node = cluster.get("nodes", "dead")
+            node["metadata"]["managedFields"].append(
+                {"manager": "kube-controller-manager", "operation": "Update", "apiVersion": "v1",
+                 "time": fc.stamp(0), "fieldsType": "FieldsV1", "fieldsV1": {}, "subresource": "status"})
+            cluster.add(node)
+        return None
+    cluster.hooks.append(controller_writes_status)
+
+    result = run_pass(OUT_OF_SERVICE_TAINT="never")
+
+    assert pod_names(cluster) == set() and detached(cluster) == []
+    assert result.code == EXIT_OK and result.summary["nodes_not_down_on_recheck"] == 0
+
+
 # --- 9. Lists, retries and the deadline tell the truth --------------------------------------------------
 
 def test_an_expired_continue_token_does_not_duplicate_nodes(api, run_pass):
