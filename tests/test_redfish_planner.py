@@ -10,7 +10,7 @@ import pytest
 
 from rwo_failover import settings as config
 from rwo_failover.model import Lease, Node, Pod, Snapshot
-from rwo_failover.planner import NodeState, judge_nodes, pod_exclusion
+from rwo_failover.planner import NodeState, judge_nodes, judge_untainted, pod_exclusion
 from rwo_failover.planner.fencing import REQUEST, fence_step
 from rwo_failover.planner.redfish import WITNESS, judge_silent, quiet, silent_brake
 from rwo_failover.planner.types import RefusalKind
@@ -144,6 +144,25 @@ def test_what_the_pass_watched_decides_whether_the_lease_changed():
     gone = judge_silent(node("n"), None, settings(), now=NOW, seen="1", observed=0.0)
     assert gone.state is NodeState.NOT_YET and gone.reason == "its Lease changed while this pass watched it"
     assert judge_silent(node("n"), None, settings(), now=NOW, seen="", observed=0.0) is None, "no Lease then or now"
+
+
+def test_the_live_re_check_of_a_silent_node_compares_its_lease_with_the_version_the_plan_read():
+    """The live re-check judges a node without a shutdown taint with judge_untainted, given the Lease version
+    the plan read: a Lease written since is no candidate for a power-off, however silent its stamps."""
+    written = judge_untainted(node("n"), lease("n", 300, version="2"), settings(), now=NOW, seen="1",
+                              lease_observed=300.0)
+    assert written.state is NodeState.NOT_YET and written.reason == "its Lease changed while this pass watched it"
+    same = judge_untainted(node("n"), lease("n", 300), settings(), now=NOW, seen="1", lease_observed=300.0)
+    assert same.state is NodeState.DOWN and not same.sighting_pending
+
+
+def test_a_pass_times_each_silent_lease_by_how_long_it_has_seen_it_unchanged():
+    """judge_nodes gives judge_silent the time this process has seen the node's Lease at its version
+    (snapshot.lease_seen_for): seen unchanged for a renewal interval, a silent node may be powered off."""
+    [seen_long] = judge_nodes(snapshot({"n": 25}), settings())
+    assert seen_long.state is NodeState.DOWN and not seen_long.sighting_pending
+    [seen_briefly] = judge_nodes(dataclasses.replace(snapshot({"n": 25}), lease_seen_for={"n": 2.0}), settings())
+    assert seen_briefly.state is NodeState.DOWN and seen_briefly.sighting_pending
 
 
 def test_a_held_verdict_says_when_it_may_power_off():
