@@ -85,6 +85,24 @@ def test_a_dead_node_waits_min_not_ready_seconds_by_the_server_clock(cluster, ku
     assert states(result) == {"early": "down", "due": "down"}
 
 
+def test_a_node_reporting_not_ready_with_a_lease_stamped_after_the_servers_now_is_judged_neither_way(cluster,
+                                                                                                     run_pass):
+    """A shutdown-tainted node whose kubelet posts Ready=False (this process has never seen it Unknown), its Lease
+    stamped 5 s later than the server's now: judged neither way until that stamp is past, and the pass ends
+    well, as for a node Ready=Unknown."""
+    cluster.add(fc.node("n", ready="False", since=30, taints=[fc.SHUTDOWN]))
+    cluster.add(fc.lease("n", 25))
+    lease = cluster.get("leases", "n", "kube-node-lease")
+    lease["metadata"]["managedFields"][0]["time"] = fc.stamp(-5)
+    cluster.add(lease)
+    stuck(cluster, "n")
+
+    result = run_pass()
+
+    assert states(result) == {"n": "not-yet"} and result.code == EXIT_OK
+    assert deletes(cluster, "pods") == []
+
+
 # --- 2. Lease semantics ----------------------------------------------------------------------------------
 
 def test_a_low_min_never_makes_a_fresh_lease_stale(cluster, run_pass):
