@@ -269,6 +269,19 @@ def test_undo_does_not_depend_on_shutdown_taints(cluster, run_pass):
     assert oos_taints(cluster, "back") == [] and result.summary["taints_removed"] == 1
 
 
+def test_a_node_left_with_only_our_taint_and_unknown_for_less_than_min_is_not_yet(cluster, run_pass):
+    """Our taint alone on a node Ready=Unknown for a second, its Lease stale (the shutdown taint we added it on
+    the evidence of is gone): not yet, nothing written on it, and the pass ends well."""
+    node = fc.node("back", ready="Unknown", since=1, taints=[fc.our_taint(), fc.UNREACHABLE])
+    cluster.add(fc.mark_ours(cluster, node, boot_id=None))
+    cluster.add(fc.lease("back", 45))
+
+    result = run_pass()
+
+    assert states(result) == {"back": "not-yet"} and result.code == EXIT_OK
+    assert len(oos_taints(cluster, "back")) == 1 and patches(cluster) == []
+
+
 def test_undo_waits_for_terminating_pods(cluster, run_pass):
     recovered(cluster, "back", [fc.our_taint()])
     cluster.add(fc.pod("db-0", "back", terminating=True, ready="True"))
