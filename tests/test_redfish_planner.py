@@ -12,6 +12,7 @@ from rwo_failover import settings as config
 from rwo_failover.model import Lease, Node, Pod, Snapshot
 from rwo_failover.planner import NodeState, judge_nodes, judge_untainted, pod_exclusion
 from rwo_failover.planner.fencing import REQUEST, fence_step
+from rwo_failover.planner.nodes import min_not_ready
 from rwo_failover.planner.redfish import WITNESS, judge_silent, quiet, silent_brake
 from rwo_failover.planner.types import RefusalKind
 
@@ -163,6 +164,15 @@ def test_a_pass_times_each_silent_lease_by_how_long_it_has_seen_it_unchanged():
     assert seen_long.state is NodeState.DOWN and not seen_long.sighting_pending
     [seen_briefly] = judge_nodes(dataclasses.replace(snapshot({"n": 25}), lease_seen_for={"n": 2.0}), settings())
     assert seen_briefly.state is NodeState.DOWN and seen_briefly.sighting_pending
+
+
+def test_with_fencing_a_node_without_a_lease_is_timed_by_the_default_lease_duration():
+    """FENCED_MIN_NOT_READY_SECONDS=lease: the NotReady time needed is the shorter of MIN_NOT_READY_SECONDS and
+    the node's Lease duration, 40 s for a node that has no Lease (fencing makes failover faster, never slower)."""
+    slow, fast = (dataclasses.replace(settings(FENCED_MIN_NOT_READY_SECONDS="lease"), min_not_ready_seconds=seconds)
+                  for seconds in (300, 30))
+    assert min_not_ready(slow, None) == 40 and min_not_ready(slow, lease("n", 0)) == 40
+    assert min_not_ready(fast, None) == 30
 
 
 def test_a_held_verdict_says_when_it_may_power_off():
