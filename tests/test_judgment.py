@@ -453,6 +453,36 @@ def test_a_lease_written_after_the_plan_read_it_is_recovery_when_only_our_taint_
     assert line["node"] == "dead" and line["state"] == "recovering"
 
 
+def test_a_status_write_after_the_plan_is_not_taken_for_a_new_notready_when_only_our_taint_is_left(cluster,
+                                                                                                      run_pass):
+    """The shutdown taint goes after we added ours, and a controller writes the node's status: the re-check of
+    a node with only our taint keeps the NotReady time the plan read too, and says why nothing more is done
+    (the taint that proved it down is gone), not that its NotReady is new."""
+    fc.dead_node(cluster, "dead")
+    stuck(cluster, "dead")
+    tainted = []
+
+    def shutdown_taint_gone_and_status_written(req):
+        if req.verb == "patch" and req.resource == "nodes" and req.name == "dead":
+            tainted.append(req)
+        elif len(tainted) == 1 and req.verb == "get" and req.resource == "nodes" and req.name == "dead":
+            tainted.append(req)
+            node = cluster.get("nodes", "dead")
+            node["spec"]["taints"] = [t for t in node["spec"]["taints"] if t["key"] != fc.SHUTDOWN["key"]]
+            node["metadata"]["managedFields"].append(
+                {"manager": "kube-controller-manager", "operation": "Update", "apiVersion": "v1",
+                 "time": fc.stamp(0), "fieldsType": "FieldsV1", "fieldsV1": {}, "subresource": "status"})
+            cluster.add(node)
+        return None
+    cluster.hooks.append(shutdown_taint_gone_and_status_written)
+
+    result = run_pass(OUT_OF_SERVICE_TAINT="always")
+
+    assert oos_taints(cluster, "dead") and deletes(cluster, "pods") == []
+    [line] = result.lines("node no longer proven down on live re-check; nothing more is written on it")
+    assert line["state"] == "not-yet" and line["reason"].startswith("its only shutdown taint is the one rwo-failover")
+
+
 def test_a_status_write_after_the_plan_leaves_the_re_check_with_the_notready_time_the_plan_saw(cluster, run_pass):
     """The attach-detach controller writes the node's status (volumesAttached) once a pod is gone: the node is
     still Unknown, silent and shutdown-tainted, and the re-check before the attachment deletes judges it with the
