@@ -424,3 +424,19 @@ def test_a_release_kubernetes_makes_under_our_standing_fence_is_one_undo_waits_f
 
     assert result.code == EXIT_OK and fence_of(cluster)["spec"]["fenceState"] == "Fenced"
     assert not writes(cluster, "delete") and not [r for r in writes(cluster, "patch") if "Unfenced" in str(r.body)]
+
+
+def test_a_node_booting_after_the_outage_leaves_the_fence_s_machine_as_recorded(cluster, run_pass):
+    """Ready=False with a new bootID is a kubelet starting after the power cycle, not a new outage: the fence keeps
+    the machine it was made for, so undo can lift it once the node is Ready (fences_now)."""
+    fenced(cluster, run_pass)
+    recorded = fence_of(cluster)["metadata"]["annotations"][FENCE_BOOT_ID_ANNOTATION]
+    ours = [t for t in cluster.get("nodes", "dead")["spec"]["taints"] if t["key"] == OUT_OF_SERVICE_KEY]
+    cluster.add(fc.rebooted(cluster.get("nodes", "dead")))
+    _as_now(cluster, ready="False", since=5, taints=ours, lease_ago=1)
+    cluster.requests.clear()
+
+    assert networkfence(run_pass).code in (EXIT_OK, EXIT_FAILED)
+
+    assert fence_of(cluster)["metadata"]["annotations"][FENCE_BOOT_ID_ANNOTATION] == recorded
+    assert not writes(cluster, "patch")

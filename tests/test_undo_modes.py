@@ -294,3 +294,26 @@ def test_a_release_kubernetes_makes_through_our_taint_is_one_undo_waits_for_a_re
     result = run_pass(UNDO=undo, RECOVERY_SECONDS="1")
 
     assert result.code == EXIT_OK and result.summary["taints_removed"] == 0 and len(oos_taints(cluster, "n1")) == 1
+
+
+def test_a_node_booting_after_the_outage_is_not_taken_for_a_new_outage(cluster, run_pass):
+    """A power-cycled node's kubelet posts its new bootID with Ready=False while it starts (CNI, the runtime): that
+    is no new outage, and the record keeps the machine of the last release, so undo lifts our taint once Ready.
+    Only the kubelet going silent again (Ready=Unknown) is a new outage (machines_now)."""
+    fc.dead_node(cluster, "n1")
+    stuck(cluster, "n1")
+    assert run_pass().summary["taints_added"] == 1
+    before = json.loads(record_of(cluster, "n1")["data"]["record"])["bootID"]
+    current = cluster.get("nodes", "n1")
+    ours = [t for t in current["spec"]["taints"] if t["key"] == OOS]
+    starting = fc.node("n1", ready="False", since=5, taints=ours)
+    starting["metadata"]["uid"] = current["metadata"]["uid"]
+    cluster.add(fc.rebooted(starting, "2b2b2b2b-2b2b-4b2b-8b2b-2b2b2b2b2b2b"))
+    cluster.add(fc.lease("n1", 1))
+
+    assert run_pass().code == EXIT_OK
+    assert json.loads(record_of(cluster, "n1")["data"]["record"])["bootID"] == before
+
+    back(cluster, "n1", "2b2b2b2b-2b2b-4b2b-8b2b-2b2b2b2b2b2b")
+    time.sleep(2.1)
+    assert run_pass(RECOVERY_SECONDS="1").summary["taints_removed"] == 1

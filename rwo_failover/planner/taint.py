@@ -132,15 +132,17 @@ def untaint(verdicts: Sequence[NodeVerdict], snapshot: Snapshot, settings: Setti
 
 
 def machines_now(snapshot: Snapshot) -> tuple[TaintRecord, ...]:
-    """Our records to write again because a node under our standing taint is not Ready: while it is, Kubernetes
-    releases through the taint by itself (PodGC force-deletes its terminating pods, the attach-detach controller
-    detaches), with or without a pass of ours. Each names the machine as the node reports it now, without an
-    operator's word given before: undo then waits for a reboot after this outage, never only after the first.
-    Only the records whose machine or word changed, as read here (each write is preconditioned on its version)."""
+    """Our records to write again because a node under our standing taint is down again: its kubelet went silent
+    (Ready=Unknown, the node lifecycle controller's mark), and Kubernetes releases through the taint by itself
+    (PodGC force-deletes its terminating pods, the attach-detach controller detaches), with or without a pass of
+    ours. Each names the machine as the node last reported it, without an operator's word given before: undo then
+    waits for a reboot after this outage, never only after the first. Ready=False is a kubelet that speaks (one
+    starting after the power cycle posts its new bootID so), no new outage. Only the records whose machine or word
+    changed, as read here (each write is preconditioned on its version)."""
     found = []
     for node in snapshot.nodes:
         record = node.taint_record
-        if node.our_taint is None or not record.name or node.ready == "True":
+        if node.our_taint is None or not record.name or node.ready != "Unknown":
             continue
         boot = boot_id_note(node.boot_id)
         if record.boot_id != boot or record.acknowledged:
@@ -149,14 +151,14 @@ def machines_now(snapshot: Snapshot) -> tuple[TaintRecord, ...]:
 
 
 def fences_now(snapshot: Snapshot) -> tuple[tuple[str, str, str], ...]:
-    """(node, its bootID as recorded, the fence's resourceVersion) for each NetworkFence of ours that still
-    stands on a node not Ready, recorded for another boot, or with an operator's word given before: as our
-    taint's record (machines_now), its machine is the node as it is now."""
+    """(node, its bootID now, the fence's resourceVersion) for each NetworkFence of ours that still stands on a
+    node down again (Ready=Unknown), recorded for another boot or with an operator's word given before: as our
+    taint's record (machines_now), its machine is the node as it last reported itself."""
     found = []
     for node in snapshot.nodes:
         fence = snapshot.fences.get(node.name)
         if fence is None or not fence.ours or fence.machine is None or fence.state != "Fenced" or \
-                node.ready == "True" or fence.machine.uid != node.uid:
+                node.ready != "Unknown" or fence.machine.uid != node.uid:
             continue
         boot = boot_id_note(node.boot_id)
         if fence.machine.boot_id != boot or fence.acknowledged:
