@@ -17,6 +17,7 @@ from test_pause import control
 
 from rwo_failover.run.cli import main
 from rwo_failover.run.exitcodes import EXIT_CONFIG, EXIT_OK
+from rwo_failover.run.status import STATUS_USER_AGENT
 from rwo_testkit import fake_cluster as fc
 
 NAMESPACE = "rwo-failover"
@@ -33,6 +34,7 @@ def status(api, kubeconfig: str, *argv: str, **env: str) -> tuple[int, str, list
 def assert_read_only(requests: list) -> None:
     assert requests, "it read the cluster"
     assert [(r.method, r.path) for r in requests if r.method != "GET"] == []
+    assert {r.user_agent for r in requests} == {STATUS_USER_AGENT}, "audit logs tell status from a pass"
 
 
 def test_after_a_real_pass_it_shows_each_section_and_sends_only_gets(api, kubeconfig, run_pass):

@@ -22,6 +22,7 @@ from ..planner import AttachmentAction, NodePlan, NodeState, NodeVerdict, Plan, 
 from ..settings import Settings
 from .control import record_storm
 from .events import EventRecorder
+from .fence_machine import record_machine
 from .fencing import Fencer
 from .our_taint import OurTaint
 from .outcome import Outcome
@@ -120,7 +121,7 @@ class Actor:
         for record in plan.rerecord:
             records.rewrite(record)
         for name, boot, version in plan.refence:
-            self.fencer.record_machine(self.memory, name, boot=boot, version=version)
+            record_machine(self.memory, name, boot=boot, version=version)
 
     def record_refusal(self, plan: Plan) -> None:
         # One Event per down node that has work, capped, so a mass outage does not become an Event storm;

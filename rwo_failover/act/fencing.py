@@ -21,25 +21,23 @@ from ..kube import Api, ApiError
 from ..model import (
     FENCE_ASKED_ANNOTATION,
     FENCE_LABEL,
-    POWER_CYCLED_ANNOTATION,
     BadObject,
     Fence,
     Json,
     Lease,
     Machine,
     Node,
-    boot_id_note,
     bounded_list,
     fence_asked,
 )
 from ..model.event_reasons import Reason
-from ..model.names import FENCE_BOOT_ID_ANNOTATION
 from ..planner import unfence_step
 from ..planner.fencing import DELETE, FAILED, PENDING, RECREATE, REQUEST, UNFENCE, cidrs, judge_fence
 from ..planner.types import NodePlan
 from ..settings import Settings
 from . import fence_webhook
 from .events import EventRecorder
+from .fence_machine import at_this_release
 from .outcome import Outcome
 from .power import KEEP_FOR_ACTING, PowerWitness
 from .writer import Result, Writer
@@ -168,37 +166,10 @@ class Fencer:
         if found is not None:
             step, why = judge_fence(node, found, wanted)
             if step is None:
-                return self._at_this_release(node, found)
+                return at_this_release(self.writer, node, found)
         if why:
             self._refuse(node, why)
         return False
-
-    @staticmethod
-    def record_machine(writer: Writer, name: str, *, boot: str, version: str) -> Result:
-        """Our fence names the machine as it is now (planner.taint.fences_now), without an earlier operator's word;
-        preconditioned on the version the plan read. Through `writer`: the pass's memory, as our taint's record."""
-        patch = {"metadata": {"resourceVersion": version,
-                              "annotations": {FENCE_BOOT_ID_ANNOTATION: boot, POWER_CYCLED_ANNOTATION: None}}}
-        result = writer.patch_networkfence(name, patch, "record the machine under our fence")
-        if result is Result.CONFLICT:
-            log.warning("NetworkFence changed since it was read; the next pass records the machine",
-                        extra={"node": name})
-        return result
-
-    def _at_this_release(self, node: Node, fence: Fence) -> bool:
-        """A fence of an earlier outage still stands and this pass releases through it: the machine recorded on it
-        becomes the machine as it is now (its bootID), so the fence is lifted only after a reboot since this
-        release, and an operator's word given before it does not carry over. True once it says so."""
-        boot = boot_id_note(node.boot_id)
-        if fence.machine is None or (fence.machine.boot_id == boot and not fence.acknowledged):
-            return True
-        patch = {"metadata": {"resourceVersion": fence.version,
-                              "annotations": {FENCE_BOOT_ID_ANNOTATION: boot, POWER_CYCLED_ANNOTATION: None}}}
-        result = self.writer.patch_networkfence(node.name, patch, "record the machine at this release")
-        if result is Result.CONFLICT:
-            self.writer.fail(f"NetworkFence {node.name} changed since it was read; nothing on the node is released "
-                             "in this pass")
-        return result in (Result.DONE, Result.WOULD)
 
     def _await_answer(self, node: Node, why: str) -> bool:
         """Wait within this pass for our fence's answer, reading it live and judging it by the plan's rule, so a

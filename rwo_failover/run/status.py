@@ -45,6 +45,7 @@ NOT_FROM_THE_INSTALL = frozenset({
 
 
 NAMESPACE_NAME = 63  # a namespace is a DNS-1123 label
+STATUS_USER_AGENT = f"rwo-failover-status/{__version__}"
 
 
 class ReadOnlyApi(Api):
@@ -91,7 +92,9 @@ def main(argv: Sequence[str], environ: Mapping[str, str] | None = None, *, stdou
     logs.setup("json", "ERROR", stderr)  # a pass's log lines (a warning about the clock check) are not the report
     try:
         _, local = config.load([], _as_status(access, {}, namespace))
-        api = ReadOnlyApi(load_api_client(local), local)
+        client = load_api_client(local)
+        client.user_agent = STATUS_USER_AGENT  # audit logs tell a human's reads from an install's passes
+        api = ReadOnlyApi(client, local)
     except config.ConfigError as err:
         print(f"rwo-failover status: configuration error: {err}", file=stderr)
         return EXIT_CONFIG

@@ -80,7 +80,7 @@ def test_status_after_a_real_outage_says_each_thing_and_only_reads(cluster, tmp_
     assert failed["reason"] == "PodFailurePolicy", failed
 
     cluster.statefulset("status-app", "db", node_affinity="s-victim")
-    wait_for("db-0 running", lambda: cluster.running("status-app", "db-0"), 60)
+    wait_for("db-0 running", lambda: cluster.running("status-app", "db-0"), 120)  # CI runs both tiers at once
     wait_for("its volume attached", lambda: cluster.attached("pv-status-app-db", "s-victim"), 30)
     cluster.sim.power_off("s-victim")
     wait_for("s-victim NotReady", lambda: cluster.ready("s-victim") != "True", 90)
