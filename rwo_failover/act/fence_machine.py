@@ -16,9 +16,7 @@ log = logging.getLogger(__name__)
 def record_machine(writer: Writer, name: str, *, boot: str, version: str) -> Result:
     """Our fence names the machine as it is now (planner.taint.fences_now), without an earlier operator's word;
     preconditioned on the version the plan read. Through `writer`: the pass's memory, as our taint's record."""
-    patch = {"metadata": {"resourceVersion": version,
-                          "annotations": {FENCE_BOOT_ID_ANNOTATION: boot, POWER_CYCLED_ANNOTATION: None}}}
-    result = writer.patch_networkfence(name, patch, "record the machine under our fence")
+    result = _write_machine(writer, name, boot=boot, version=version, purpose="record the machine under our fence")
     if result is Result.CONFLICT:
         log.warning("NetworkFence changed since it was read; the next pass records the machine", extra={"node": name})
     return result
@@ -30,10 +28,16 @@ def at_this_release(writer: Writer, node: Node, fence: Fence) -> bool:
     boot = boot_id_note(node.boot_id)
     if fence.machine is None or (fence.machine.boot_id == boot and not fence.acknowledged):
         return True
-    patch = {"metadata": {"resourceVersion": fence.version,
-                          "annotations": {FENCE_BOOT_ID_ANNOTATION: boot, POWER_CYCLED_ANNOTATION: None}}}
-    result = writer.patch_networkfence(node.name, patch, "record the machine at this release")
+    result = _write_machine(writer, node.name, boot=boot, version=fence.version,
+                            purpose="record the machine at this release")
     if result is Result.CONFLICT:
         writer.fail(f"NetworkFence {node.name} changed since it was read; nothing on the node is released in this "
                     "pass")
     return result in (Result.DONE, Result.WOULD)
+
+
+def _write_machine(writer: Writer, name: str, *, boot: str, version: str, purpose: str) -> Result:
+    """The fence's boot annotation set to `boot` and an operator's word taken off, preconditioned on `version`."""
+    patch = {"metadata": {"resourceVersion": version,
+                          "annotations": {FENCE_BOOT_ID_ANNOTATION: boot, POWER_CYCLED_ANNOTATION: None}}}
+    return writer.patch_networkfence(name, patch, purpose)

@@ -73,11 +73,8 @@ class TaintRecords:
             self.writer.fail(f"replacing the taint record {name}: it cannot be read back to precondition the write")
             return Result.FAILED
         # A new taint, a new outage: an operator's word given for the record's earlier one does not carry over.
-        patch = {"metadata": {"resourceVersion": version, "annotations": {POWER_CYCLED_ANNOTATION: None}},
-                 "data": record.data()}
-        result = self.writer.record(f"replacing taint record {self.namespace}/{name}",
-                                    "would record the out-of-service taint", name,
-                                    call=lambda: self.api.patch_taint_record(self.namespace, name, patch))
+        result = self._overwrite(name, version, record, what=f"replacing taint record {self.namespace}/{name}",
+                                 would="would record the out-of-service taint")
         if result is Result.CONFLICT:
             self.writer.fail(f"replacing the taint record {name}: it changed while we wrote it; the out-of-service "
                              "taint is not added in this pass")
@@ -87,11 +84,9 @@ class TaintRecords:
     def rewrite(self, record: TaintRecord) -> Result:
         """Write `record` over the one it was read as (its version the precondition), without an operator's word:
         the plan's record of a standing taint on a node not Ready now (planner.taint.machines_now)."""
-        patch = {"metadata": {"resourceVersion": record.version, "annotations": {POWER_CYCLED_ANNOTATION: None}},
-                 "data": record.data()}
-        result = self.writer.record(f"recording the machine under our taint {self.namespace}/{record.name}",
-                                    "would record the machine under our taint", record.name,
-                                    call=lambda: self.api.patch_taint_record(self.namespace, record.name, patch))
+        result = self._overwrite(record.name, record.version, record,
+                                 what=f"recording the machine under our taint {self.namespace}/{record.name}",
+                                 would="would record the machine under our taint")
         if result is Result.CONFLICT:
             log.warning("taint record changed since it was read; the next pass records the machine",
                         extra={"record": record.name})
@@ -105,15 +100,21 @@ class TaintRecords:
         current = TaintRecord.of(raw_node, record.added_at, bmc_off_at or record.bmc_off_at)
         if current.same_content(record) and not record.acknowledged:
             return True
-        patch = {"metadata": {"resourceVersion": record.version, "annotations": {POWER_CYCLED_ANNOTATION: None}},
-                 "data": current.data()}
-        result = self.writer.record(f"refreshing taint record {self.namespace}/{record.name} for this release",
-                                    "would record the machine as it is at this release", record.name,
-                                    call=lambda: self.api.patch_taint_record(self.namespace, record.name, patch))
+        result = self._overwrite(record.name, record.version, current,
+                                 what=f"refreshing taint record {self.namespace}/{record.name} for this release",
+                                 would="would record the machine as it is at this release")
         if result is Result.CONFLICT:
             self.writer.fail(f"refreshing the taint record {record.name}: it changed since it was read; nothing on "
                              f"node {record.node} is released in this pass")
         return result in (Result.DONE, Result.WOULD)
+
+    def _overwrite(self, name: str, version: str, record: TaintRecord, *, what: str, would: str) -> Result:
+        """Write `record` into the ConfigMap `name` as read at `version` (CONFLICT when it changed since), without
+        an operator's word: one given before does not carry over to what the record now says."""
+        patch = {"metadata": {"resourceVersion": version, "annotations": {POWER_CYCLED_ANNOTATION: None}},
+                 "data": record.data()}
+        return self.writer.record(what, would, name,
+                                  call=lambda: self.api.patch_taint_record(self.namespace, name, patch))
 
     def _delete(self, record: TaintRecord) -> Result:
         """Preconditioned on the record judged: CONFLICT when it was written again since."""
