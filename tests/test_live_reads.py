@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 
 from conftest import watched
 from helpers import detached
@@ -288,3 +289,23 @@ def test_a_cache_ahead_of_the_server_never_stands_in_for_the_live_node_list(api,
         assert cluster.nodes_now(Api(client, settings)) is None, "the pass must list the nodes itself"
     finally:
         cluster.stop()
+
+
+def test_a_cached_plan_whose_only_work_the_brakes_do_not_count_is_still_made_again_live(api, kubeconfig):
+    """Every planned write is under the brakes, counted or not. The watch of the control ConfigMap has not seen the
+    storm this loop just recorded; the one proven-down node holds only work no brake counts (a pod its kubelet
+    never ran, no attachment). The cached plan would free it inside the cool-down; the live plan refuses, as
+    WATCH=false does."""
+    fc.dead_node(api, "dead")
+    fc.add_volume(api, "data-db-0")
+    api.add(fc.pod("db-0", "dead", claims=["data-db-0"], terminating=True, kubelet_ran=False, phase="Pending"))
+    live_nodes(api, 3)
+    cache = frozen_cache(api, settings_for(kubeconfig))  # holds no control object: the storm is not in it
+    tripped = (datetime.now(UTC) - timedelta(seconds=5)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    api.add({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": CONTROL_NAME, "namespace": "rwo-failover"},
+             "data": {"stormTrippedAt": tripped}})
+    for source in (cache, None):  # the cached pass, then one with no cache at all (WATCH=false)
+        code, _ = one_pass(api, kubeconfig, source)
+        assert code == EXIT_REFUSED, "the cool-down, read live"
+        assert api.get("pods", "db-0", "default") is not None
+        assert not [m for m in api.mutations() if not storm_or_event(m)], "nothing but Events and the storm is written"

@@ -194,11 +194,12 @@ class Plan:
     @property
     def writes(self) -> bool:
         """Whether acting on this plan, were no brake in the way, writes anything but an Event: a fence, a taint,
-        a pod or an attachment delete, an undo, a recovery record settled, a storm moment remembered. A pass judged
-        from the watch cache re-reads live before any of these (run/runner.py)."""
-        return bool(self.busy_nodes or self.untaint or self.stale_records or self.rerecord or self.refence or
-                    self.unfence or
-                    self.storm_mark is not None or any(getattr(v, "state", "") in SETTLING for v in self.recovery))
+        a pod or an attachment delete (counted by the brakes or not: every write is under them), an undo, a
+        recovery record settled, a storm moment remembered. A pass judged from the watch cache re-reads live
+        before any of these (run/runner.py)."""
+        return bool(any(n.has_work for n in self.nodes) or self.untaint or self.stale_records or self.rerecord
+                    or self.refence or self.unfence or self.storm_mark is not None
+                    or any(getattr(v, "state", "") in SETTLING for v in self.recovery))
 
     @property
     def pod_count(self) -> int:
