@@ -82,6 +82,9 @@ def test_status_after_a_real_outage_says_each_thing_and_only_reads(cluster, tmp_
     cluster.statefulset("status-app", "db", node_affinity="s-victim")
     wait_for("db-0 running", lambda: cluster.running("status-app", "db-0"), 120)  # CI runs both tiers at once
     wait_for("its volume attached", lambda: cluster.attached("pv-status-app-db", "s-victim"), 30)
+    # Nowhere for the replacement to go: the claim's recovery stays pending through both of status' reads below.
+    for name in ("s-live-a", "s-live-b"):
+        cluster.kube.patch(f"/api/v1/nodes/{name}", {"spec": {"unschedulable": True}})
     cluster.sim.power_off("s-victim")
     wait_for("s-victim NotReady", lambda: cluster.ready("s-victim") != "True", 90)
     cluster.taint("s-victim", CLOUD_TAINT)
