@@ -18,6 +18,7 @@ from test_pause import NAME, NAMESPACE, control
 from test_redfish import SILENT, bmc_file, cluster, freed, redfish_pass
 from test_storm_cooldown import PARTITIONED, calm, data, storm
 
+from rwo_failover.act.control import PAUSE_READ_SECONDS
 from rwo_failover.run.cli import main
 from rwo_failover.run.exitcodes import EXIT_OK, EXIT_REFUSED
 from rwo_testkit import fake_cluster as fc
@@ -66,15 +67,17 @@ def test_a_pause_set_during_the_force_off_wait_stops_the_taint_and_every_delete(
 
 def test_a_pause_set_while_a_network_fence_is_answered_stops_every_delete(api, run_pass):
     """Item 1, FENCING=networkfence: the pass creates the fence, then waits within itself for its answer. The
-    operator pauses right after the create; the fence answers Succeeded. Nothing on the node is touched."""
+    operator pauses right after the create; the fence answers Succeeded PAUSE_READ_SECONDS later (the bound on
+    how old the pass's last read of the switch may be). Nothing on the node is touched."""
     fc.outage(api)
     answered = []
 
     def pause_then_answer(req):
         if req.verb == "create" and req.resource == "networkfences" and req.could_change and not answered:
-            answered.append(req)
+            answered.append(time.monotonic())
             control(api, {"paused": "true", "pausedBy": "frank"})
         elif req.verb == "get" and req.resource == "networkfences" and answered:
+            time.sleep(max(0.0, answered[0] + PAUSE_READ_SECONDS - time.monotonic()))  # the controller's time
             fence = api.get("networkfences", "dead")
             if fence and not fence.get("status"):
                 fence["status"] = {"result": "Succeeded", "message": "fenced", "conditions": [
