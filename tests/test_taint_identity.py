@@ -340,3 +340,20 @@ def test_the_taint_record_of_many_addresses_is_bounded_and_the_node_s_annotation
     assert result.code == EXIT_OK and len(oos_taints(cluster, "dead")) == 1, result.lines("")[-5:]
     [record] = fc.taint_records(cluster)
     assert record["addresses"].startswith("sha256:")
+
+
+def test_our_record_of_a_node_s_taint_is_read_once_a_second_not_before_every_release(api, run_pass):
+    """60 pods on a dead node, released through our taint in a second or so: its record is read live when the
+    pass re-checks the node at most once per RECORD_READ_SECONDS (and after each write of ours to it), not before
+    each of the 120 deletes."""
+    fc.outage(api)
+    for i in range(1, 60):
+        fc.add_volume(api, f"data-db-{i}", attached_to="dead")
+        api.add(fc.pod(f"db-{i}", "dead", claims=[f"data-db-{i}"], terminating=True))
+    started = time.monotonic()
+    result = run_pass(MAX_PODS_PER_PASS="100")
+    took = time.monotonic() - started
+    assert result.code == EXIT_OK and not api.objects("pods") and oos_taints(api, "dead")
+    reads = [r for r in api.requests if r.verb == "list" and r.resource == "configmaps"
+             and r.query.get("fieldSelector", "").startswith("metadata.name=rwo-taint-")]
+    assert 1 <= len(reads) <= 3 + int(took), (len(reads), took)

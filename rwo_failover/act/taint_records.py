@@ -4,17 +4,24 @@ A record is written before its taint (write-ahead), so a taint of ours never exi
 makes it ours; a record whose taint never landed is stale, and a later pass drops it. Each record is removed
 after its taint comes off, or dropped once its taint is gone, and only the record as judged (a delete carries
 its uid and resourceVersion), after its node was read again, live.
+
+A node's record is read live with the node at each re-check before a write, at most once per RECORD_READ_SECONDS
+(and again after any write of ours to a record): which taint is ours is then known as of a second ago at worst,
+as the pause is (act/control.py), at a read per second of releasing instead of one per write.
 """
 
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable
 
 from ..kube import Api, ApiError
 from ..model import POWER_CYCLED_ANNOTATION, BadObject, Json, Node, TaintRecord, record_name
 from .writer import Result, Writer
 
 log = logging.getLogger(__name__)
+RECORD_READ_SECONDS = 1.0  # how old a record read may be when it is used again for a re-check
 
 
 def _record(obj: Json) -> TaintRecord | None:
@@ -25,20 +32,34 @@ def _record(obj: Json) -> TaintRecord | None:
 
 
 class TaintRecords:
-    def __init__(self, api: Api, writer: Writer, namespace: str) -> None:
-        self.api, self.writer, self.namespace = api, writer, namespace
+    def __init__(self, api: Api, writer: Writer, namespace: str, *,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.api, self.writer, self.namespace, self.clock = api, writer, namespace, clock
         self._written: dict[str, TaintRecord] = {}  # what this pass wrote, by ConfigMap name
+        # The last live read of each record, by ConfigMap name: when it was sent, and what it found.
+        self._read: dict[str, tuple[float, dict[str, TaintRecord]]] = {}
 
     def read(self, node: Node, purpose: str) -> dict[str, TaintRecord] | None:
-        """The record of this Node object, read now ({} when none, or unreadable); None once a failed read is
-        recorded."""
+        """The record of this Node object as read live less than RECORD_READ_SECONDS ago ({} when none, or
+        unreadable); None once a failed read is recorded."""
         name = record_name(node.uid)
+        last = self._read.get(name)
+        if last is not None and self.clock() - last[0] < RECORD_READ_SECONDS:
+            return dict(last[1])
+        sent = self.clock()  # the answer shows the record as it was at this moment or later
         try:
             found = [r for r in self.api.find_taint_record(self.namespace, name, _record) if r is not None]
         except ApiError as err:
             self.writer.fail(f"{purpose} of node {node.name}: reading its taint record failed: {err}", err)
             return None
-        return {r.name: r for r in found}
+        records = {r.name: r for r in found}
+        self._read[name] = (sent, records)
+        return dict(records)
+
+    def _record_write(self, what: str, would: str, name: str, *, call: Callable[[], Json | None]) -> Result:
+        """Every write of ours to a record: what was read of it before may no longer be what it holds."""
+        self._read.pop(name, None)
+        return self.writer.record(what, would, name, call=call)
 
     def write_ahead(self, raw_node: Json, added_at: str, bmc_off_at: str) -> bool:
         """Record the taint we are about to add, with timeAdded `added_at`, for the node as read (`raw_node`).
@@ -52,7 +73,7 @@ class TaintRecords:
         if name in self._written and self._written[name].same_content(record):
             return True
         body = record.body(self.namespace)
-        result = self.writer.record(f"creating taint record {self.namespace}/{name}",
+        result = self._record_write(f"creating taint record {self.namespace}/{name}",
                                     "would record the out-of-service taint", name,
                                     call=lambda: self.api.create_taint_record(self.namespace, body))
         if result is Result.CONFLICT:  # a record of an earlier taint of ours, gone since (add_patch saw none)
@@ -113,12 +134,12 @@ class TaintRecords:
         an operator's word: one given before does not carry over to what the record now says."""
         patch = {"metadata": {"resourceVersion": version, "annotations": {POWER_CYCLED_ANNOTATION: None}},
                  "data": record.data()}
-        return self.writer.record(what, would, name,
+        return self._record_write(what, would, name,
                                   call=lambda: self.api.patch_taint_record(self.namespace, name, patch))
 
     def _delete(self, record: TaintRecord) -> Result:
         """Preconditioned on the record judged: CONFLICT when it was written again since."""
-        return self.writer.record(f"deleting taint record {self.namespace}/{record.name}",
+        return self._record_write(f"deleting taint record {self.namespace}/{record.name}",
                                   "would delete the taint record", record.name,
                                   call=lambda: self.api.delete_taint_record(self.namespace, record.name, record.uid,
                                                                             resource_version=record.version))
