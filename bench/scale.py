@@ -16,7 +16,8 @@ VolumeAttachments deleted). Two references run in the same process run, on the s
   floor - fetch exactly what a pass must read (the node list, the Leases of tainted nodes, the pods of the
           proven-down nodes, their claims and PVs, the VolumeAttachment list) and parse it with bare
           json.loads, nothing else (bench/references.py).
-Exits non-zero if the pass was not correct; timing targets are reported, never asserted.
+Exits non-zero if the pass was not correct, or made more requests of a kind than its work needs
+(request_bounds); timing targets are reported, never asserted.
 """
 
 from __future__ import annotations
@@ -154,6 +155,31 @@ def measure(api: FakeApiServer, command: list[str], env: dict) -> Measured:
                     sum(r.response_bytes for r in made), output.decode(errors="replace"), result["code"], writes)
 
 
+def request_bounds(expected: Expected, dead_nodes: int = DEAD_NODES) -> dict[tuple[str, str], int]:
+    """The most requests of each kind a correct run may make for this much work (the CI smoke fails past one): a
+    live re-check (its node and Lease) before each release and each write on a dead node, an Event per pod, claim
+    and node, a recovery record per pod; every list at most once per pass (a run makes up to 3, run/once.py); the
+    control ConfigMap read when a pass starts, before its first write and once a second of writing
+    (act/control.py), our taint records once a second per node (act/taint_records.py). What is not here is never
+    asked for."""
+    work = len(expected.pods) + len(expected.attachments)
+    per_node = 4 * dead_nodes
+    passes = 3
+    return {("get", "nodes"): work + per_node + 10, ("get", "leases"): work + per_node + 10,
+            ("delete", "pods"): len(expected.pods), ("delete", "volumeattachments"): len(expected.attachments),
+            ("create", "events"): work + per_node + 10, ("create", "configmaps"): len(expected.pods) + per_node,
+            ("patch", "nodes"): 2 * dead_nodes, ("patch", "configmaps"): per_node,
+            ("list", "configmaps"): passes * 4 + 2 * dead_nodes + 10, ("list", "nodes"): 2 * passes,
+            ("list", "pods"): passes * dead_nodes, ("list", "persistentvolumeclaims"): passes,
+            ("list", "persistentvolumes"): passes, ("list", "volumeattachments"): passes,
+            ("list", "leases"): passes, ("version", ""): passes}
+
+
+def over_bounds(requests: Counter, bounds: dict[tuple[str, str], int]) -> list[str]:
+    return [f"{verb} {resource}: {n} requests, more than the {bounds.get((verb, resource), 0)} this work needs"
+            for (verb, resource), n in sorted(requests.items()) if n > bounds.get((verb, resource), 0)]
+
+
 def pass_env(kubeconfig: str) -> dict:
     return {"KUBECONFIG": kubeconfig, "PATH": os.environ.get("PATH", ""), "LOG_FORMAT": "json",
             "LOG_LEVEL": "WARNING", "MAX_NODES_PER_PASS": str(DEAD_NODES), "MAX_PODS_PER_PASS": "200",
@@ -216,6 +242,7 @@ def run_size(nodes: int, naive: bool) -> dict:
         problems = check(api, expected, pods_before=pods_before, atts_before=atts_before)
         if ours.code != 0:
             problems.append(f"reconcile.py exited {ours.code}: {ours.output[-2000:]}")
+        problems += over_bounds(ours.requests, request_bounds(expected))
         if dry.code != 0 or dry.writes:
             problems.append(f"the dry-run pass exited {dry.code} or wrote: {dict(dry.requests)}")
         return {"nodes": nodes, "pods": len(pods_before), "loaded_s": loaded, "sizes": sizes, "ours": ours,
