@@ -605,7 +605,7 @@ def test_every_structured_value_the_chart_renders_is_one_every_pod_accepts(path,
     ({"brakes": {"maxUnhealthyFraction": 0.95}}, "allowUnsafe"),
     ({"brakes": {"stormCooldownSeconds": 0}}, "storm-cooldown"),
     ({"minNotReadySeconds": 0}, "min-not-ready"),
-    ({"passTimeoutSeconds": 5}, "REQUEST_TIMEOUT_SECONDS"),
+    ({"passTimeoutSeconds": 5, "mode": "ha"}, "REQUEST_TIMEOUT_SECONDS"),  # a CronJob needs more (one_shot.py)
 ], ids=json.dumps)
 def test_a_value_that_switches_a_safety_rule_off_needs_allow_unsafe_in_the_chart_too(values, named):
     message = refused(values)
@@ -742,3 +742,56 @@ def test_ci_validates_every_render_at_the_charts_minimum_kubernetes():
     assert "sed -n 's/^kubeVersion:" in run and "charts/rwo-failover/Chart.yaml)" in run
     assert re.search(r'kubernetes-validate" --strict --kubernetes-version "\$\{minimum:\?[^}]*\}" \\\n'
                      r'\s+\$manifests "\$rendered"/\*\.yaml', run)
+
+
+BMC_MAP = {"n1": {"endpoint": "https://bmc.example/redfish/v1/Systems/1", "username": "u", "password": "p",
+                  "uuid": "4c4c4544-0000-1000-8000-000000000001"}}
+
+
+@pytest.mark.parametrize("values", [
+    {"minNotReadySeconds": 22}, {"minNotReadySeconds": 23}, {"minNotReadySeconds": 12, "passTimeoutSeconds": 30},
+    {"minNotReadySeconds": 13, "passTimeoutSeconds": 30},
+    {"minNotReadySeconds": 6, "passTimeoutSeconds": 9, "settings": {"REQUEST_TIMEOUT_SECONDS": "3"}},
+    {"minNotReadySeconds": 60, "fencing": {"mode": "networkfence", "networkFence": {"className": "ceph"},
+                                           "minNotReadySeconds": 22}},
+    {"minNotReadySeconds": 60, "fencing": {"mode": "networkfence", "networkFence": {"className": "ceph"},
+                                           "minNotReadySeconds": 23}},
+    {"minNotReadySeconds": 10, "fencing": {"mode": "redfish", "powerOff": True}},
+    {"minNotReadySeconds": 11, "fencing": {"mode": "redfish", "powerOff": True}},
+    {"minNotReadySeconds": 14, "fencing": {"mode": "redfish", "powerOff": True, "offWaitSeconds": 8}},
+    {"minNotReadySeconds": 15, "fencing": {"mode": "redfish", "powerOff": True, "offWaitSeconds": 8}},
+], ids=json.dumps)
+def test_the_chart_refuses_a_not_ready_wait_exactly_when_a_one_shot_run_does(values, tmp_path):
+    """The same arithmetic as settings/one_shot.py (a first pass of 10 s, the wait, the BMC's Off wait, within two
+    thirds of passTimeoutSeconds and 2 s): the chart refuses a CronJob install exactly when its pods would."""
+    import helm_python as helm
+
+    fencing = values.get("fencing", {})
+    if fencing.get("mode") == "redfish":
+        redfish = {"bmcSecret": {"secretName": "bmcs", "key": "map.json"}, "powerOff": fencing["powerOff"]}
+        if "offWaitSeconds" in fencing:
+            redfish["offWaitSeconds"] = fencing["offWaitSeconds"]
+        values = {**values, "fencing": {"mode": "redfish", "redfish": redfish}}
+    try:
+        args, env = chart.workload(chart.render({**values, "mode": "cronjob"}))
+    except helm.HelmError as err:
+        assert "cannot pass within one Job" in str(err), err
+        chart_refuses = True
+    else:
+        chart_refuses = False
+    if chart_refuses:  # what the pods would have been given
+        args, env = chart.workload(chart.render({**values, "mode": "ha"}))
+        args = [a for a in args if not a.startswith("--interval")]
+    bmc_map = tmp_path / "map.json"
+    bmc_map.write_text(json.dumps(BMC_MAP))
+    env = {**env, "LEADER_ELECTION": "false", "INTERVAL": "0"}
+    if env.get("REDFISH_BMC_FILE"):
+        env["REDFISH_BMC_FILE"] = str(bmc_map)
+    try:
+        config.load(["--once"], env)
+    except config.ConfigError as err:
+        assert "cannot pass within one run" in str(err), err
+        program_refuses = True
+    else:
+        program_refuses = False
+    assert chart_refuses == program_refuses, (chart_refuses, program_refuses)

@@ -53,7 +53,7 @@ def test_unreachable_api_server_exits_4_after_bounded_retries(tmp_path, api):
     text = Path(path).read_text().replace(api.url, f"http://127.0.0.1:{port}")
     Path(path).write_text(text)
 
-    code, out, _ = run_main({"KUBECONFIG": path, "API_MAX_ATTEMPTS": "3", "PASS_TIMEOUT_SECONDS": "10"})
+    code, out, _ = run_main({"KUBECONFIG": path, "API_MAX_ATTEMPTS": "3", "PASS_TIMEOUT_SECONDS": "17"})
 
     assert code == EXIT_UNAVAILABLE
     logs = [json.loads(line) for line in out.splitlines()]

@@ -20,6 +20,7 @@ from test_fence_webhook import webhook_pass
 from test_pause import control
 from test_redfish import bmc_file
 
+from rwo_failover.act.control import PAUSE_READ_SECONDS
 from rwo_failover.observe.sightings import Sightings
 from rwo_failover.run.cli import main
 from rwo_testkit import fake_cluster as fc
@@ -103,11 +104,12 @@ def test_a_fresh_process_does_not_leave_a_partition_out_of_the_brakes(api, kubec
     assert first["brake"] == "unhealthy-fraction" and not deleted, (first, [r.name for r in deleted])
 
 
-@pytest.mark.parametrize("timeout, wait", [("9", "6"), ("45", "30"), ("9", "5")],
-                         ids=["bound-9-6", "defaults-45-30", "control-under-9-5"])
+@pytest.mark.parametrize("timeout, wait", [("30", "12"), ("45", "22"), ("30", "11")],
+                         ids=["bound-30-12", "defaults-45-22", "control-under-30-11"])
 def test_a_one_shot_run_at_the_accepted_bound_fails_the_node_over(api, kubeconfig, timeout, wait):
-    """Settings at their bounds. settings/checks.py's _check_one_shot accepts MIN_NOT_READY_SECONDS up to two thirds
-    of PASS_TIMEOUT_SECONDS, saying that past it "no run would ever fail a node over". A new process (a CronJob's run)
+    """Settings at their bounds. settings/checks.py's _check_one_shot accepts a MIN_NOT_READY_SECONDS that, after a
+    first pass of FIRST_PASS_SECONDS, fits two thirds of PASS_TIMEOUT_SECONDS and START_SLACK_SECONDS, saying that
+    past it "no run would ever fail a node over". A new process (a CronJob's run)
     first sees the node NotReady in its first pass, so it must wait MIN_NOT_READY_SECONDS and pass again; run/once.py
     waits only while remaining() - wait >= PASS_TIMEOUT_SECONDS / 3, and the wait is MIN_NOT_READY_SECONDS + 0.2 s
     measured after the first pass's own time. At (and just under) the accepted bound every run exits 0 and frees
@@ -121,11 +123,11 @@ def test_a_one_shot_run_at_the_accepted_bound_fails_the_node_over(api, kubeconfi
 
 
 def test_a_pause_set_while_the_fence_webhook_is_retried_stops_the_retry(api, run_pass, tmp_path):
-    """Controls at every write. docs/safety.md: the pause switch is read "again, live, before every destructive
-    write (a fence, a power-off, our taint, each pod and attachment delete, and each retry of one)". The fence
-    webhook answers 503 (retryable) to its first call; the operator pauses at that moment. The retry is a fence sent
-    under the pause: Writer.call_fence_webhook hands the webhook's retry loop `self.stopped` (deadline, stop,
-    leadership), never the live pause read that _outside_call_gate asks before the first call."""
+    """Controls at every write. docs/safety.md: the pause switch is read again, live, before a destructive write (a
+    fence, a power-off, our taint, each pod and attachment delete, and each retry of one) whose last read is a second
+    old. The fence webhook answers 503 (retryable) to its first call a second after the operator pauses. The retry
+    was a fence sent under the pause: Writer.call_fence_webhook handed the webhook's retry loop `self.stopped`
+    (deadline, stop, leadership), never the live pause read that _outside_call_gate asks before the first call."""
     fc.outage(api)
     calls = []
 
@@ -133,6 +135,7 @@ def test_a_pause_set_while_the_fence_webhook_is_retried_stops_the_retry(api, run
         calls.append(body)
         if len(calls) == 1:
             control(api, {"paused": "true", "pausedBy": "heidi (during the fencer's 503)"})
+            time.sleep(PAUSE_READ_SECONDS)  # its retry starts more than that after the pause
             return 503, {"error": "busy"}
         return fenced_yes(body)
 
@@ -157,6 +160,7 @@ def test_a_pause_set_while_a_network_fence_create_is_retried_stops_the_retry(api
             creates.append(req)
             if len(creates) == 1:
                 control(api, {"paused": "true", "pausedBy": "ivan (during the 503)"})
+                time.sleep(PAUSE_READ_SECONDS)  # its retry starts more than that after the pause
                 return Response(503, json.dumps({"kind": "Status", "apiVersion": "v1", "status": "Failure",
                                                  "reason": "ServiceUnavailable", "code": 503}).encode(),
                                 {"Content-Type": "application/json"})

@@ -26,6 +26,7 @@ from ..kube import Api, ServerClockUnknown
 from ..observe.sightings import Sightings
 from ..planner import NodeState, Plan
 from ..settings import Settings
+from ..settings.one_shot import fits, off_wait, pass_timeout_needed
 from .exitcodes import EXIT_CRASH, EXIT_FAILED, EXIT_FORBIDDEN, EXIT_OK, EXIT_REFUSED, EXIT_UNAVAILABLE
 from .metrics import Metrics
 from .quiet_wait import wait_for_taint
@@ -36,13 +37,6 @@ MAX_PASSES = 3  # a first pass and two waits at most: a run never turns into a l
 MIN_QUIET_SECONDS = 2.0  # a shorter watch of quiet nodes is not worth listing the Leases for
 QUIET_SLACK_SECONDS = 2.0  # the second pass itself, and the truncated second of the proof's stamp
 WAKE_MARGIN_SECONDS = 0.2  # past the moment, so the verdict has surely changed when the pass judges it
-# What a run spends before its first sighting (start-up, the clock check, the first node list) and the wake margin:
-# a wait for this process's own sighting may take as much from the next pass's third, so that a NotReady wait of
-# up to two thirds of PASS_TIMEOUT_SECONDS, as settings/checks.py allows, fits.
-START_SLACK_SECONDS = 2.0
-# Kept, of REDFISH_OFF_WAIT_SECONDS, for the BMC to answer Off after a ForceOff sent late in a run (hardware takes a
-# few seconds): a ForceOff sent with no time left to see the Off powers the machine off and fails the pass.
-OFF_WAIT_KEPT_SECONDS = 12.0
 STOP_CHECK_SECONDS = 0.2  # how soon a stop signal ends the wait
 
 
@@ -150,20 +144,21 @@ def _due(plans: list[Plan], outcomes: list[Outcome], api: Api, *, settings: Sett
     moment, node, own = min(moments)
     wait = (_own_seconds_until(moment, plans[0], shown_at) if own else _seconds_until(moment, api)) \
         + WAKE_MARGIN_SECONDS
-    power_off = settings.fencing == "redfish" and settings.redfish_power_off and own
-    off_wait = min(float(settings.redfish_off_wait_seconds), OFF_WAIT_KEPT_SECONDS) if power_off else 0.0
-    reserve = settings.pass_timeout_seconds / 3 + off_wait - (START_SLACK_SECONDS if own else 0.0)
     if wait <= 0 or (wait > settings.once_wait_seconds and not own):
         return None, ""
-    if api.remaining() - wait < reserve:
-        if not own or not first:
+    used = settings.pass_timeout_seconds - api.remaining()
+    if own:  # the wait for its own sighting: the arithmetic start-up checked the settings with (settings/one_shot.py)
+        if fits(settings, used=used, wait=wait):
+            return (node, wait), ""
+        if not first:
             return None, ""
-        used = settings.pass_timeout_seconds - api.remaining()
-        kept = f" and {off_wait:g}s for the BMC's Off" if off_wait else ""
+        kept = f" and {off_wait(settings):g}s for the BMC's Off" if off_wait(settings) else ""
         return None, (f"node {node} is judged only once this process has watched it {wait:.0f}s more, and this run "
                       f"({used:.0f}s in) must keep a third of PASS_TIMEOUT_SECONDS={settings.pass_timeout_seconds:g} "
                       f"for acting{kept}: raise PASS_TIMEOUT_SECONDS to at least "
-                      f"{math.ceil(1.5 * (used + wait + off_wait))}, or run continuous mode")
+                      f"{math.ceil(pass_timeout_needed(settings, used=used, wait=wait))}, or run continuous mode")
+    if api.remaining() - wait < settings.pass_timeout_seconds / 3:
+        return None, ""
     return (node, wait), ""
 
 

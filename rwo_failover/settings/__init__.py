@@ -1,6 +1,7 @@
 """Settings: the one table of settings (`table`), the parsers of its values (`values`), reading flags and the
 environment through it (`load`), the checks on combinations (`checks`), token files (`tokens`) and URLs
-(`urls`), the BMC map of FENCING=redfish (`bmc`), and the values that switch a safety rule off (`unsafe`).
+(`urls`), the BMC map of FENCING=redfish (`bmc`), the values that switch a safety rule off (`unsafe`), and a
+one-shot run's time budget (`one_shot`), which start-up and the run share.
 Nothing else in rwo_failover reads the environment.
 
 May use: the object model (names, matchers) and the standard library. Everything above it may use this package.

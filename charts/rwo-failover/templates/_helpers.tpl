@@ -290,8 +290,9 @@ to do instead; tests/test_chart.py checks the program refuses the same settings.
 {{- if and (eq ($env.UNDO | toString | lower) "bmc") (ne ($env.FENCING | toString | lower) "redfish") -}}
 {{- fail (printf "rwo-failover: UNDO=bmc (undo) needs FENCING=redfish (fencing.mode), the only mode with a BMC to see the machine power-cycled (fencing.mode is %v): use undo bootid or operator" $env.FENCING) -}}
 {{- end -}}
-{{- /* A one-shot pass proves a node down only once it has seen it NotReady for the wait itself, within two thirds
-of its deadline (rwo_failover/settings/checks.py); with fencing the wait may be shorter ("lease": 40 s). */ -}}
+{{- /* A one-shot pass proves a node down only once it has seen it NotReady for the wait itself, after a first pass
+of up to 10 s, within two thirds of its deadline and 2 s, less 12 s (at most) kept for a BMC's Off after a ForceOff
+(rwo_failover/settings/one_shot.py); with fencing the wait may be shorter ("lease": 40 s). */ -}}
 {{- if not $ha -}}
 {{- $wait := float64 ($env.MIN_NOT_READY_SECONDS | toString) -}}
 {{- if ne ($env.FENCING | toString | lower) "none" -}}
@@ -299,9 +300,14 @@ of its deadline (rwo_failover/settings/checks.py); with fencing the wait may be 
 {{- $fencedWait := ternary 40.0 (float64 $fenced) (eq $fenced "lease") -}}
 {{- if lt $fencedWait $wait }}{{ $wait = $fencedWait }}{{ end -}}
 {{- end -}}
-{{- $room := divf (mulf (float64 ($env.PASS_TIMEOUT_SECONDS | toString)) 2.0) 3.0 -}}
+{{- $offWait := 0.0 -}}
+{{- if and (eq ($env.FENCING | toString | lower) "redfish") (eq ($env.REDFISH_POWER_OFF | toString | lower) "true") -}}
+{{- $offWait = min 12 (int ($env.REDFISH_OFF_WAIT_SECONDS | default "30" | toString)) | float64 -}}
+{{- end -}}
+{{- $timeout := float64 ($env.PASS_TIMEOUT_SECONDS | toString) -}}
+{{- $room := subf (addf (divf (mulf $timeout 2.0) 3.0) 2.0) (addf 10.0 $offWait) -}}
 {{- if gt $wait $room -}}
-{{- fail (printf "rwo-failover: MIN_NOT_READY_SECONDS=%v (minNotReadySeconds) cannot pass within one Job: a pass proves a node down only once it has seen it NotReady that long itself, within PASS_TIMEOUT_SECONDS=%v (passTimeoutSeconds) less the third kept for acting, so no Job would ever fail a node over. Keep the wait within two thirds of passTimeoutSeconds, or use mode=ha" $env.MIN_NOT_READY_SECONDS $env.PASS_TIMEOUT_SECONDS) -}}
+{{- fail (printf "rwo-failover: MIN_NOT_READY_SECONDS=%v (minNotReadySeconds) cannot pass within one Job: a pass proves a node down only once it has seen it NotReady that long itself, after a first pass of up to 10 s, within PASS_TIMEOUT_SECONDS=%v (passTimeoutSeconds) less the third kept for acting (and the BMC's Off wait), so a Job whose first pass takes that long could never fail a node over. Keep 10 s + the wait within two thirds of passTimeoutSeconds + 2 s, raise passTimeoutSeconds, or use mode=ha" $env.MIN_NOT_READY_SECONDS $env.PASS_TIMEOUT_SECONDS) -}}
 {{- end -}}
 {{- end -}}
 {{- if and $ha (not $elected) -}}
