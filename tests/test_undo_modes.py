@@ -5,6 +5,7 @@ word on our record of that one outage; bmc adds the BMC's Off when we acted and 
 from __future__ import annotations
 
 import base64
+import copy
 import json
 import ssl
 import time
@@ -317,3 +318,67 @@ def test_a_node_booting_after_the_outage_is_not_taken_for_a_new_outage(cluster, 
     back(cluster, "n1", "2b2b2b2b-2b2b-4b2b-8b2b-2b2b2b2b2b2b")
     time.sleep(2.1)
     assert run_pass(RECOVERY_SECONDS="1").summary["taints_removed"] == 1
+
+
+@pytest.mark.parametrize("undo, change", [("operator", "withdraw-word"), ("bootid", "delete-record")])
+def test_a_record_changed_before_the_retried_undo_patch_keeps_our_taint(cluster, run_pass, undo, change):
+    """The removal's first patch meets a 409 (a kubelet's status post), and at that moment an operator changes our
+    record: withdraws the power-cycled word (UNDO=operator), or deletes the record (the taint is no longer ours).
+    The retry reads the node again, live, and must judge it by the record as it is now, not as read a moment before
+    (found by an attack on the record's read once a second: the taint was lifted)."""
+    fc.dead_node(cluster, "n1")
+    stuck(cluster, "n1")
+    assert run_pass(UNDO=undo).code == EXIT_OK and len(oos_taints(cluster, "n1")) == 1
+    back(cluster, "n1", "2b2b2b2b-2b2b-4b2b-8b2b-2b2b2b2b2b2b")  # rebooted, by its own word
+    if undo == "operator":
+        acknowledge(cluster, "n1")
+    time.sleep(2.1)
+    changed = []
+
+    def kubelet_posts_and_operator_changes_the_record(req):
+        if req.verb == "patch" and req.resource == "nodes" and not changed:
+            record = copy.deepcopy(record_of(cluster, "n1"))
+            if change == "withdraw-word":
+                record["metadata"]["annotations"].pop(POWER_CYCLED_ANNOTATION)
+                cluster.add(record)
+            else:
+                cluster.remove("configmaps", record["metadata"]["name"], record["metadata"]["namespace"])
+            cluster.add(copy.deepcopy(cluster.get("nodes", "n1")))  # a status post: a new resourceVersion
+            changed.append(req)
+        return None
+    cluster.hooks.append(kubelet_posts_and_operator_changes_the_record)
+
+    result = run_pass(UNDO=undo, RECOVERY_SECONDS="1")
+
+    assert changed and result.summary["taints_removed"] == 0 and len(oos_taints(cluster, "n1")) == 1, result.summary
+
+
+def test_an_operator_s_word_given_during_a_release_does_not_carry_over_to_it(cluster, run_pass):
+    """UNDO=operator, two outages under one standing taint: while the second outage's pass re-checks the node before
+    releasing through our taint, an operator confirms a power cycle (of the first outage) on our record. The
+    record's refresh at the release must read it now and drop that word, or it would count for this release."""
+    b2 = "2b2b2b2b-2b2b-4b2b-8b2b-2b2b2b2b2b2b"
+    fc.dead_node(cluster, "n1")
+    stuck(cluster, "n1")
+    assert run_pass(UNDO="operator").summary["taints_added"] == 1
+    back(cluster, "n1", b2)
+    stuck(cluster, "n1", "db-1")
+    dies_under_our_taint(cluster, "n1")
+    confirmed = []
+
+    gets = []
+
+    def operator_confirms_mid_pass(req):  # after the first re-check read (and kept) the record, before the refresh
+        if req.verb == "get" and req.resource == "nodes" and req.name == "n1":
+            gets.append(req)
+            if len(gets) == 2:
+                acknowledge(cluster, "n1")
+                confirmed.append(req)
+        return None
+    cluster.hooks.append(operator_confirms_mid_pass)
+
+    second = run_pass(UNDO="operator")
+
+    assert confirmed and second.summary["pods_deleted"] == 1
+    found = record_of(cluster, "n1")
+    assert POWER_CYCLED_ANNOTATION not in (found["metadata"].get("annotations") or {}), "the word did not carry over"

@@ -74,6 +74,12 @@ class OurTaint:
         node, raw = live
         if node.our_taint is None or not node.taint_record.name:
             return True
+        records = self.records.read(node, "re-check of our taint record before a release")  # now, never cached
+        if records is None:
+            return False
+        node = Node.from_json(raw).with_record(records)  # the node as re-checked, with the record as read now
+        if node.our_taint is None or not node.taint_record.name:
+            return True  # the record is gone since: the taint is not ours to refresh
         return self.records.refresh(node.taint_record, raw, off_at)
 
     def remove(self, name: str) -> None:
@@ -89,8 +95,8 @@ class OurTaint:
             node, lease, raw = live
             self.node_uids[name] = node.uid
             ours = node.our_taint
-            if reread and ours is None and not node.oos_added_at and added_at:
-                return LANDED  # our removal landed and its answer was lost: the retry got 409, and both are gone
+            if reread and added_at and not any(t.is_ours and t.time_added == added_at for t in node.taints):
+                return LANDED  # our removal landed and its answer was lost: the retry got 409, and the taint is gone
             blocker = "not ours" if ours is None else \
                 "another shutdown taint" if shutdown_taint(node, self.settings.shutdown_taints) else \
                 lift_blocker(node, lease, self.settings, now=self.now())[0]

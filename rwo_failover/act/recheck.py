@@ -30,9 +30,10 @@ class Rechecker:
         self.on_split_brain, self.records, self.sightings = on_split_brain, records, sightings
         self.lost: set[str] = set()  # nodes that failed a re-check in this pass: nothing more is written there
 
-    def read_live(self, name: str, purpose: str) -> Live | None:
+    def read_live(self, name: str, purpose: str, *, recent_record: bool = False) -> Live | None:
         """The node (also raw, for its resourceVersion) and its Lease, read now; None after recording why not. A
-        node carrying an out-of-service taint comes with our record of it, read now too: which taint is ours."""
+        node carrying an out-of-service taint comes with our record of it, read now too (with `recent_record`, as
+        read less than a second ago: taint_records.py): which taint is ours."""
         try:
             raw = self.api.read_node(name)
             lease_raw = self.api.read_lease(name) if raw else None
@@ -43,7 +44,7 @@ class Rechecker:
                 raise BadObject("not a JSON object")
             node = Node.from_json(raw)
             if node.has_oos_taint:
-                records = self.records.read(node, purpose)
+                records = self.records.read(node, purpose, recent=recent_record)
                 if records is None:
                     return None
                 node = node.with_record(records)
@@ -57,7 +58,7 @@ class Rechecker:
     def judge(self, name: str, seen: str | None = None,
               status_seen: datetime | None = None) -> tuple[NodeVerdict, Node, Json] | None:
         """Judge the node again, live, with the plan's rule; the verdict, the node, and its raw JSON."""
-        live = self.read_live(name, "re-check")
+        live = self.read_live(name, "re-check", recent_record=True)
         if live is None:
             return None
         node, lease, raw = live

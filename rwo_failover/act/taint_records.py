@@ -5,9 +5,11 @@ makes it ours; a record whose taint never landed is stale, and a later pass drop
 after its taint comes off, or dropped once its taint is gone, and only the record as judged (a delete carries
 its uid and resourceVersion), after its node was read again, live.
 
-A node's record is read live with the node at each re-check before a write, at most once per RECORD_READ_SECONDS
-(and again after any write of ours to a record): which taint is ours is then known as of a second ago at worst,
-as the pause is (act/control.py), at a read per second of releasing instead of one per write.
+A node's record is read live with the node at each re-check before a write. The re-checks before each release on
+a proven-down node may use a read less than RECORD_READ_SECONDS old (and never one from before a write of ours to
+the record), a read per second of releasing instead of one per write: there the record only tells which
+out-of-service taint is ours, and the node stays proven down by another. Every judgment the record itself decides
+reads it now: lifting our taint, refreshing the record at a release, dropping it.
 """
 
 from __future__ import annotations
@@ -39,12 +41,12 @@ class TaintRecords:
         # The last live read of each record, by ConfigMap name: when it was sent, and what it found.
         self._read: dict[str, tuple[float, dict[str, TaintRecord]]] = {}
 
-    def read(self, node: Node, purpose: str) -> dict[str, TaintRecord] | None:
-        """The record of this Node object as read live less than RECORD_READ_SECONDS ago ({} when none, or
-        unreadable); None once a failed read is recorded."""
+    def read(self, node: Node, purpose: str, *, recent: bool = False) -> dict[str, TaintRecord] | None:
+        """The record of this Node object read now, or with `recent` as read live less than RECORD_READ_SECONDS ago
+        ({} when none, or unreadable); None once a failed read is recorded."""
         name = record_name(node.uid)
         last = self._read.get(name)
-        if last is not None and self.clock() - last[0] < RECORD_READ_SECONDS:
+        if recent and last is not None and self.clock() - last[0] < RECORD_READ_SECONDS:
             return dict(last[1])
         sent = self.clock()  # the answer shows the record as it was at this moment or later
         try:
