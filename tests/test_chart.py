@@ -746,42 +746,40 @@ def test_ci_validates_every_render_at_the_charts_minimum_kubernetes():
 
 BMC_MAP = {"n1": {"endpoint": "https://bmc.example/redfish/v1/Systems/1", "username": "u", "password": "p",
                   "uuid": "4c4c4544-0000-1000-8000-000000000001"}}
+REDFISH = {"mode": "redfish", "redfish": {"bmcSecret": {"secretName": "bmcs", "key": "map.json"}}}
+POWER_OFF = {"mode": "redfish", "redfish": {**REDFISH["redfish"], "powerOff": True}}
+NETWORKFENCE = {"mode": "networkfence", "networkFence": {"className": "ceph"}}
+OFF_WAIT_8 = {"mode": "redfish", "redfish": {**POWER_OFF["redfish"], "offWaitSeconds": 8}}
+SHORT_REQUESTS = {"REQUEST_TIMEOUT_SECONDS": "3"}
 
 
 @pytest.mark.parametrize("values", [
-    {"minNotReadySeconds": 22}, {"minNotReadySeconds": 23}, {"minNotReadySeconds": 12, "passTimeoutSeconds": 30},
-    {"minNotReadySeconds": 13, "passTimeoutSeconds": 30},
-    {"minNotReadySeconds": 6, "passTimeoutSeconds": 9, "settings": {"REQUEST_TIMEOUT_SECONDS": "3"}},
-    {"minNotReadySeconds": 60, "fencing": {"mode": "networkfence", "networkFence": {"className": "ceph"},
-                                           "minNotReadySeconds": 22}},
-    {"minNotReadySeconds": 60, "fencing": {"mode": "networkfence", "networkFence": {"className": "ceph"},
-                                           "minNotReadySeconds": 23}},
-    {"minNotReadySeconds": 10, "fencing": {"mode": "redfish", "powerOff": True}},
-    {"minNotReadySeconds": 11, "fencing": {"mode": "redfish", "powerOff": True}},
-    {"minNotReadySeconds": 14, "fencing": {"mode": "redfish", "powerOff": True, "offWaitSeconds": 8}},
-    {"minNotReadySeconds": 15, "fencing": {"mode": "redfish", "powerOff": True, "offWaitSeconds": 8}},
+    {"minNotReadySeconds": 25}, {"minNotReadySeconds": 26}, {"minNotReadySeconds": 15, "passTimeoutSeconds": 30},
+    {"minNotReadySeconds": 16, "passTimeoutSeconds": 30},
+    {"minNotReadySeconds": 6, "passTimeoutSeconds": 9, "settings": SHORT_REQUESTS},
+    {"minNotReadySeconds": 60, "fencing": {**NETWORKFENCE, "minNotReadySeconds": 25}},
+    {"minNotReadySeconds": 60, "fencing": {**NETWORKFENCE, "minNotReadySeconds": 26}},
+    {"passTimeoutSeconds": 11, "fencing": NETWORKFENCE, "settings": SHORT_REQUESTS},  # a wait of 0: nothing to fit
+    {"passTimeoutSeconds": 44, "fencing": POWER_OFF}, {"passTimeoutSeconds": 43, "fencing": POWER_OFF},
+    {"passTimeoutSeconds": 29, "fencing": POWER_OFF},
+    {"passTimeoutSeconds": 38, "fencing": OFF_WAIT_8}, {"passTimeoutSeconds": 37, "fencing": OFF_WAIT_8},
+    {"passTimeoutSeconds": 43, "fencing": REDFISH, "settings": {"REDFISH_POWER_OFF": "yes"}},  # the program's spelling
+    {"passTimeoutSeconds": 43, "fencing": REDFISH},  # no power-off: no Lease watch, no Off wait
 ], ids=json.dumps)
 def test_the_chart_refuses_a_not_ready_wait_exactly_when_a_one_shot_run_does(values, tmp_path):
-    """The same arithmetic as settings/one_shot.py (a first pass of 10 s, the wait, the BMC's Off wait, within two
-    thirds of passTimeoutSeconds and 2 s): the chart refuses a CronJob install exactly when its pods would."""
+    """The same arithmetic as settings/one_shot.py (a first pass of 6 s and 1 s of margins, the wait, the Lease watch
+    and the BMC's Off wait before and after a ForceOff, within two thirds of passTimeoutSeconds and 2 s): the chart
+    refuses a CronJob install exactly when its pods would. Both sides of each bound are here."""
     import helm_python as helm
 
-    fencing = values.get("fencing", {})
-    if fencing.get("mode") == "redfish":
-        redfish = {"bmcSecret": {"secretName": "bmcs", "key": "map.json"}, "powerOff": fencing["powerOff"]}
-        if "offWaitSeconds" in fencing:
-            redfish["offWaitSeconds"] = fencing["offWaitSeconds"]
-        values = {**values, "fencing": {"mode": "redfish", "redfish": redfish}}
     try:
         args, env = chart.workload(chart.render({**values, "mode": "cronjob"}))
     except helm.HelmError as err:
         assert "cannot pass within one Job" in str(err), err
         chart_refuses = True
+        args, env = chart.workload(chart.render({**values, "mode": "ha"}))  # what the pods would have been given
     else:
         chart_refuses = False
-    if chart_refuses:  # what the pods would have been given
-        args, env = chart.workload(chart.render({**values, "mode": "ha"}))
-        args = [a for a in args if not a.startswith("--interval")]
     bmc_map = tmp_path / "map.json"
     bmc_map.write_text(json.dumps(BMC_MAP))
     env = {**env, "LEADER_ELECTION": "false", "INTERVAL": "0"}

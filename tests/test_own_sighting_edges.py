@@ -104,8 +104,8 @@ def test_a_fresh_process_does_not_leave_a_partition_out_of_the_brakes(api, kubec
     assert first["brake"] == "unhealthy-fraction" and not deleted, (first, [r.name for r in deleted])
 
 
-@pytest.mark.parametrize("timeout, wait", [("30", "12"), ("45", "22"), ("30", "11")],
-                         ids=["bound-30-12", "defaults-45-22", "control-under-30-11"])
+@pytest.mark.parametrize("timeout, wait", [("30", "15"), ("45", "25"), ("30", "14")],
+                         ids=["bound-30-15", "defaults-45-25", "control-under-30-14"])
 def test_a_one_shot_run_at_the_accepted_bound_fails_the_node_over(api, kubeconfig, timeout, wait):
     """Settings at their bounds. settings/checks.py's _check_one_shot accepts a MIN_NOT_READY_SECONDS that, after a
     first pass of FIRST_PASS_SECONDS, fits two thirds of PASS_TIMEOUT_SECONDS and START_SLACK_SECONDS, saying that
@@ -260,3 +260,67 @@ def test_a_new_process_refused_by_the_brake_names_the_nodes_down_by_the_server_s
     refused = sorted(e["involvedObject"]["name"] for e in api.objects("events") if e["reason"] == "FailoverRefused")
     assert refused == ["down0", "down1", "down2"], refused
     assert {p["metadata"]["name"] for p in api.objects("pods")} == {"db-0", "db-1", "db-2"}
+
+
+@pytest.fixture(scope="module")
+def power_off_bmc():
+    with RedfishEmulator({"z-hung-44": "On", "z-hung-45": "On"}) as emulator:
+        yield emulator
+
+
+@pytest.mark.parametrize("timeout, first_list_delay", [("44", 0.0), ("45", 5.0)],
+                         ids=["bound-44-fast-first-pass", "defaults-45-first-pass-5s"])
+def test_a_redfish_power_off_setting_start_up_accepts_powers_off_and_frees(api, kubeconfig, tmp_path,
+                                                                         power_off_bmc, timeout, first_list_delay):
+    """Start-up counts what a one-shot run with REDFISH_POWER_OFF waits for itself: its own watch of the silent
+    Lease before a ForceOff (a quarter of the default 40 s Lease and 2 s), then 12 s for the BMC's Off. It took the
+    NotReady wait (0 with fencing, by default) for the whole wait and accepted PASS_TIMEOUT_SECONDS=30, and every run
+    exited 1 (found by an attack on the start-up check). At the bound start-up now accepts (44 s), and at the
+    default with a first node list 5 s slow, a run powers the machine off and frees its pod."""
+    name = f"z-hung-{timeout}"
+    hung_machine(api, name, 40)  # the kubelet's default Lease
+    delayed = []
+
+    def slow_first_node_list(req) -> None:
+        if first_list_delay and req.verb == "list" and req.resource == "nodes" and not delayed:
+            delayed.append(req)
+            time.sleep(first_list_delay)
+    api.hooks.append(slow_first_node_list)
+    code, logs = one_run(kubeconfig, Sightings(), FENCING="redfish", REDFISH_POWER_OFF="true",
+                         PASS_TIMEOUT_SECONDS=timeout,
+                         REDFISH_BMC_FILE=bmc_file(tmp_path, {name: power_off_bmc.entry(name)}))
+    unfit = [line["reason"] for line in logs if line["message"].startswith("a node this run cannot watch long")]
+    assert code == 0 and power_off_bmc.power(name) == "Off" and api.get("pods", "db-0", "default") is None, \
+        (code, unfit)
+
+
+def test_a_redfish_power_off_setting_no_run_can_hold_is_refused_at_start_up(api, kubeconfig, tmp_path,
+                                                                            power_off_bmc):
+    """One second under that bound: exit 2 before any API call, naming the PASS_TIMEOUT_SECONDS it needs."""
+    before = len(api.requests)
+    err = io.StringIO()
+    code = main(["--once"], {"KUBECONFIG": kubeconfig, "FENCING": "redfish", "REDFISH_POWER_OFF": "true",
+                             "PASS_TIMEOUT_SECONDS": "43",
+                             "REDFISH_BMC_FILE": bmc_file(tmp_path, {"z": power_off_bmc.entry("z-hung-44")})},
+                stdout=io.StringIO(), stderr=err, sleep=time.sleep, sightings=Sightings())
+    assert code == 2 and len(api.requests) == before
+    assert "cannot pass within one run" in err.getvalue() and "PASS_TIMEOUT_SECONDS of at least 44" in err.getvalue(), \
+        err.getvalue()
+
+
+def test_a_first_pass_of_up_to_first_pass_seconds_at_the_accepted_bound_frees_the_node(api, kubeconfig):
+    """The promise at its edge: PASS_TIMEOUT_SECONDS=30 with MIN_NOT_READY_SECONDS=15, the most start-up accepts, and
+    a first node list 5.8 s slow (FIRST_PASS_SECONDS is 6). With 10 s promised and the wake margin and the work
+    after the list uncounted, a first pass of 9.9 s made every run exit 1 (found by an attack on the check)."""
+    fc.outage(api)
+    delayed = []
+
+    def slow_first_node_list(req) -> None:
+        if req.verb == "list" and req.resource == "nodes" and not delayed:
+            delayed.append(req)
+            time.sleep(5.8)
+    api.hooks.append(slow_first_node_list)
+    code, logs = one_run(kubeconfig, Sightings(), PASS_TIMEOUT_SECONDS="30", MIN_NOT_READY_SECONDS="15",
+                         ONCE_WAIT_SECONDS="30", REQUEST_TIMEOUT_SECONDS="8")
+    assert code == 0 and api.get("pods", "db-0", "default") is None, (code, [
+        line.get("reason") for line in logs if line["message"].startswith("a node this run cannot watch long")])

@@ -6,7 +6,7 @@ import math
 
 from .bmc import BMC_MAP_ALLOWED, BmcMapError, check_cas, read_bmc_map
 from .errors import ConfigError
-from .one_shot import FIRST_PASS_SECONDS, fits, not_ready_wait, off_wait, pass_timeout_needed
+from .one_shot import FIRST_PASS_SECONDS, START_MARGIN_SECONDS, accepted, off_wait, own_wait, pass_timeout_needed
 from .table import Settings
 from .tokens import TOKEN_ALLOWED, TokenError, read_bearer_token
 from .unsafe import check_unsafe
@@ -30,20 +30,20 @@ def check_settings(settings: Settings, once: bool) -> None:
 
 def _check_one_shot(settings: Settings) -> None:
     """A one-shot run (a CronJob's) is a new process: it proves a node down only after seeing it NotReady for the
-    wait itself, inside PASS_TIMEOUT_SECONDS less the third kept for acting, after a first pass of up to
-    FIRST_PASS_SECONDS (one_shot.py, the run's own arithmetic). A wait that cannot fit there would have every run
-    exit 1 and never fail anything over."""
-    wait = not_ready_wait(settings)
-    if wait > 0 and not fits(settings, used=FIRST_PASS_SECONDS, wait=wait):  # 0: no wait to hold
-        needed = math.ceil(pass_timeout_needed(settings, used=FIRST_PASS_SECONDS, wait=wait))
-        kept = f", less the {off_wait(settings):g}s kept for the BMC's Off after a ForceOff" if off_wait(settings) \
-            else ""
-        raise ConfigError(
-            f"MIN_NOT_READY_SECONDS={settings.min_not_ready_seconds} cannot pass within one run: a one-shot run "
-            f"proves a node down only once it has seen it NotReady {wait:g}s itself, after a first pass of up to "
-            f"{FIRST_PASS_SECONDS:g}s, within PASS_TIMEOUT_SECONDS={settings.pass_timeout_seconds:g} less the third "
-            f"kept for acting{kept}, so a run whose first pass takes that long could never fail a node over; "
-            f"allowed: PASS_TIMEOUT_SECONDS of at least {needed} for this wait, a shorter wait, or continuous mode")
+    wait itself (and, to power a machine off, its Lease silent), inside PASS_TIMEOUT_SECONDS less the third kept for
+    acting, after a first pass of up to FIRST_PASS_SECONDS (one_shot.py, the run's own arithmetic). A wait that
+    cannot fit there would have every run exit 1 and never fail anything over."""
+    if accepted(settings):
+        return
+    wait, margin = own_wait(settings), FIRST_PASS_SECONDS + START_MARGIN_SECONDS
+    needed = math.ceil(pass_timeout_needed(settings, used=margin, wait=wait))
+    kept = f", less the {off_wait(settings):g}s kept for the BMC's Off after a ForceOff" if off_wait(settings) else ""
+    raise ConfigError(
+        f"MIN_NOT_READY_SECONDS={settings.min_not_ready_seconds} cannot pass within one run: a one-shot run "
+        f"waits {wait:g}s to see a node down itself, after a first pass of up to {FIRST_PASS_SECONDS:g}s, "
+        f"within PASS_TIMEOUT_SECONDS={settings.pass_timeout_seconds:g} less the third kept for acting{kept}, so a "
+        "run whose first pass takes that long could never fail a node over; allowed: PASS_TIMEOUT_SECONDS of at "
+        f"least {needed} for this wait, a shorter wait, or continuous mode")
 
 
 def _check_consistent(settings: Settings) -> None:

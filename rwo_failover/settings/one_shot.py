@@ -14,9 +14,12 @@ from ..model.names import DEFAULT_LEASE_SECONDS
 from .table import Settings
 
 # What the run's first pass may spend before its first sighting of a node, counted at start-up: a first node list
-# of 5,000 nodes on a loaded API server takes a few seconds (docs/performance.md). A run whose first pass takes
-# longer is told which PASS_TIMEOUT_SECONDS it needs (run/once.py).
-FIRST_PASS_SECONDS = 10.0
+# of 5,000 nodes takes a second or two, a few on a loaded API server (docs/performance.md). A run whose first pass
+# takes longer is told which PASS_TIMEOUT_SECONDS it needs (run/once.py).
+FIRST_PASS_SECONDS = 6.0
+# What start-up adds to it: the run's wake margin (0.2 s), the whole-second stamps the proof is timed by, and the
+# first pass's own work after its node list.
+START_MARGIN_SECONDS = 1.0
 # Of the third kept for acting, what the wait for this process's own sighting may take (the acting pass rereads
 # what the first one read, so it needs less than a full third).
 START_SLACK_SECONDS = 2.0
@@ -25,13 +28,21 @@ START_SLACK_SECONDS = 2.0
 OFF_WAIT_KEPT_SECONDS = 12.0
 
 
-def not_ready_wait(settings: Settings) -> float:
-    """The shortest NotReady wait a node may be proven down by: MIN_NOT_READY_SECONDS, or with fencing the fenced
-    wait when shorter (planner/nodes.py; "lease" taken at the default Lease duration)."""
+# Before a ForceOff, a run watches a silent node's Lease itself for its kubelet's renew interval (a quarter of the
+# Lease's duration) and 2 s (planner/redfish.py's renews): at the default Lease, 12 s.
+LEASE_WATCH_SECONDS = DEFAULT_LEASE_SECONDS / 4 + 2
+
+
+def own_wait(settings: Settings) -> float:
+    """The longest a one-shot run waits for its own sighting, for nodes with the default Lease: the NotReady wait
+    (MIN_NOT_READY_SECONDS, or with fencing the fenced wait when shorter, "lease" at the default Lease's duration,
+    planner/nodes.py), and with REDFISH_POWER_OFF the Lease watch before a ForceOff if longer."""
     wait = float(settings.min_not_ready_seconds)
     if settings.fencing != "none":
         fenced = settings.fenced_min_not_ready_seconds
         wait = min(wait, float(DEFAULT_LEASE_SECONDS if fenced is None else fenced))
+    if off_wait(settings):
+        wait = max(wait, LEASE_WATCH_SECONDS)
     return wait
 
 
@@ -56,3 +67,10 @@ def fits(settings: Settings, *, used: float, wait: float) -> bool:
 def pass_timeout_needed(settings: Settings, *, used: float, wait: float) -> float:
     """The least PASS_TIMEOUT_SECONDS with which `fits` would hold."""
     return 1.5 * (used + wait + off_wait(settings) - START_SLACK_SECONDS)
+
+
+def accepted(settings: Settings) -> bool:
+    """Start-up's rule: the run's own, for a first pass of FIRST_PASS_SECONDS (and START_MARGIN_SECONDS); a run that
+    waits for nothing of its own has nothing to fit."""
+    wait = own_wait(settings)
+    return wait <= 0 or fits(settings, used=FIRST_PASS_SECONDS + START_MARGIN_SECONDS, wait=wait)

@@ -290,24 +290,28 @@ to do instead; tests/test_chart.py checks the program refuses the same settings.
 {{- if and (eq ($env.UNDO | toString | lower) "bmc") (ne ($env.FENCING | toString | lower) "redfish") -}}
 {{- fail (printf "rwo-failover: UNDO=bmc (undo) needs FENCING=redfish (fencing.mode), the only mode with a BMC to see the machine power-cycled (fencing.mode is %v): use undo bootid or operator" $env.FENCING) -}}
 {{- end -}}
-{{- /* A one-shot pass proves a node down only once it has seen it NotReady for the wait itself, after a first pass
-of up to 10 s, within two thirds of its deadline and 2 s, less 12 s (at most) kept for a BMC's Off after a ForceOff
-(rwo_failover/settings/one_shot.py); with fencing the wait may be shorter ("lease": 40 s). */ -}}
+{{- /* A one-shot run waits to see a node down itself (NotReady for the wait, and with REDFISH_POWER_OFF its Lease
+silent 12 s, a quarter of the default 40 s Lease and 2 s, before a ForceOff), after a first pass of up to 6 s (and
+1 s of margins), within two thirds of its deadline and 2 s, less 12 s (at most) kept for a BMC's Off after a
+ForceOff: rwo_failover/settings/one_shot.py, whose rule tests/test_chart.py checks this against. With fencing the
+NotReady wait may be shorter ("lease": 40 s); a wait of 0 has nothing to fit. */ -}}
 {{- if not $ha -}}
 {{- $wait := float64 ($env.MIN_NOT_READY_SECONDS | toString) -}}
-{{- if ne ($env.FENCING | toString | lower) "none" -}}
+{{- $fencing := $env.FENCING | toString | trim | lower -}}
+{{- if ne $fencing "none" -}}
 {{- $fenced := $env.FENCED_MIN_NOT_READY_SECONDS | toString | trim | lower -}}
 {{- $fencedWait := ternary 40.0 (float64 $fenced) (eq $fenced "lease") -}}
 {{- if lt $fencedWait $wait }}{{ $wait = $fencedWait }}{{ end -}}
 {{- end -}}
 {{- $offWait := 0.0 -}}
-{{- if and (eq ($env.FENCING | toString | lower) "redfish") (eq ($env.REDFISH_POWER_OFF | toString | lower) "true") -}}
-{{- $offWait = min 12 (int ($env.REDFISH_OFF_WAIT_SECONDS | default "30" | toString)) | float64 -}}
+{{- if and (eq $fencing "redfish") (has ($env.REDFISH_POWER_OFF | toString | trim | lower) $true) -}}
+{{- $offWait = min 12 (int ($env.REDFISH_OFF_WAIT_SECONDS | toString)) | float64 -}}
+{{- if lt $wait 12.0 }}{{ $wait = 12.0 }}{{ end -}}
 {{- end -}}
 {{- $timeout := float64 ($env.PASS_TIMEOUT_SECONDS | toString) -}}
-{{- $room := subf (addf (divf (mulf $timeout 2.0) 3.0) 2.0) (addf 10.0 $offWait) -}}
-{{- if gt $wait $room -}}
-{{- fail (printf "rwo-failover: MIN_NOT_READY_SECONDS=%v (minNotReadySeconds) cannot pass within one Job: a pass proves a node down only once it has seen it NotReady that long itself, after a first pass of up to 10 s, within PASS_TIMEOUT_SECONDS=%v (passTimeoutSeconds) less the third kept for acting (and the BMC's Off wait), so a Job whose first pass takes that long could never fail a node over. Keep 10 s + the wait within two thirds of passTimeoutSeconds + 2 s, raise passTimeoutSeconds, or use mode=ha" $env.MIN_NOT_READY_SECONDS $env.PASS_TIMEOUT_SECONDS) -}}
+{{- $room := subf (addf (divf (mulf $timeout 2.0) 3.0) 2.0) (addf 7.0 $offWait) -}}
+{{- if and (gt $wait 0.0) (gt $wait $room) -}}
+{{- fail (printf "rwo-failover: MIN_NOT_READY_SECONDS=%v (minNotReadySeconds) cannot pass within one Job: a Job waits %vs to see a node down itself, after a first pass of up to 6 s, within PASS_TIMEOUT_SECONDS=%v (passTimeoutSeconds) less the third kept for acting (and the BMC's Off wait), so a Job whose first pass takes that long could never fail a node over. Raise passTimeoutSeconds, shorten the wait, or use mode=ha" $env.MIN_NOT_READY_SECONDS $wait $env.PASS_TIMEOUT_SECONDS) -}}
 {{- end -}}
 {{- end -}}
 {{- if and $ha (not $elected) -}}
