@@ -312,8 +312,9 @@ def test_invariants_hold_over_any_sequence_of_outages(undo, fencing):
     print(f"\nUNDO={undo} FENCING={fencing}: {EXAMPLES} examples of up to {STEPS} steps: {dict(checked.seen)}")
     assert checked.seen["passes that released"] and checked.seen["paused passes"] and checked.seen["refused passes"], \
         checked.seen
-    if undo == "bootid":  # the operator's word comes rarely in a random sequence: its lifts are not counted on
-        assert checked.seen["our out-of-service taint lifted"] or checked.seen["our NetworkFence lifted"], checked.seen
+    if (undo, fencing) == ("bootid", "none"):  # elsewhere a lift needs steps a random sequence seldom completes (the
+        # operator's word after the last release; the fence answered Unfenced, then deleted): not counted on
+        assert checked.seen["our out-of-service taint lifted"], checked.seen
 
 
 @pytest.mark.xfail(strict=True, reason="documented limit (docs/safety.md): a release Kubernetes makes through our "
