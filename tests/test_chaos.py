@@ -93,7 +93,7 @@ def replace_one_target(api: FakeApiServer, rng: random.Random, targets: dict) ->
 def run(kubeconfig: str) -> tuple[int, dict]:
     out = io.StringIO()
     env = {"KUBECONFIG": kubeconfig, "LOG_FORMAT": "json", "API_MAX_ATTEMPTS": "3", "PAGE_SIZE": "3",
-           "REQUEST_TIMEOUT_SECONDS": "0.15", "PASS_TIMEOUT_SECONDS": "91",
+           "REQUEST_TIMEOUT_SECONDS": "0.15", "PASS_TIMEOUT_SECONDS": "98",
            "MIN_NOT_READY_SECONDS": "60"}  # "notyet", NotReady 20 s, is not yet down
     code = main(["--once"], env, stdout=out, stderr=io.StringIO(), sleep=lambda seconds: None, sightings=watched())
     summary = json.loads(out.getvalue().strip().splitlines()[-1])

@@ -129,7 +129,7 @@ def test_force_off_is_followed_by_at_least_one_look_whatever_the_wait(api, run_p
     from test_redfish import refusal
     cluster(api, machine="on-once")
     redfish_pass(run_pass, bmc_file(tmp_path, {SILENT: bmc.entry("on-once")}), REDFISH_POWER_OFF="true",
-                 REDFISH_OFF_WAIT_SECONDS="1")
+                 REDFISH_OFF_WAIT_SECONDS="1", PASS_TIMEOUT_SECONDS="45")  # a one-shot run's Lease watch fits
 
     assert [e for e in api.objects("events") if e["reason"] == "NodePoweredOff"], "ForceOff was sent"
     assert "still does not answer Off (PowerState On)" in refusal(api), refusal(api)
