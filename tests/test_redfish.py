@@ -81,6 +81,8 @@ def no_secret(result: Run, api, *also: str) -> None:
 
 
 def redfish_pass(run_pass, path: str, **env: str) -> Run:
+    if env.get("REDFISH_POWER_OFF") == "true":  # a one-shot run's Lease watch and Off wait need it (one_shot.py)
+        env.setdefault("PASS_TIMEOUT_SECONDS", "45")
     return run_pass(FENCING="redfish", REDFISH_BMC_FILE=path, **env)
 
 
