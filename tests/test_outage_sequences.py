@@ -50,9 +50,14 @@ FENCE_CLASS = "sim"
 
 
 def destructive(request) -> bool:
-    """A write that frees, fences or lifts: a pod or attachment delete, a node patch, any NetworkFence write."""
+    """A write that frees, fences or lifts: a pod or attachment delete, a node patch, a NetworkFence created,
+    deleted or patched in its spec. A patch of our fence's metadata alone records the machine under it: memory,
+    written in a paused or refused pass too (act/fence_machine.py), as our taint's record is."""
     if not request.could_change:
         return False
+    if request.resource == "networkfences" and request.verb == "patch":
+        body = request.body if isinstance(request.body, dict) else json.loads(request.body or "{}")
+        return set(body) - {"metadata"} != set()
     return (request.verb, request.resource) in (("delete", "pods"), ("delete", "volumeattachments"),
                                                 ("patch", "nodes")) or request.resource == "networkfences"
 
