@@ -7,6 +7,8 @@ import os
 import shutil
 import subprocess
 import sys
+import time
+from typing import Any
 
 import pytest
 from conftest import ROOT
@@ -95,3 +97,12 @@ def detached(api) -> list[dict]:
 def attached(api) -> list[dict]:
     """The VolumeAttachments nobody has deleted: a deleted one stays, marked, until its attacher has detached it."""
     return [va for va in api.objects("volumeattachments") if not va["metadata"].get("deletionTimestamp")]
+
+
+def sixty_pods_freed(api, run_pass) -> tuple[Any, float]:
+    """One pass over a dead node holding 60 stuck pods with attached RWO claims (fc.outage), none deferred by the
+    pod cap: the pass's result, and how long it took in seconds."""
+    fc.outage(api, pods=[f"db-{i}" for i in range(60)])
+    started = time.monotonic()
+    result = run_pass(MAX_PODS_PER_PASS="100")
+    return result, time.monotonic() - started

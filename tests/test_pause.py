@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from helpers import sixty_pods_freed
 
 from rwo_failover.run.exitcodes import EXIT_OK, EXIT_UNAVAILABLE
 from rwo_testkit import fake_cluster as fc
@@ -273,13 +274,7 @@ def test_the_switch_is_read_a_handful_of_times_a_pass_not_once_per_write(api, ru
     """60 pods on a dead node: 60 force-deletes and more, in a second or so. The switch is
     read when the pass starts, before its first write, and then at most once per PAUSE_READ_SECONDS of writing
     (it was read before every destructive write: 617 ConfigMap lists in one run at 5,000 nodes)."""
-    fc.outage(api)
-    for i in range(1, 60):
-        fc.add_volume(api, f"data-db-{i}", attached_to="dead")
-        api.add(fc.pod(f"db-{i}", "dead", claims=[f"data-db-{i}"], terminating=True))
-    started = time.monotonic()
-    result = run_pass(MAX_PODS_PER_PASS="100")
-    took = time.monotonic() - started
+    result, took = sixty_pods_freed(api, run_pass)
     assert result.code == EXIT_OK and not api.objects("pods")
     assert len(control_reads(api)) <= 2 + int(took), (len(control_reads(api)), took)
 
@@ -287,10 +282,7 @@ def test_the_switch_is_read_a_handful_of_times_a_pass_not_once_per_write(api, ru
 def test_a_pause_set_mid_pass_stops_every_destructive_write_that_starts_a_second_after_it(api, run_pass):
     """The bound docs/operations.md states: writes slowed to one every 0.3 s (each pod delete answered late), a
     pause set at the first pod delete; no destructive write starts more than PAUSE_READ_SECONDS after it."""
-    fc.outage(api)
-    for i in range(1, 10):
-        fc.add_volume(api, f"data-db-{i}", attached_to="dead")
-        api.add(fc.pod(f"db-{i}", "dead", claims=[f"data-db-{i}"], terminating=True))
+    fc.outage(api, pods=[f"db-{i}" for i in range(10)])
     paused_at = []
 
     def slow_then_pause(req):

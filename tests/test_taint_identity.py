@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from helpers import attached, detached
+from helpers import attached, detached, sixty_pods_freed
 from test_out_of_service import oos_taints, stuck
 
 from rwo_failover.model import OUT_OF_SERVICE_KEY as OOS_KEY
@@ -346,13 +346,7 @@ def test_our_record_of_a_node_s_taint_is_read_once_a_second_not_before_every_rel
     """60 pods on a dead node, released through our taint in a second or so: its record is read live when the
     pass re-checks the node at most once per RECORD_READ_SECONDS (and after each write of ours to it), not before
     each of the 120 deletes."""
-    fc.outage(api)
-    for i in range(1, 60):
-        fc.add_volume(api, f"data-db-{i}", attached_to="dead")
-        api.add(fc.pod(f"db-{i}", "dead", claims=[f"data-db-{i}"], terminating=True))
-    started = time.monotonic()
-    result = run_pass(MAX_PODS_PER_PASS="100")
-    took = time.monotonic() - started
+    result, took = sixty_pods_freed(api, run_pass)
     assert result.code == EXIT_OK and not api.objects("pods") and oos_taints(api, "dead")
     reads = [r for r in api.requests if r.verb == "list" and r.resource == "configmaps"
              and r.query.get("fieldSelector", "").startswith("metadata.name=rwo-taint-")]
